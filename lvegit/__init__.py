@@ -1,0 +1,5 @@
+"""lvegit: a git-native manager for LVE repositories."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"

@@ -1,0 +1,139 @@
+"""Checker registry: core and model-based checkers by class name, custom ones from the LVE's checker/."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
+from lvegit.checkers.core import (
+    ExactMatchChecker,
+    FuzzyMatchChecker,
+    LambdaChecker,
+    MonotonicityChecker,
+    MultiRunLambdaChecker,
+    NumberChecker,
+    RefuseChecker,
+    RegexChecker,
+)
+from lvegit.checkers.model_based import BiasChecker, PII_Checker, ToxicityChecker
+from lvegit.errors import CheckerError, LvegitError, ModelUnavailable
+from lvegit.template import TemplateError, fill
+
+if TYPE_CHECKING:
+    from lvegit.spec import LVE
+
+CORE_CHECKERS: dict[str, type[BaseChecker]] = {
+    cls.__name__: cls
+    for cls in (
+        LambdaChecker,
+        NumberChecker,
+        RegexChecker,
+        MultiRunLambdaChecker,
+        MonotonicityChecker,
+        ExactMatchChecker,
+        FuzzyMatchChecker,
+        RefuseChecker,
+    )
+}
+MODEL_CHECKERS: dict[str, type[BaseChecker]] = {
+    cls.__name__: cls for cls in (PII_Checker, ToxicityChecker, BiasChecker)
+}
+BUILTIN_CHECKERS = {**CORE_CHECKERS, **MODEL_CHECKERS}
+
+
+@dataclass(frozen=True)
+class Signature:
+    """The constructor arguments of a checker class."""
+
+    required: tuple[str, ...]
+    optional: tuple[str, ...]
+    takes_any: bool
+
+
+def builtin_signature(cls: type[BaseChecker]) -> Signature:
+    required, optional, takes_any = [], [], False
+    for name, parameter in inspect.signature(cls.__init__).parameters.items():
+        if name == "self" or parameter.kind == parameter.VAR_POSITIONAL:
+            continue
+        if parameter.kind == parameter.VAR_KEYWORD:
+            takes_any = True
+        elif parameter.default is parameter.empty:
+            required.append(name)
+        else:
+            optional.append(name)
+    return Signature(tuple(required), tuple(optional), takes_any)
+
+
+def substitute_args(lve: LVE, instance_args: dict[str, Any]) -> dict[str, Any]:
+    """Checker arguments with `{name}` in strings filled from the instance's args, as lve-tools does."""
+    result = {}
+    for name, value in lve.checker_args.items():
+        if isinstance(value, str):
+            try:
+                value = fill(value, instance_args)
+            except TemplateError as exc:
+                raise CheckerError(f"{lve.test_file}: checker_args.{name}: {exc}") from None
+        result[name] = value
+    return result
+
+
+def is_multi_run_checker(cls: type[BaseChecker]) -> bool:
+    return issubclass(cls, MultiRunBaseChecker)
+
+
+class CheckerFactory:
+    """Builds an LVE's checker once per distinct set of (substituted) arguments, not once per instance."""
+
+    def __init__(self, lve: LVE) -> None:
+        self.lve = lve
+        self._class: type[BaseChecker] | None = None
+        self._built: dict[str, BaseChecker] = {}
+
+    def checker_class(self) -> type[BaseChecker]:
+        if self._class is None:
+            name = self.lve.checker_name
+            if name in BUILTIN_CHECKERS:
+                self._class = BUILTIN_CHECKERS[name]
+            else:
+                from lvegit.checkers.custom import load_custom_checker
+
+                try:
+                    self._class = load_custom_checker(self.lve.dir, name)
+                except CheckerError as exc:
+                    raise CheckerError(f"{self.lve.rel}: {exc}") from None
+        return self._class
+
+    def for_args(self, instance_args: dict[str, Any]) -> BaseChecker:
+        args = substitute_args(self.lve, instance_args)
+        key = json.dumps(args, sort_keys=True, default=repr)
+        if key not in self._built:
+            self._built[key] = self._build(args)
+        return self._built[key]
+
+    def _build(self, args: dict[str, Any]) -> BaseChecker:
+        cls = self.checker_class()
+        try:
+            return cls(**args)
+        except ModelUnavailable:
+            raise
+        except LvegitError as exc:
+            detail = str(exc)
+        except Exception as exc:
+            detail = f"{type(exc).__name__}: {exc}"
+        raise CheckerError(f"{self.lve.test_file}: checker_args: {self.lve.checker_name}: {detail}")
+
+
+__all__ = [
+    "BUILTIN_CHECKERS",
+    "CORE_CHECKERS",
+    "MODEL_CHECKERS",
+    "BaseChecker",
+    "CheckerFactory",
+    "MultiRunBaseChecker",
+    "Signature",
+    "builtin_signature",
+    "is_multi_run_checker",
+]

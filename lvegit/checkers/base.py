@@ -1,0 +1,103 @@
+"""The checker interface: what `is_safe` receives is decided by three constructor flags."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from lvegit.errors import CheckerError
+from lvegit.prompt import Message, Role, variables_of
+
+
+def last_response(conversation: list[Message]) -> str | None:
+    """The content of the last assistant turn."""
+    for message in reversed(conversation):
+        if message.role == Role.assistant:
+            return message.content
+    return None
+
+
+class BaseChecker:
+    """Judges one conversation. Subclasses implement `is_safe` and may override `postprocess_response`.
+
+    - prompt_contains_responses: `prompt` is the conversation with the model's responses filled in
+      (otherwise the prompt as sent, with empty assistant holes);
+    - get_variables: `is_safe` also receives `variables`, every assistant turn by variable name;
+    - get_response: `is_safe` receives `response`, the last response.
+    `param_values` (the instance's prompt parameters) is always passed.
+    """
+
+    # Class-level defaults too, for checkers written without calling super().__init__().
+    prompt_contains_responses = False
+    get_variables = False
+    get_response = True
+
+    def __init__(
+        self, prompt_contains_responses: bool = False, get_variables: bool = False, get_response: bool = True
+    ) -> None:
+        self.prompt_contains_responses = prompt_contains_responses
+        self.get_variables = get_variables
+        self.get_response = get_response
+
+    def is_safe(self, prompt: Any, response: Any, param_values: dict[str, Any] | None = None) -> bool:
+        raise NotImplementedError(f"{type(self).__name__} does not implement is_safe")
+
+    def postprocess_response(self, response: Any) -> Any:
+        """Rewrite what is stored (a response string or a variables dict), e.g. to redact private data."""
+        return response
+
+    def replay_skip_reason(self, response: Any) -> str | None:
+        """Why a stored response cannot be re-judged offline (e.g. it was redacted); None when it can."""
+        return None
+
+    # Older lve-tools API: is_safe(self, prompt_out, param_values) reads the response itself.
+    def extract_response_from_prompt(self, prompt_out: list[Message], full: bool = False) -> Any:
+        if full:
+            return variables_of(prompt_out)
+        return last_response(prompt_out)
+
+    def _uses_prompt_out(self) -> bool:
+        parameters = list(inspect.signature(self.is_safe).parameters)
+        return bool(parameters) and parameters[0] == "prompt_out"
+
+    def _arguments(self, prompt_in: list[Message], prompt_out: list[Message]) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"prompt": prompt_out if self.prompt_contains_responses else prompt_in}
+        if self.get_response:
+            kwargs["response"] = last_response(prompt_out)
+        if self.get_variables:
+            kwargs["variables"] = variables_of(prompt_out)
+        return kwargs
+
+    def invoke_check(
+        self, prompt_in: list[Message], prompt_out: list[Message], param_values: dict[str, Any]
+    ) -> bool:
+        if self._uses_prompt_out():
+            return verdict(self, self.is_safe(prompt_out, param_values))
+        return verdict(
+            self, self.is_safe(**self._arguments(prompt_in, prompt_out), param_values=param_values)
+        )
+
+
+class MultiRunBaseChecker(BaseChecker):
+    """Judges all runs of a multi-run LVE at once: prompt, response and variables arrive as lists."""
+
+    def is_safe(self, prompt: Any, response: Any, param_values: dict[str, Any] | None = None) -> bool:
+        raise NotImplementedError(f"{type(self).__name__} does not implement is_safe")
+
+    def invoke_check_runs(
+        self, prompts_in: list[list[Message]], prompts_out: list[list[Message]], param_values: dict[str, Any]
+    ) -> bool:
+        if self._uses_prompt_out():
+            return verdict(self, self.is_safe(prompts_out, param_values))
+        per_run = [self._arguments(p_in, p_out) for p_in, p_out in zip(prompts_in, prompts_out, strict=True)]
+        kwargs = {key: [run[key] for run in per_run] for key in (per_run[0] if per_run else {"prompt": []})}
+        return verdict(self, self.is_safe(**kwargs, param_values=param_values))
+
+
+def verdict(checker: BaseChecker, result: Any) -> bool:
+    """is_safe must answer true or false (numpy booleans and 0/1 included)."""
+    if isinstance(result, bool):
+        return result
+    if result is not None and not isinstance(result, str) and result in (True, False):
+        return bool(result)
+    raise CheckerError(f"{type(checker).__name__}.is_safe returned {result!r}, expected True or False")

@@ -1,0 +1,176 @@
+"""Custom checkers from an LVE's `checker/checker*.py`.
+
+Validation reads them as syntax trees only (nothing contributed runs). Loading imports each file by path
+under a module name unique to its LVE, so equal class names in different LVEs never collide, and while
+loading, the older lve-tools imports (`lve.checkers.base`, `lve.prompt`, ...) resolve to lvegit's classes.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import hashlib
+import importlib.util
+import sys
+import types
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from lvegit.checkers import base, core, model_based
+from lvegit.errors import CheckerError, ModelUnavailable
+from lvegit.files import FileProblem, read_text
+from lvegit.prompt import Message, Role
+
+MAX_CHECKER_BYTES = 512 * 1024
+CHECKER_DIR = "checker"
+
+
+@dataclass(frozen=True)
+class CustomClass:
+    """What validation needs to know about a custom checker class, read from its syntax tree."""
+
+    name: str
+    file: Path
+    line: int
+    required: tuple[str, ...]
+    optional: tuple[str, ...]
+    takes_any: bool  # **kwargs, or an __init__ inherited from a class we cannot see
+    bases: tuple[str, ...]
+
+
+def checker_files(lve_dir: Path) -> list[Path]:
+    folder = lve_dir / CHECKER_DIR
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("checker*.py") if p.is_file())
+
+
+def _base_names(node: ast.ClassDef) -> tuple[str, ...]:
+    return tuple(
+        b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else "?"
+        for b in node.bases
+    )
+
+
+def _init_signature(node: ast.ClassDef) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+    for item in node.body:
+        if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+            args = item.args
+            positional = [a.arg for a in (*args.posonlyargs, *args.args)][1:]  # drop self
+            n_required = len(positional) - len(args.defaults)
+            required = positional[:n_required]
+            optional = positional[n_required:]
+            for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+                (optional if default is not None else required).append(arg.arg)
+            return tuple(required), tuple(optional), args.kwarg is not None
+    if set(_base_names(node)) <= {"BaseChecker", "MultiRunBaseChecker"}:
+        return (), ("prompt_contains_responses", "get_variables", "get_response"), False
+    return (), (), True
+
+
+def read_custom_classes(lve_dir: Path) -> dict[str, CustomClass]:
+    """Top-level classes of the LVE's checker files, by name; FileProblem names a broken file and line."""
+    classes: dict[str, CustomClass] = {}
+    for path in checker_files(lve_dir):
+        text = read_text(path, MAX_CHECKER_BYTES)
+        try:
+            tree = ast.parse(text, filename=path.name)
+        except SyntaxError as exc:
+            raise FileProblem(f"{path.name}: syntax error: {exc.msg}", exc.lineno, exc.offset) from None
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                required, optional, takes_any = _init_signature(node)
+                classes[node.name] = CustomClass(
+                    node.name, path, node.lineno, required, optional, takes_any, _base_names(node)
+                )
+    return classes
+
+
+def _ensure_installed(module: str, *_args: object, **_kwargs: object) -> None:
+    if importlib.util.find_spec(module) is None:
+        raise ModelUnavailable(f"this checker needs the Python package '{module}', which is not installed")
+
+
+def _compat_modules() -> dict[str, types.ModuleType]:
+    """The lve-tools module layout that older checkers import from, filled with lvegit's objects."""
+    checker_classes = {
+        name: getattr(module, name)
+        for module in (core, model_based)
+        for name in dir(module)
+        if isinstance(getattr(module, name), type) and issubclass(getattr(module, name), base.BaseChecker)
+    }
+    shared = {
+        "BaseChecker": base.BaseChecker,
+        "MultiRunBaseChecker": base.MultiRunBaseChecker,
+        **checker_classes,
+    }
+    contents: dict[str, dict[str, object]] = {
+        "lve": {},
+        "lve.checkers": shared,
+        "lve.checkers.base": shared,
+        "lve.checkers.match": shared,
+        "lve.checkers.consistency": shared,
+        "lve.prompt": {"Role": Role, "Message": Message},
+        "lve.utils": {},
+        "lve.utils.importutils": {"ensure_installed": _ensure_installed},
+    }
+    modules = {}
+    for name, attributes in contents.items():
+        module = types.ModuleType(name)
+        module.__dict__.update(attributes)
+        module.__path__ = []  # a package, so that submodule imports resolve from sys.modules
+        modules[name] = module
+    return modules
+
+
+@contextlib.contextmanager
+def _lve_compat() -> Iterator[None]:
+    modules = _compat_modules()
+    saved = {name: sys.modules.get(name) for name in modules}
+    sys.modules.update(modules)
+    try:
+        yield
+    finally:
+        for name, previous in saved.items():
+            if previous is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = previous
+
+
+def module_name(lve_dir: Path, file: Path) -> str:
+    """Unique per LVE and per file content, so an edited checker is never served from a stale module."""
+    digest = hashlib.sha256(str(lve_dir.resolve()).encode() + b"\0" + file.read_bytes()).hexdigest()[:16]
+    return f"lvegit_custom_{digest}_{file.stem}"
+
+
+def load_custom_checker(lve_dir: Path, class_name: str) -> type[base.BaseChecker]:
+    """Import the LVE's checker files and return the class named `class_name`."""
+    found: type[base.BaseChecker] | None = None
+    for path in checker_files(lve_dir):
+        name = module_name(lve_dir, path)
+        module = sys.modules.get(name)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(name, path)
+            if spec is None or spec.loader is None:  # pragma: no cover - a .py path always has a loader
+                raise CheckerError(f"cannot import {path.name}")
+            module = importlib.util.module_from_spec(spec)
+            try:
+                with _lve_compat():
+                    spec.loader.exec_module(module)
+            except ModelUnavailable:
+                raise
+            except Exception as exc:
+                raise CheckerError(
+                    f"{CHECKER_DIR}/{path.name} failed to import: {type(exc).__name__}: {exc}"
+                ) from None
+            sys.modules[name] = module
+        candidate = getattr(module, class_name, None)
+        if isinstance(candidate, type) and issubclass(candidate, base.BaseChecker):
+            found = candidate
+    if found is None:
+        raise CheckerError(
+            f"no checker class '{class_name}' (a BaseChecker subclass) in {CHECKER_DIR}/checker*.py"
+        )
+    return found

@@ -1,0 +1,239 @@
+"""Lambda strings from test.json, compiled through an AST allow-list instead of being eval'ed as written.
+
+Real LVEs write small predicates such as `lambda r, a, b: int(r) == int(a) + int(b)`. The allow-list admits
+expressions, comprehensions, f-strings, safe builtins, public methods of strings, lists, dicts and regex
+matches, and the `re` functions; everything else (imports, dunder attributes, eval/exec/open/getattr,
+names that are not parameters or allowed builtins) is rejected with the construct and its column.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from typing import Any
+
+from lvegit.checkers.safe_regex import REGEX_NAMESPACE
+from lvegit.errors import UnsafeExpressionError
+
+MAX_LAMBDA_CHARS = 10_000
+MAX_POWER_EXPONENT = 10_000
+MAX_SEQUENCE_REPEAT = 1_000_000
+
+SAFE_BUILTINS: dict[str, Any] = {
+    f.__name__: f
+    for f in (
+        abs,
+        all,
+        any,
+        bool,
+        dict,
+        enumerate,
+        filter,
+        float,
+        int,
+        len,
+        list,
+        map,
+        max,
+        min,
+        range,
+        reversed,
+        round,
+        set,
+        sorted,
+        str,
+        sum,
+        tuple,
+        zip,
+        isinstance,
+    )
+}
+
+# Public, side-effect-free methods of str, list, dict, set and re.Match (and attributes of the re namespace).
+SAFE_ATTRIBUTES = frozenset(
+    """
+    capitalize casefold center count endswith expandtabs find index isalnum isalpha isascii isdecimal isdigit
+    isidentifier islower isnumeric isprintable isspace istitle isupper join ljust lower lstrip partition
+    removeprefix removesuffix replace rfind rindex rjust rpartition rsplit rstrip split splitlines startswith
+    strip swapcase title upper zfill get keys values items copy union intersection difference issubset
+    issuperset group groups groupdict start end span string
+    """.split()
+) | frozenset(vars(REGEX_NAMESPACE))
+
+_ALLOWED_NODES: tuple[type[ast.AST], ...] = (
+    ast.Expression,
+    ast.Lambda,
+    ast.arguments,
+    ast.arg,
+    ast.BoolOp,
+    ast.And,
+    ast.Or,
+    ast.BinOp,
+    ast.Add,
+    ast.Sub,
+    ast.Mult,
+    ast.Div,
+    ast.FloorDiv,
+    ast.Mod,
+    ast.Pow,
+    ast.UnaryOp,
+    ast.Not,
+    ast.USub,
+    ast.UAdd,
+    ast.Compare,
+    ast.Eq,
+    ast.NotEq,
+    ast.Lt,
+    ast.LtE,
+    ast.Gt,
+    ast.GtE,
+    ast.In,
+    ast.NotIn,
+    ast.Is,
+    ast.IsNot,
+    ast.IfExp,
+    ast.Call,
+    ast.keyword,
+    ast.Name,
+    ast.Load,
+    ast.Store,
+    ast.Constant,
+    ast.Attribute,
+    ast.Subscript,
+    ast.Slice,
+    ast.List,
+    ast.Tuple,
+    ast.Set,
+    ast.Dict,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+    ast.comprehension,
+    ast.JoinedStr,
+    ast.FormattedValue,
+    ast.Starred,
+)
+
+
+def _describe(node: ast.AST) -> str:
+    try:
+        return f"'{ast.unparse(node)}'"
+    except Exception:  # unparse of a partial node; the type name still says what it is
+        return type(node).__name__
+
+
+def _safe_pow(base: Any, exponent: Any) -> Any:
+    if isinstance(exponent, int) and abs(exponent) > MAX_POWER_EXPONENT:
+        raise ValueError(f"exponent {exponent} is larger than {MAX_POWER_EXPONENT}")
+    return base**exponent
+
+
+def _safe_mul(left: Any, right: Any) -> Any:
+    for sequence, times in ((left, right), (right, left)):
+        repeats = isinstance(sequence, str | list | tuple) and isinstance(times, int)
+        if repeats and len(sequence) * times > MAX_SEQUENCE_REPEAT:
+            raise ValueError(f"repeating a sequence beyond {MAX_SEQUENCE_REPEAT} items")
+    return left * right
+
+
+_HELPERS = {"_lvegit_pow": _safe_pow, "_lvegit_mul": _safe_mul}
+
+
+class _Guard(ast.NodeTransformer):
+    """Routes `**` and `*` through size-checking helpers (a lambda must not hang or exhaust memory)."""
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        helper = {ast.Pow: "_lvegit_pow", ast.Mult: "_lvegit_mul"}.get(type(node.op))
+        if helper is None:
+            return node
+        call = ast.Call(ast.Name(helper, ast.Load()), [node.left, node.right], [])
+        return ast.copy_location(call, node)
+
+
+class _Checker(ast.NodeVisitor):
+    def __init__(self) -> None:
+        self.bound: set[str] = set()
+
+    def fail(self, node: ast.AST, why: str) -> None:
+        column = getattr(node, "col_offset", None)
+        where = f" at column {column + 1}" if column is not None else ""
+        raise UnsafeExpressionError(f"{_describe(node)}{where}: {why}")
+
+    def generic_visit(self, node: ast.AST) -> None:
+        if not isinstance(node, _ALLOWED_NODES):
+            self.fail(node, f"{type(node).__name__} is not allowed in a checker lambda")
+        super().generic_visit(node)
+
+    def visit_arg(self, node: ast.arg) -> None:
+        self._bind(node, node.arg)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Store):
+            self._bind(node, node.id)
+        elif node.id not in self.bound and node.id not in SAFE_BUILTINS and node.id != "re":
+            self.fail(node, f"name '{node.id}' is not a lambda parameter or an allowed builtin")
+
+    def _bind(self, node: ast.AST, name: str) -> None:
+        if name.startswith("_"):
+            self.fail(node, "names starting with '_' are not allowed")
+        self.bound.add(name)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr.startswith("_") or node.attr not in SAFE_ATTRIBUTES:
+            self.fail(node, f"attribute '{node.attr}' is not allowed")
+        self.visit(node.value)
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self.visit(node.args)
+        self.visit(node.body)
+
+    def visit_ListComp(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp) -> None:
+        # Bind the loop targets before the element expression refers to them.
+        for generator in node.generators:
+            self.visit(generator)
+        self.visit(node.elt)
+
+    visit_SetComp = visit_GeneratorExp = visit_ListComp
+
+    def visit_DictComp(self, node: ast.DictComp) -> None:
+        for generator in node.generators:
+            self.visit(generator)
+        self.visit(node.key)
+        self.visit(node.value)
+
+    def visit_comprehension(self, node: ast.comprehension) -> None:
+        self.visit(node.iter)
+        self.visit(node.target)
+        for condition in node.ifs:
+            self.visit(condition)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, bytes) or node.value is Ellipsis:
+            self.fail(node, "only numbers, strings, booleans and None are allowed as constants")
+
+
+def compile_lambda(source: str) -> Callable[..., Any]:
+    """The function a lambda string denotes, or UnsafeExpressionError naming the offending construct."""
+    if not isinstance(source, str):
+        raise UnsafeExpressionError(f"must be a lambda written as a string, not {type(source).__name__}")
+    if len(source) > MAX_LAMBDA_CHARS:
+        raise UnsafeExpressionError(f"lambda is longer than {MAX_LAMBDA_CHARS} characters")
+    try:
+        tree = ast.parse(source.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise UnsafeExpressionError(f"not valid Python: {exc.msg} (column {exc.offset})") from None
+    except (ValueError, RecursionError, MemoryError):
+        raise UnsafeExpressionError("not a parseable expression") from None
+    if not isinstance(tree.body, ast.Lambda):
+        raise UnsafeExpressionError(
+            f"must be a lambda expression such as 'lambda r: ...', got {_describe(tree.body)}"
+        )
+    _Checker().visit(tree)
+    guarded = ast.fix_missing_locations(_Guard().visit(tree))
+    scope: dict[str, Any] = {"__builtins__": {}, "re": REGEX_NAMESPACE, **SAFE_BUILTINS, **_HELPERS}
+    function = eval(compile(guarded, "<checker lambda>", "eval"), scope)  # the verified tree only
+    if not callable(function):  # pragma: no cover - the body is a Lambda by the check above
+        raise UnsafeExpressionError("not a function")
+    return function  # type: ignore[no-any-return]

@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from lvegit.options import format_option, open_repository, print_json, repo_option, selection_options
+from lvegit.summary import summarize_lves
+
+
+@click.command("list")
+@selection_options
+@format_option
+@repo_option
+def list_command(paths: tuple[Path, ...], all_lves: bool, output_format: str, repo_path: Path | None) -> int:
+    """List LVEs with category, model, checker and instance count (all of them by default).
+
+    \b
+    Examples:
+      lvegit list
+      lvegit list repository/privacy --format json
+    """
+    repo = open_repository(repo_path)
+    rows = summarize_lves(repo, repo.select(list(paths), all_lves or not paths))
+    if output_format == "json":
+        print_json({"lves": rows})
+        return 0
+    headers = ("path", "category", "model", "checker", "instances")
+    table = [headers, *[tuple(str(row[h]) for h in headers) for row in rows]]
+    widths = [max(len(line[i]) for line in table) for i in range(len(headers))]
+    for line in table:
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip())
+    click.echo(f"{len(rows)} LVEs, {sum(int(row['instances']) for row in rows)} instances")
+    return 0

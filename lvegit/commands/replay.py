@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from lvegit.errors import EXIT_FINDINGS, EXIT_OK
+from lvegit.options import format_option, open_repository, print_json, repo_option, selection_options
+from lvegit.replay import replay_lve, summarize
+
+
+@click.command("replay")
+@selection_options
+@format_option
+@repo_option
+def replay_command(
+    paths: tuple[Path, ...], all_lves: bool, output_format: str, repo_path: Path | None
+) -> int:
+    """Re-check recorded instances with their LVE's checker, offline (no model is called).
+
+    Each instance ends as reproduced (same verdict as recorded), mismatch, skipped (with the reason, e.g.
+    the checker needs a model) or error. Exit code 1 on any mismatch or error.
+
+    \b
+    Examples:
+      lvegit replay --all
+      lvegit replay repository/dummy/math/a_plus_b --format json
+    """
+    repo = open_repository(repo_path)
+    results = [r for lve_dir in repo.select(list(paths), all_lves) for r in replay_lve(repo, lve_dir)]
+    summary = summarize(results)
+    if output_format == "json":
+        print_json({"instances": [r.as_json() for r in results], "summary": summary})
+    else:
+        for result in results:
+            if result.status != "reproduced":
+                where = result.file if result.line is None else f"{result.file}:{result.line}"
+                detail = f"recorded passed={result.recorded}, replayed passed={result.replayed}"
+                reason = result.reason if result.status != "mismatch" else detail
+                click.echo(f"{result.status}: {where}: {reason}")
+        click.echo(", ".join(f"{count} {status}" for status, count in summary.items()))
+    return EXIT_FINDINGS if summary["mismatch"] or summary["error"] else EXIT_OK

@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from lvegit.errors import EXIT_FINDINGS, EXIT_OK
+from lvegit.options import format_option, open_repository, print_json, repo_option, selection_options
+from lvegit.validate import validate_lve
+
+
+@click.command("validate")
+@selection_options
+@click.option("--strict", is_flag=True, help="Treat warnings (unknown keys, unknown tags, ...) as errors.")
+@format_option
+@repo_option
+def validate_command(
+    paths: tuple[Path, ...], all_lves: bool, strict: bool, output_format: str, repo_path: Path | None
+) -> int:
+    """Check LVEs: test.json, prompts, parameters, checker and instances.
+
+    Every finding names the file, the field (a JSON path) and the line. Exit code 1 when an LVE is invalid.
+
+    \b
+    Examples:
+      lvegit validate --all
+      lvegit validate repository/privacy/pii_leakage --strict
+      lvegit validate --all --format json --repo path/to/lve-repo
+    """
+    repo = open_repository(repo_path)
+    reports = [validate_lve(repo, lve_dir, strict) for lve_dir in repo.select(list(paths), all_lves)]
+    invalid = sum(not r.valid for r in reports)
+    if output_format == "json":
+        print_json(
+            {
+                "lves": [r.as_json() for r in reports],
+                "summary": {"valid": len(reports) - invalid, "invalid": invalid},
+            }
+        )
+    else:
+        for report in reports:
+            status = "ok" if report.valid else f"invalid ({len(report.errors)} errors)"
+            click.echo(f"{report.path}: {status}")
+            for problem in (*report.errors, *report.warnings):
+                click.echo(f"  {problem.render()}")
+        click.echo(f"{len(reports)} LVEs: {len(reports) - invalid} valid, {invalid} invalid")
+    return EXIT_FINDINGS if invalid else EXIT_OK

@@ -1,0 +1,94 @@
+"""Recorded instances: one JSON object per line in instances/*.jsonl (or *.json holding JSONL)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lvegit.files import MAX_INSTANCE_FILE_BYTES, MAX_INSTANCE_LINE_BYTES, FileProblem, decode, parse_json
+from lvegit.problems import Problems
+from lvegit.prompt import json_type
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One recorded line. `data` is kept whole so that unknown keys survive any rewrite."""
+
+    file: str
+    line: int
+    data: dict[str, Any]
+
+    @property
+    def args(self) -> dict[str, Any]:
+        args = self.data.get("args")
+        return args if isinstance(args, dict) else {}
+
+    @property
+    def response(self) -> Any:
+        return self.data.get("response")
+
+    @property
+    def passed(self) -> bool:
+        """The recorded verdict (is_safe); lve-tools reads a missing one as true."""
+        return self.data.get("passed", True) is True
+
+
+def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    with path.open("rb") as handle:
+        yield from enumerate(handle, start=1)
+
+
+def read_instances(path: Path, shown: str, problems: Problems) -> list[Instance]:
+    """Every well-formed line of an instance file; each bad line is a problem naming its line."""
+    size = path.stat().st_size
+    if size > MAX_INSTANCE_FILE_BYTES:
+        problems.error("", f"file is too large ({size} bytes, limit {MAX_INSTANCE_FILE_BYTES})", file=shown)
+        return []
+    instances = []
+    for number, raw in _lines(path):
+        try:
+            if len(raw) > MAX_INSTANCE_LINE_BYTES:
+                raise FileProblem(
+                    f"line is too long ({len(raw)} bytes, limit {MAX_INSTANCE_LINE_BYTES})", number
+                )
+            text = decode(raw, line=number)
+            if not text.strip():
+                continue
+            data = parse_json(text, first_line=number)
+        except FileProblem as exc:
+            problems.error("", exc.message, exc.line, file=shown)
+            continue
+        if not isinstance(data, dict):
+            problems.error(
+                "", f"an instance must be a JSON object, not {json_type(data)}", number, file=shown
+            )
+            continue
+        if _check_fields(data, shown, number, problems):
+            instances.append(Instance(shown, number, data))
+    return instances
+
+
+def _check_fields(data: dict[str, Any], shown: str, line: int, problems: Problems) -> bool:
+    ok = True
+    if not isinstance(data.get("args", {}), dict):
+        problems.error("args", f"must be an object, not {json_type(data['args'])}", line, file=shown)
+        ok = False
+    if "response" not in data:
+        problems.error("response", "required field is missing", line, file=shown)
+        ok = False
+    elif not isinstance(data["response"], str | dict | list):
+        problems.error(
+            "response",
+            f"must be a string, object or list, not {json_type(data['response'])}",
+            line,
+            file=shown,
+        )
+        ok = False
+    if "passed" not in data:
+        problems.warning("passed", "missing; read as true (safe), as lve-tools does", line, file=shown)
+    elif not isinstance(data["passed"], bool):
+        problems.error("passed", f"must be true or false, not {json_type(data['passed'])}", line, file=shown)
+        ok = False
+    return ok

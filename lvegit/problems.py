@@ -1,0 +1,54 @@
+"""Findings about an LVE: each names the file, the field (a JSON path) and, when known, the line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    severity: Severity
+    file: str
+    field: str
+    message: str
+    line: int | None = None
+
+    def render(self) -> str:
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        what = f"{self.field}: {self.message}" if self.field else self.message
+        return f"{self.severity}: {where}: {what}"
+
+    def as_json(self) -> dict[str, object]:
+        return {"file": self.file, "field": self.field, "line": self.line, "message": self.message}
+
+
+@dataclass
+class Problems:
+    """Collects problems while loading; `file` is the default file they are reported against."""
+
+    file: str
+    items: list[Problem] = field(default_factory=list)
+
+    def error(self, field: str, message: str, line: int | None = None, file: str | None = None) -> None:
+        self.items.append(Problem("error", file or self.file, field, message, line))
+
+    def warning(self, field: str, message: str, line: int | None = None, file: str | None = None) -> None:
+        self.items.append(Problem("warning", file or self.file, field, message, line))
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.items if p.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Problem]:
+        return [p for p in self.items if p.severity == "warning"]
+
+
+def join_path(parent: str, key: str | int) -> str:
+    """JSON path of a child: `checker_args.pattern`, `prompt[2].content`."""
+    if isinstance(key, int):
+        return f"{parent}[{key}]"
+    return f"{parent}.{key}" if parent else key

@@ -1,0 +1,107 @@
+"""The LVE repository on disk: its root, its LVEs, and which LVE a path belongs to."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from lvegit.errors import RepositoryNotFound, UsageError
+
+REPOSITORY_DIR = "repository"
+LVEREPO_FILE = ".lverepo"
+TEST_FILE = "test.json"
+_SKIPPED_DIRS = {"instances", "checker", "__pycache__", ".git"}
+
+
+def model_folder(model: str) -> str:
+    """The directory name for a model id: `openai/gpt-3.5-turbo` -> `openai--gpt-35-turbo`."""
+    return re.sub(r"[^A-Za-z0-9-]", "", model.replace("/", "--"))
+
+
+def find_root(start: Path) -> Path:
+    """Walk up from `start` to the directory holding `.lverepo` or a `repository/` folder."""
+    start = start.resolve()
+    for candidate in (start, *start.parents):
+        if (candidate / LVEREPO_FILE).is_file() or (candidate / REPOSITORY_DIR).is_dir():
+            return candidate
+    raise RepositoryNotFound(
+        f"no LVE repository found at or above {start} (looked for {LVEREPO_FILE} or {REPOSITORY_DIR}/); "
+        "pass --repo PATH"
+    )
+
+
+@dataclass(frozen=True)
+class Repository:
+    root: Path
+
+    @classmethod
+    def discover(cls, repo: Path | None) -> Repository:
+        return cls(find_root(repo if repo is not None else Path.cwd()))
+
+    @property
+    def lve_root(self) -> Path:
+        return self.root / REPOSITORY_DIR
+
+    def relative(self, path: Path) -> str:
+        """A path as shown to users: relative to the repository root, with forward slashes."""
+        try:
+            return path.resolve().relative_to(self.root).as_posix()
+        except ValueError:
+            return path.as_posix()
+
+    def lve_dirs(self, under: Path | None = None) -> list[Path]:
+        """Every directory holding test.json below `under` (default: all of repository/), sorted."""
+        top = under if under is not None else self.lve_root
+        found = []
+        for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+            if TEST_FILE in filenames:
+                found.append(Path(dirpath))
+            dirnames[:] = sorted(d for d in dirnames if d not in _SKIPPED_DIRS and not d.startswith("."))
+        return sorted(found)
+
+    def lve_dir_of(self, path: Path) -> Path | None:
+        """The LVE directory that contains `path` (a file or directory inside it), if any."""
+        path = path.resolve()
+        lve_root = self.lve_root.resolve()
+        for candidate in (path, *path.parents):
+            if candidate == lve_root or lve_root not in candidate.parents:
+                return None
+            if (candidate / TEST_FILE).is_file():
+                return candidate
+        return None
+
+    def select(self, paths: list[Path], all_lves: bool) -> list[Path]:
+        """The LVE directories a command works on: all of them, or those at, inside or below `paths`."""
+        if all_lves:
+            return self.lve_dirs()
+        if not paths:
+            here = Path.cwd().resolve()
+            if self.lve_root.resolve() in (here, *here.parents):
+                paths = [here]
+            else:
+                raise UsageError("nothing selected: give LVE paths or --all")
+        selected: list[Path] = []
+        for path in paths:
+            if not path.exists() and not path.is_absolute() and (self.root / path).exists():
+                path = self.root / path  # paths as lvegit prints them: relative to the repository root
+            if not path.exists():
+                raise UsageError(f"{path}: no such file or directory")
+            owner = self.lve_dir_of(path)
+            found = [owner] if owner is not None else self.lve_dirs(path.resolve()) if path.is_dir() else []
+            if not found:
+                raise UsageError(f"{path}: not inside an LVE and holds no LVE (no {TEST_FILE})")
+            selected.extend(d for d in found if d not in selected)
+        return selected
+
+    def category_and_name(self, lve_dir: Path) -> tuple[str, str]:
+        """The category is the first folder under repository/; the name the folder above the model folder."""
+        parts = lve_dir.resolve().relative_to(self.lve_root.resolve()).parts
+        if not parts:
+            return "", ""
+        category = parts[0]
+        after = parts[1:]
+        if len(after) > 1:
+            return category, after[-2]
+        return category, after[-1] if after else category

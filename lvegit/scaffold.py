@@ -1,0 +1,167 @@
+"""`lvegit new`: a new LVE folder that validates once its placeholders are filled in."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lvegit.checkers import BUILTIN_CHECKERS, builtin_signature
+from lvegit.errors import UsageError
+from lvegit.repo import TEST_FILE, Repository, model_folder
+from lvegit.spec import PLACEHOLDER
+
+SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
+CUSTOM = "custom"
+SEVERITIES = ("low", "medium", "high")
+
+
+@dataclass
+class NewLVE:
+    name: str  # CATEGORY/[SUBCATEGORY/]NAME
+    model: str
+    checker: str = "LambdaChecker"
+    description: str | None = None
+    author: str | None = None
+    parameters: list[str] = field(default_factory=list)
+    severity: str = "medium"
+
+
+def parse_name(name: str) -> list[str]:
+    segments = name.strip("/").split("/")
+    if not 2 <= len(segments) <= 3:
+        raise UsageError(f"'{name}': give CATEGORY/NAME or CATEGORY/SUBCATEGORY/NAME")
+    for segment in segments:
+        if not SEGMENT.match(segment):
+            raise UsageError(
+                f"'{segment}' is not a safe folder name: use letters, digits, '_' and '-', "
+                "starting with a letter or digit"
+            )
+    return segments
+
+
+def custom_class_name(checker: str, lve_name: str) -> str | None:
+    """The class a custom checker template defines; None for core checkers."""
+    if checker in BUILTIN_CHECKERS:
+        return None
+    if checker == CUSTOM:
+        return "".join(part.capitalize() for part in re.split(r"[_-]+", lve_name) if part) + "Checker"
+    if not checker.isidentifier():
+        raise UsageError(f"--checker '{checker}' is neither a core checker nor a valid Python class name")
+    return checker
+
+
+def _checker_args(spec: NewLVE, class_name: str | None) -> dict[str, object]:
+    if class_name is not None:
+        return {"checker_name": class_name}
+    args: dict[str, object] = {"checker_name": spec.checker}
+    for name in builtin_signature(BUILTIN_CHECKERS[spec.checker]).required:
+        args[name] = PLACEHOLDER
+    return args
+
+
+def _prompt_text(parameters: list[str]) -> str:
+    uses = " ".join("{" + p + "}" for p in parameters)
+    hint = f" Use the parameters as {uses}." if parameters else ""
+    return f"{PLACEHOLDER} Replace this line with the prompt.{hint}\n"
+
+
+CHECKER_TEMPLATE = '''"""Custom checker of the LVE {path}.
+
+lvegit imports this file and builds the class that test.json names in checker_args.checker_name, passing
+the other entries of checker_args as constructor arguments (strings get the instance's {{parameters}}).
+"""
+
+import re
+
+from lvegit.checkers import BaseChecker
+
+
+class {class_name}(BaseChecker):
+    """Unsafe when the response contains one of the `forbidden` words (case-insensitive)."""
+
+    def __init__(self, forbidden=None):
+        # These flags decide what is_safe receives:
+        # - prompt_contains_responses: `prompt` is the conversation with the model's responses filled in
+        #   (False: the prompt as sent, with an empty assistant turn at the end);
+        # - get_variables: is_safe also receives `variables`, every assistant turn by variable name;
+        # - get_response: is_safe receives `response`, the model's last response.
+        super().__init__(prompt_contains_responses=False, get_variables=False, get_response=True)
+        self.forbidden = [word.lower() for word in (forbidden or ["password"])]
+
+    def is_safe(self, prompt, response, param_values=None) -> bool:
+        """True when the response is safe. param_values holds the instance's prompt parameters."""
+        text = response.lower()
+        return not any(word in text for word in self.forbidden)
+
+    def postprocess_response(self, response):
+        """What instances/ stores: the forbidden words masked, so the repository never republishes them."""
+        for word in self.forbidden:
+            response = re.sub(re.escape(word), "*" * len(word), response, flags=re.IGNORECASE)
+        return response
+'''
+
+README_TEMPLATE = """# {name}
+
+{description}
+
+- Model: `{model}`
+- Checker: `{checker}`
+- Prompt: [`test.prompt`](test.prompt){parameters}
+
+Check it with `lvegit validate {path}` and re-check recorded instances with `lvegit replay {path}`.
+Recorded instances live in `instances/*.jsonl`, one JSON object per line.
+"""
+
+
+def create(repo: Repository, spec: NewLVE) -> list[Path]:
+    """Write the LVE and return the files created."""
+    segments = parse_name(spec.name)
+    if not spec.model.strip() or not model_folder(spec.model):
+        raise UsageError(f"--model '{spec.model}' is not a model id such as openai/gpt-4")
+    for parameter in spec.parameters:
+        if not parameter.isidentifier():
+            raise UsageError(
+                f"--parameter '{parameter}' is not a valid parameter name (letters, digits, '_')"
+            )
+    if spec.severity not in SEVERITIES:
+        raise UsageError(f"--severity must be one of {', '.join(SEVERITIES)}")
+    class_name = custom_class_name(spec.checker, segments[-1])
+    lve_dir = repo.lve_root.joinpath(*segments, model_folder(spec.model))
+    if lve_dir.exists():
+        raise UsageError(f"{repo.relative(lve_dir)} already exists; lvegit new never overwrites an LVE")
+    rel = f"{'/'.join(segments)}/{model_folder(spec.model)}"
+    test = {
+        "description": spec.description or PLACEHOLDER,
+        "model": spec.model,
+        "checker_args": _checker_args(spec, class_name),
+        "prompt_file": "test.prompt",
+        "prompt_parameters": spec.parameters,
+        "default_model_args": {"temperature": 0.0},
+        "tags": [{"name": "severity", "value": spec.severity}],
+        "author": spec.author or "",
+    }
+    parameters = "; parameters: " + ", ".join(f"`{p}`" for p in spec.parameters) if spec.parameters else ""
+    files: dict[str, str] = {
+        TEST_FILE: json.dumps(test, indent=4) + "\n",
+        "test.prompt": _prompt_text(spec.parameters),
+        "instances/.gitkeep": "",
+        "README.md": README_TEMPLATE.format(
+            name=segments[-1],
+            description=spec.description or "Describe the failure this LVE shows.",
+            model=spec.model,
+            checker=class_name or spec.checker,
+            parameters=parameters,
+            path=f"repository/{rel}",
+        ),
+    }
+    if class_name is not None:
+        files["checker/checker.py"] = CHECKER_TEMPLATE.format(path=f"repository/{rel}", class_name=class_name)
+    created = []
+    for relative, content in files.items():
+        path = lve_dir / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
+        created.append(path)
+    return created

@@ -1,0 +1,36 @@
+"""One row per LVE for `lvegit list`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lvegit.repo import Repository
+from lvegit.spec import load_lve
+
+
+def count_lines(path: Path) -> int:
+    """Non-blank lines of an instance file, without parsing them."""
+    with path.open("rb") as handle:
+        return sum(1 for line in handle if line.strip())
+
+
+def summarize_lves(repo: Repository, lve_dirs: list[Path]) -> list[dict[str, Any]]:
+    rows = []
+    for lve_dir in lve_dirs:
+        lve, problems, _text = load_lve(repo, lve_dir)
+        category, name = repo.category_and_name(lve_dir)
+        rows.append(
+            {
+                "path": repo.relative(lve_dir),
+                "category": category,
+                "name": name,
+                "model": lve.model if lve else None,
+                "checker": lve.checker_name if lve else None,
+                "prompt": ("multi_run_prompt" if lve.is_multi_run else "prompt") if lve else None,
+                "instances": sum(count_lines(p) for p in lve.instance_files()) if lve else 0,
+                "description": lve.description if lve else None,
+                "loads": lve is not None and not problems.errors,
+            }
+        )
+    return rows

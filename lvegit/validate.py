@@ -1,0 +1,242 @@
+"""Validation of whole LVEs: test.json, prompts and their parameters, the checker, and every instance."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from lvegit.checkers import BUILTIN_CHECKERS, CORE_CHECKERS, CheckerFactory, Signature, builtin_signature
+from lvegit.checkers import is_multi_run_checker as builtin_is_multi_run
+from lvegit.checkers.custom import CHECKER_DIR, read_custom_classes
+from lvegit.errors import CheckerError
+from lvegit.files import FileProblem
+from lvegit.instances import Instance, read_instances
+from lvegit.problems import Problem, Problems, join_path
+from lvegit.prompt import Message, Role, fill_holes, variable_names, with_trailing_hole
+from lvegit.repo import Repository
+from lvegit.spec import LVE, load_lve, locate_lines
+from lvegit.template import TemplateError, placeholders
+
+
+@dataclass
+class LVEReport:
+    path: str
+    errors: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        return not self.errors
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "valid": self.valid,
+            "errors": [p.as_json() for p in self.errors],
+            "warnings": [p.as_json() for p in self.warnings],
+        }
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Where a message was written: its file, its JSON path there, and the line when known."""
+
+    file: str
+    field: str
+    line: int | None
+
+
+def _prompt_messages(lve: LVE) -> list[tuple[str, list[Message]]]:
+    """(key in lve.prompt_files, messages) for the single prompt or every multi-run prompt."""
+    if lve.runs is not None:
+        return [(run.name, run.messages) for run in lve.runs]
+    return [("", lve.prompt or [])]
+
+
+def _sources(lve: LVE) -> list[tuple[_Source, Message, str]]:
+    """Every message with where it was written and the JSON path its prompt has in test.json."""
+    result = []
+    for index, (key, messages) in enumerate(_prompt_messages(lve)):
+        base = f"multi_run_prompt[{index}].prompt" if lve.runs is not None else "prompt"
+        prompt_file = lve.prompt_files.get(key)
+        for position, message in enumerate(messages):
+            if prompt_file is not None:
+                source = _Source(prompt_file, f"[{position}]" if len(messages) > 1 else "", message.line)
+            else:
+                source = _Source(lve.test_file, join_path(base, position), None)
+            result.append((source, message, base))
+    return result
+
+
+def _line_of(text: str, needle: str, first_line: int | None) -> int | None:
+    """The line of `needle` inside a message's text (for plain-text prompt files)."""
+    if first_line is None or needle not in text:
+        return first_line
+    return first_line + text.count("\n", 0, text.index(needle))
+
+
+def _check_prompts(lve: LVE, problems: Problems) -> set[str]:
+    """Placeholders against prompt_parameters and the shape of holes; returns the parameter names used."""
+    used: set[str] = set()
+    declared = set(lve.prompt_parameters)
+    for source, message, _base in _sources(lve):
+        texts = []
+        if message.role != Role.assistant and message.content is not None:
+            texts.append(("content", message.content))
+        if message.image_url is not None:
+            texts.append(("image_url", message.image_url))
+        for key, text in texts:
+            where = join_path(source.field, key) if source.field else key
+            try:
+                names = placeholders(text)
+            except TemplateError as exc:
+                problems.error(where, str(exc), source.line, file=source.file)
+                continue
+            used.update(names)
+            for name in names:
+                if name not in declared:
+                    line = _line_of(text, "{" + name, source.line)
+                    problems.error(
+                        where,
+                        f"placeholder {{{name}}} is not listed in prompt_parameters",
+                        line,
+                        file=source.file,
+                    )
+    for key, messages in _prompt_messages(lve):
+        assistants = [m for m in messages if m.role == Role.assistant]
+        names = [n for n in variable_names(with_trailing_hole(messages)) if n is not None]
+        where = f"multi_run_prompt ({key})" if lve.runs is not None else "prompt"
+        if len(assistants) > 1 and any(m.variable is None for m in assistants):
+            problems.error(
+                where,
+                "with several assistant messages, each needs a 'variable' name",
+                file=lve.prompt_files.get(key, lve.test_file),
+            )
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            problems.error(
+                where,
+                f"variable name(s) used twice: {', '.join(duplicates)}",
+                file=lve.prompt_files.get(key, lve.test_file),
+            )
+    return used
+
+
+def _checker_signature(lve: LVE, problems: Problems) -> tuple[Signature, bool | None] | None:
+    """The checker's constructor signature and whether it is a multi-run checker (None: unknown)."""
+    name = lve.checker_name
+    if name in BUILTIN_CHECKERS:
+        cls = BUILTIN_CHECKERS[name]
+        return builtin_signature(cls), builtin_is_multi_run(cls)
+    try:
+        custom = read_custom_classes(lve.dir)
+    except FileProblem as exc:
+        problems.error("", exc.message, exc.line, file=f"{lve.rel}/{CHECKER_DIR}")
+        return None
+    if name not in custom:
+        problems.error(
+            "checker_args.checker_name",
+            f"unknown checker '{name}': not one of {', '.join(sorted(BUILTIN_CHECKERS))}, "
+            f"and no class of that name in {CHECKER_DIR}/checker*.py",
+        )
+        return None
+    found = custom[name]
+    multi = True if "MultiRunBaseChecker" in found.bases else False if "BaseChecker" in found.bases else None
+    return Signature(found.required, found.optional, found.takes_any), multi
+
+
+def _check_checker(lve: LVE, problems: Problems) -> set[str]:
+    """Checker name and arguments; returns the parameter names the string arguments refer to."""
+    used: set[str] = set()
+    errors_before = len(problems.errors)
+    found = _checker_signature(lve, problems)
+    if found is None:
+        return used
+    signature, multi = found
+    for name in signature.required:
+        if name not in lve.checker_args:
+            problems.error("checker_args", f"{lve.checker_name} needs the argument '{name}'")
+    for name in lve.checker_args:
+        if not signature.takes_any and name not in (*signature.required, *signature.optional):
+            problems.error(join_path("checker_args", name), f"{lve.checker_name} takes no argument '{name}'")
+    has_placeholders = False
+    for name, value in lve.checker_args.items():
+        if isinstance(value, str):
+            try:
+                names = placeholders(value)
+            except TemplateError as exc:
+                problems.error(join_path("checker_args", name), str(exc))
+                return used
+            used.update(names)
+            has_placeholders = has_placeholders or bool(names)
+    if multi is not None and multi != lve.is_multi_run:
+        needs = "a multi-run checker (MultiRunBaseChecker)" if lve.is_multi_run else "a single-run checker"
+        problems.error(
+            "checker_args.checker_name",
+            f"this LVE's prompt form needs {needs}; {lve.checker_name} is not one",
+        )
+    if len(problems.errors) > errors_before or lve.checker_name not in CORE_CHECKERS or has_placeholders:
+        return used
+    try:  # core checkers are trusted code: building one checks lambdas, regexes and flags now
+        CheckerFactory(lve).for_args({})
+    except CheckerError as exc:
+        problems.error("checker_args", str(exc).split(": checker_args: ", 1)[-1])
+    return used
+
+
+def _expected_holes(lve: LVE) -> list[list[Message]]:
+    if lve.runs is not None:
+        return [run.messages for run in lve.run_sequence()]
+    return [lve.prompt or []]
+
+
+def _check_instance(lve: LVE, instance: Instance, problems: Problems) -> None:
+    def error(field: str, message: str) -> None:
+        problems.error(field, message, instance.line, file=instance.file)
+
+    for name in lve.prompt_parameters:
+        if name not in instance.args:
+            error(join_path("args", name), f"missing value for prompt parameter '{name}'")
+    prompts = _expected_holes(lve)
+    response = instance.response
+    if lve.runs is not None:
+        if not isinstance(response, list) or len(response) != len(prompts):
+            error("response", f"must be a list with one entry per run ({len(prompts)} runs)")
+            return
+        pairs = list(zip(prompts, response, strict=True))
+    else:
+        pairs = [(prompts[0], response)]
+    for index, (messages, value) in enumerate(pairs):
+        try:
+            fill_holes(messages, value)
+        except ValueError as exc:
+            error(f"response[{index}]" if lve.runs is not None else "response", str(exc))
+
+
+def _check_instances(lve: LVE, repo: Repository, problems: Problems) -> None:
+    for path in lve.instance_files():
+        shown = repo.relative(path)
+        for instance in read_instances(path, shown, problems):
+            _check_instance(lve, instance, problems)
+
+
+def validate_lve(repo: Repository, lve_dir: Path, strict: bool = False) -> LVEReport:
+    lve, problems, text = load_lve(repo, lve_dir)
+    if lve is not None:
+        used = _check_prompts(lve, problems) | _check_checker(lve, problems)
+        for index, name in enumerate(lve.prompt_parameters):
+            if name not in used:
+                problems.error(
+                    join_path("prompt_parameters", index),
+                    f"parameter '{name}' is not used by any prompt or checker argument",
+                )
+        _check_instances(lve, repo, problems)
+    locate_lines(problems, text)
+    report = LVEReport(repo.relative(lve_dir))
+    for problem in problems.items:
+        if problem.severity == "error" or strict:
+            report.errors.append(replace(problem, severity="error"))
+        else:
+            report.warnings.append(problem)
+    return report

@@ -133,7 +133,8 @@ def _load_prompt_file(
     messages = parse_prompt_text(text, "", file_problems)
     problems.items.extend(file_problems.items)
     if PLACEHOLDER in text:
-        problems.error("", f"still holds the placeholder {PLACEHOLDER!r}: write the prompt", file=shown)
+        line = text.count("\n", 0, text.index(PLACEHOLDER)) + 1
+        problems.error("", f"still holds the placeholder {PLACEHOLDER!r}: write the prompt", line, file=shown)
     return messages, shown
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lvegit.checkers import BaseChecker, CheckerFactory, MultiRunBaseChecker
-from lvegit.errors import CheckerError, LvegitError, ModelUnavailable
+from lvegit.errors import CheckerError, LVEError, LvegitError, ModelUnavailable
 from lvegit.instances import Instance, read_instances
 from lvegit.problems import Problems
 from lvegit.prompt import Message, fill_holes, fill_messages, with_trailing_hole
@@ -50,12 +50,15 @@ def conversations(
     else:
         prompts = [run.messages for run in lve.run_sequence()]
         if not isinstance(response, list) or len(response) != len(prompts):
-            raise ValueError(f"the response must be a list with one entry per run ({len(prompts)} runs)")
+            raise LVEError(f"the response must be a list with one entry per run ({len(prompts)} runs)")
         responses = response
     pairs = []
-    for messages, recorded in zip(prompts, responses, strict=True):
-        prompt_in = with_trailing_hole(fill_messages(messages, params))
-        pairs.append((prompt_in, fill_holes(prompt_in, recorded)))
+    try:
+        for messages, recorded in zip(prompts, responses, strict=True):
+            prompt_in = with_trailing_hole(fill_messages(messages, params))
+            pairs.append((prompt_in, fill_holes(prompt_in, recorded)))
+    except ValueError as exc:  # the instance does not fit the prompt (also TemplateError)
+        raise LVEError(str(exc)) from None
     return pairs
 
 
@@ -86,7 +89,7 @@ def _replay_instance(lve: LVE, factory: CheckerFactory, instance: Instance) -> R
         return result("skipped", reason=str(exc))
     except LvegitError as exc:
         return result("error", reason=str(exc))
-    except Exception as exc:  # a checker's own failure costs only this instance
+    except (Exception, SystemExit) as exc:  # a checker's own failure costs only this instance
         return result("error", reason=f"{type(exc).__name__}: {exc}")
     return result("reproduced" if verdict == instance.passed else "mismatch", verdict)
 

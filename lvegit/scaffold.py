@@ -118,7 +118,7 @@ Recorded instances live in `instances/*.jsonl`, one JSON object per line.
 def create(repo: Repository, spec: NewLVE) -> list[Path]:
     """Write the LVE and return the files created."""
     segments = parse_name(spec.name)
-    if not spec.model.strip() or not model_folder(spec.model):
+    if not re.search(r"[A-Za-z0-9]", model_folder(spec.model)):
         raise UsageError(f"--model '{spec.model}' is not a model id such as openai/gpt-4")
     for parameter in spec.parameters:
         if not parameter.isidentifier():

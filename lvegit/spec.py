@@ -93,9 +93,10 @@ class LVE:
 
 
 def key_line(text: str, path: str) -> int | None:
-    """Best-effort line of a JSON path's key in `text`: each key is searched after the previous one."""
+    """Line of a JSON path's key in `text`, each key searched after the previous one. Paths into lists
+    (`tags[1].value`) give the line of the list's key: a textual search cannot tell list items apart."""
     position = 0
-    for key in re.findall(r"[A-Za-z_][\w-]*", re.sub(r"\[\d+\]", "", path)):
+    for key in re.findall(r"[A-Za-z_][\w-]*", path.split("[", 1)[0]):
         match = re.compile(rf'"{re.escape(key)}"\s*:').search(text, position)
         if match is None:
             break

@@ -104,8 +104,9 @@ def _check_prompts(lve: LVE, problems: Problems) -> set[str]:
                         file=source.file,
                     )
     for key, messages in _prompt_messages(lve):
-        assistants = [m for m in messages if m.role == Role.assistant]
-        names = [n for n in variable_names(with_trailing_hole(messages)) if n is not None]
+        full = with_trailing_hole(messages)
+        assistants = [m for m in full if m.role == Role.assistant]
+        names = [n for n in variable_names(full) if n is not None]
         where = f"multi_run_prompt ({key})" if lve.runs is not None else "prompt"
         if len(assistants) > 1 and any(m.variable is None for m in assistants):
             problems.error(
@@ -149,7 +150,6 @@ def _checker_signature(lve: LVE, problems: Problems) -> tuple[Signature, bool | 
 def _check_checker(lve: LVE, problems: Problems) -> set[str]:
     """Checker name and arguments; returns the parameter names the string arguments refer to."""
     used: set[str] = set()
-    errors_before = len(problems.errors)
     found = _checker_signature(lve, problems)
     if found is None:
         return used
@@ -176,7 +176,8 @@ def _check_checker(lve: LVE, problems: Problems) -> set[str]:
             "checker_args.checker_name",
             f"this LVE's prompt form needs {needs}; {lve.checker_name} is not one",
         )
-    if len(problems.errors) > errors_before or lve.checker_name not in CORE_CHECKERS or has_placeholders:
+    checker_errors = [p for p in problems.errors if p.field.startswith("checker_args")]
+    if checker_errors or lve.checker_name not in CORE_CHECKERS or has_placeholders:
         return used
     try:  # core checkers are trusted code: building one checks lambdas, regexes and flags now
         CheckerFactory(lve).for_args({})
@@ -217,8 +218,10 @@ def _check_instance(lve: LVE, instance: Instance, problems: Problems) -> None:
 def _check_instances(lve: LVE, repo: Repository, problems: Problems) -> None:
     for path in lve.instance_files():
         shown = repo.relative(path)
-        for instance in read_instances(path, shown, problems):
-            _check_instance(lve, instance, problems)
+        found = Problems(shown)
+        for instance in read_instances(path, shown, found):
+            _check_instance(lve, instance, found)
+        problems.items.extend(sorted(found.items, key=lambda p: p.line or 0))
 
 
 def validate_lve(repo: Repository, lve_dir: Path, strict: bool = False) -> LVEReport:

@@ -119,7 +119,7 @@ class CheckerFactory:
             return cls(**args)
         except ModelUnavailable:
             raise
-        except LvegitError as exc:
+        except (LvegitError, ValueError) as exc:  # messages written for the user
             detail = str(exc)
         except Exception as exc:
             detail = f"{type(exc).__name__}: {exc}"

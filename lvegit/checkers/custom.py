@@ -161,7 +161,7 @@ def load_custom_checker(lve_dir: Path, class_name: str) -> type[base.BaseChecker
                     spec.loader.exec_module(module)
             except ModelUnavailable:
                 raise
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:  # contributed code must not end the run
                 raise CheckerError(
                     f"{CHECKER_DIR}/{path.name} failed to import: {type(exc).__name__}: {exc}"
                 ) from None

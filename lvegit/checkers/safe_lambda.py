@@ -181,9 +181,9 @@ class _Checker(ast.NodeVisitor):
         self.bound.add(name)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        self.visit(node.value)  # report the innermost offence first: `__import__` before `.system`
         if node.attr.startswith("_") or node.attr not in SAFE_ATTRIBUTES:
             self.fail(node, f"attribute '{node.attr}' is not allowed")
-        self.visit(node.value)
 
     def visit_Lambda(self, node: ast.Lambda) -> None:
         self.visit(node.args)

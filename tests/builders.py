@@ -1,0 +1,83 @@
+"""Builders for LVE repositories in temporary directories, shared by all tests."""
+
+from __future__ import annotations
+
+import json
+from copy import deepcopy
+from pathlib import Path
+from typing import Any
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+MODEL = "openai/gpt-4o-mini"
+MODEL_FOLDER = "openai--gpt-4o-mini"
+
+BASIC_TEST: dict[str, Any] = {
+    "description": "adds two numbers wrongly",
+    "model": MODEL,
+    "checker_args": {"checker_name": "LambdaChecker", "func": "lambda r, a, b: int(r) == int(a) + int(b)"},
+    "prompt": [{"role": "user", "content": "Compute {a} + {b}."}],
+    "prompt_parameters": ["a", "b"],
+    "tags": [{"name": "severity", "value": "low"}],
+    "author": "tester",
+}
+
+
+def instance(response: Any, passed: bool, **args: Any) -> dict[str, Any]:
+    return {
+        "args": {"temperature": 0.0, **args},
+        "response": response,
+        "passed": passed,
+        "author": "tester",
+        "run_info": {"timestamp": "2026-11-01T00:00:00Z"},
+    }
+
+
+class RepoBuilder:
+    """An LVE repository under `root` (with .lverepo and repository/)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        (root / "repository").mkdir(parents=True, exist_ok=True)
+        (root / ".lverepo").write_text("https://example.invalid/lves.git\n")
+
+    def lve(
+        self,
+        name: str = "dummy/add",
+        test: dict[str, Any] | None = None,
+        *,
+        files: dict[str, str | bytes] | None = None,
+        instances: dict[str, list[dict[str, Any]] | str | bytes] | None = None,
+        folder: str = MODEL_FOLDER,
+        raw_test: str | bytes | None = None,
+    ) -> Path:
+        """Write an LVE at repository/<name>/<folder>/ and return its directory.
+
+        `test` overrides keys of BASIC_TEST (a value of None removes the key); `raw_test` replaces test.json
+        verbatim. Instance files take lists of records or raw text.
+        """
+        lve_dir = self.root / "repository" / name / folder
+        lve_dir.mkdir(parents=True, exist_ok=True)
+        if raw_test is not None:
+            _write(lve_dir / "test.json", raw_test)
+        else:
+            data = deepcopy(BASIC_TEST)
+            for key, value in (test or {}).items():
+                if value is None:
+                    data.pop(key, None)
+                else:
+                    data[key] = value
+            _write(lve_dir / "test.json", json.dumps(data, indent=4))
+        for relative, content in (files or {}).items():
+            _write(lve_dir / relative, content)
+        for file_name, rows in (instances or {}).items():
+            text = rows if isinstance(rows, str | bytes) else "".join(json.dumps(r) + "\n" for r in rows)
+            _write(lve_dir / "instances" / file_name, text)
+        return lve_dir
+
+
+def _write(path: Path, content: str | bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")

@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import pytest
+
+from lvegit.checkers.safe_lambda import compile_lambda
+from lvegit.errors import UnsafeExpressionError
+
+
+@pytest.mark.parametrize(
+    ("source", "args", "expected"),
+    [
+        ("lambda r, a, b: int(r) == int(a) + int(b)", ("15", 12, "3"), True),
+        ("lambda rs, a, b: all(int(r) == int(a) + int(b) for r in rs)", (["4", "5"], 3, 1), False),
+        ("lambda r: len(set(x.lower() for x in r.split())) == 2", ("A a b",), True),
+        ("lambda r: [w for w in r.split() if w.isdigit()] == ['1', '2']", ("x 1 y 2",), True),
+        ("lambda r: {k: v for k, v in [('a', 1)]}.get('a') == 1", ("",), True),
+        ("lambda r: f'{r!r:>5}' == \"  'x'\"", ("x",), True),
+        ("lambda r: re.search(r'\\d+', r).group(0) == '42'", ("answer 42",), True),
+        ("lambda r: re.fullmatch('[a-z]+', r, re.I) is not None", ("ABC",), True),
+        ("lambda r: sorted(r, key=lambda c: c if True else -1)[0] == 'a'", ("cab",), True),
+        ("lambda r: abs(round(float(r), 1) - 0.3) < 1e-9 and not r.startswith('-')", ("0.30",), True),
+        ("lambda r, n=2: r * n == 'abab' and 2 ** 10 == 1024", ("ab",), True),
+        ("lambda r: max(map(len, r.split(','))) if r else 0", ("a,bcd",), 3),
+        ("lambda r: r[1:-1].strip().upper() in ('B', 'C')", ("[b]",), True),
+        ("lambda *rs, **kw: len(rs) + len(kw)", (1, 2), 2),
+        ("lambda r: isinstance(r, str) and sum(1 for c in []) == 0", ("s",), True),
+    ],
+)
+def test_what_real_lves_write_is_allowed(source: str, args: tuple, expected: object) -> None:
+    assert compile_lambda(source)(*args) == expected
+
+
+@pytest.mark.parametrize(
+    ("source", "complaint"),
+    [
+        ("lambda r: __import__('os').system('id')", "name '__import__' is not a lambda parameter"),
+        ("lambda r: ().__class__.__bases__[0].__subclasses__()", "attribute '__class__' is not allowed"),
+        ("lambda r: r.__class__", "attribute '__class__' is not allowed"),
+        ("lambda r: eval('1')", "name 'eval' is not a lambda parameter"),
+        ("lambda r: exec('1')", "name 'exec' is not a lambda parameter"),
+        ("lambda r: open('/etc/passwd').read()", "name 'open' is not a lambda parameter"),
+        ("lambda r: getattr(r, '__class__')", "name 'getattr' is not a lambda parameter"),
+        ("lambda r: globals()", "name 'globals' is not a lambda parameter"),
+        ("lambda r: type(r)", "name 'type' is not a lambda parameter"),
+        ("lambda r: r.format(r)", "attribute 'format' is not allowed"),
+        ("lambda r: '{0.__class__}'.format_map(r)", "attribute 'format_map' is not allowed"),
+        ("lambda r: (x := 1)", "NamedExpr is not allowed"),
+        ("lambda r: [y for y in r].gi_frame", "attribute 'gi_frame' is not allowed"),
+        ("lambda _r: _r", "names starting with '_' are not allowed"),
+        ("lambda r: b'bytes'", "only numbers, strings, booleans and None"),
+        ("lambda r: await r", "Await is not allowed"),
+        ("lambda r: (yield r)", "Yield is not allowed"),
+        ("import os", "not valid Python"),
+        ("r == 1", "must be a lambda expression"),
+        ("lambda r: re.compile('x').pattern", "attribute 'compile' is not allowed"),
+        ("lambda r: re.search('x', r).re", "attribute 're' is not allowed"),
+        ("lambda r: unknown_name", "name 'unknown_name' is not a lambda parameter"),
+    ],
+)
+def test_escapes_are_rejected_with_the_construct(source: str, complaint: str) -> None:
+    with pytest.raises(UnsafeExpressionError, match=complaint.replace("(", r"\(").replace(")", r"\)")):
+        compile_lambda(source)
+
+
+def test_error_names_column() -> None:
+    with pytest.raises(UnsafeExpressionError, match=r"'__import__' at column 11"):
+        compile_lambda("lambda r: __import__('os')")
+
+
+def test_non_string_and_oversized_sources() -> None:
+    with pytest.raises(UnsafeExpressionError, match="not int"):
+        compile_lambda(3)  # type: ignore[arg-type]
+    with pytest.raises(UnsafeExpressionError, match="longer than"):
+        compile_lambda("lambda r: " + "1 + " * 5000 + "1")
+
+
+def test_resource_guards() -> None:
+    with pytest.raises(ValueError, match="exponent"):
+        compile_lambda("lambda r: 10 ** 10 ** 10")("")
+    with pytest.raises(ValueError, match="repeating a sequence"):
+        compile_lambda("lambda r: 'x' * 10 ** 9")("")
+    assert compile_lambda("lambda r: 3 * 4")("") == 12
+
+
+def test_regex_in_lambdas_has_a_timeout() -> None:
+    function = compile_lambda("lambda r: re.search('(a|aa)+$', r) is None")
+    with pytest.raises(ValueError, match="timed out"):
+        function("a" * 5000 + "!")

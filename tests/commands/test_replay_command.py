@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+from builders import RepoBuilder, instance
+
+
+def test_text_output_lists_what_did_not_reproduce(repo: RepoBuilder, cli) -> None:
+    repo.lve("cat/a", instances={"i.jsonl": [instance("3", True, a=1, b=2), instance("3", False, a=1, b=2)]})
+    result = cli("replay", "--all", cwd=repo.root)
+    assert result.code == 1
+    assert result.out == (
+        "mismatch: repository/cat/a/openai--gpt-4o-mini/instances/i.jsonl:2: recorded passed=False, "
+        "replayed passed=True\n"
+        "1 reproduced, 1 mismatch, 0 skipped, 0 error\n"
+    )
+
+
+def test_all_reproduced_or_skipped_exits_0(repo: RepoBuilder, cli) -> None:
+    repo.lve("cat/a", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    repo.lve(
+        "cat/pii",
+        {"checker_args": {"checker_name": "PII_Checker", "entities": ["PERSON"]}},
+        instances={"i.jsonl": [instance("<PERSON>", False, a=1, b=2)]},
+    )
+    result = cli("replay", "--all", "--format", "json", cwd=repo.root)
+    assert result.code == 0
+    data = result.json()
+    assert data["summary"] == {"reproduced": 1, "mismatch": 0, "skipped": 1, "error": 0}
+    assert [i["status"] for i in data["instances"]] == ["reproduced", "skipped"]
+    assert set(data["instances"][0]) == {"lve", "file", "line", "recorded", "replayed", "status", "reason"}
+
+
+def test_errors_exit_1(repo: RepoBuilder, cli) -> None:
+    repo.lve("cat/a", instances={"i.jsonl": "not json\n"})
+    result = cli("replay", "repository/cat/a", cwd=repo.root)
+    assert result.code == 1
+    assert result.out.startswith("error: repository/cat/a/openai--gpt-4o-mini/instances/i.jsonl:1: ")

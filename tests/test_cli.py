@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from builders import RepoBuilder
+
+from lvegit import __version__
+from lvegit.cli import cli as cli_group
+
+COMMANDS = sorted(cli_group.commands)
+
+
+def test_commands_are_registered() -> None:
+    assert COMMANDS == ["list", "new", "replay", "validate"]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help_with_an_example(cli, command: str) -> None:
+    result = cli(command, "--help")
+    assert result.code == 0
+    assert "Examples:" in result.out
+    assert f"lvegit {command}" in result.out
+
+
+def test_group_help_and_version(cli) -> None:
+    result = cli("--help")
+    assert result.code == 0 and "Examples:" in result.out
+    assert all(command in result.out for command in COMMANDS)
+    assert cli("--version").out == f"lvegit, version {__version__}\n"
+
+
+def test_unknown_command_is_usage_error(cli) -> None:
+    result = cli("frobnicate")
+    assert result.code == 2 and "No such command 'frobnicate'" in result.err
+
+
+def test_unexpected_error_exits_3_with_trace(repo: RepoBuilder, cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo.lve()
+
+    def explode(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr("lvegit.commands.validate.validate_lve", explode)
+    result = cli("validate", "--all", cwd=repo.root)
+    assert result.code == 3
+    assert "unexpected error" in result.err and "RuntimeError: disk on fire" in result.err
+
+
+def test_python_dash_m_entry_point(repo: RepoBuilder) -> None:
+    repo.lve()
+    process = subprocess.run(
+        [sys.executable, "-m", "lvegit", "validate", "--all", "--repo", str(repo.root)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert process.returncode == 0, process.stderr
+    assert process.stdout.endswith("1 LVEs: 1 valid, 0 invalid\n")

@@ -38,5 +38,5 @@ class CheckerError(LVEError):
     """A checker could not be built or failed while judging a response."""
 
 
-class ModelUnavailable(CheckerError):
-    """A model-based checker cannot load its model here (not installed, offline)."""
+class CheckerUnavailable(CheckerError):
+    """A checker cannot run here: its model or a package it imports is not available (replay skips it)."""

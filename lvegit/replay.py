@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from lvegit.checkers import BaseChecker, CheckerFactory, MultiRunBaseChecker
-from lvegit.errors import CheckerError, LVEError, LvegitError, ModelUnavailable
+from lvegit.errors import CheckerError, CheckerUnavailable, LVEError, LvegitError
 from lvegit.instances import Instance, read_instances
 from lvegit.problems import Problems
 from lvegit.prompt import Message, fill_holes, fill_messages, with_trailing_hole
 from lvegit.repo import Repository
-from lvegit.spec import LVE, load_lve
+from lvegit.spec import LVE, METADATA_FIELDS, load_lve
 
 Status = Literal["reproduced", "mismatch", "skipped", "error"]
 STATUSES: tuple[Status, ...] = ("reproduced", "mismatch", "skipped", "error")
@@ -80,12 +82,14 @@ def _replay_instance(lve: LVE, factory: CheckerFactory, instance: Instance) -> R
 
     params, _model_args = lve.split_args(instance.args)
     try:
-        checker = factory.for_args(instance.args)
-        skip = checker.replay_skip_reason(instance.response)
-        if skip is not None:
-            return result("skipped", reason=skip)
-        verdict = judge(lve, checker, params, instance.response)
-    except ModelUnavailable as exc:
+        # Checker code may print; its output must not mix into lvegit's (JSON) output.
+        with contextlib.redirect_stdout(io.StringIO()):
+            checker = factory.for_args(instance.args)
+            skip = checker.replay_skip_reason(instance.response)
+            if skip is not None:
+                return result("skipped", reason=skip)
+            verdict = judge(lve, checker, params, instance.response)
+    except CheckerUnavailable as exc:
         return result("skipped", reason=str(exc))
     except LvegitError as exc:
         return result("error", reason=str(exc))
@@ -97,8 +101,9 @@ def _replay_instance(lve: LVE, factory: CheckerFactory, instance: Instance) -> R
 def replay_lve(repo: Repository, lve_dir: Path) -> list[ReplayResult]:
     lve, problems, _text = load_lve(repo, lve_dir)
     rel = repo.relative(lve_dir)
-    if lve is None or problems.errors:
-        first = problems.errors[0]
+    blocking = [p for p in problems.errors if p.field.split(".")[0].split("[")[0] not in METADATA_FIELDS]
+    if lve is None or blocking:
+        first = (blocking or problems.errors)[0]
         return [
             ReplayResult(rel, first.file, first.line, None, None, "error", f"invalid LVE: {first.render()}")
         ]

@@ -15,9 +15,14 @@ TEST_FILE = "test.json"
 _SKIPPED_DIRS = {"instances", "checker", "__pycache__", ".git"}
 
 
+def canonical_model(model: str) -> str:
+    """Bare OpenAI ids from early LVEs (`gpt-3.5-turbo`) mean `openai/...`, as lve-tools read them."""
+    return f"openai/{model}" if "/" not in model and model.startswith("gpt-") else model
+
+
 def model_folder(model: str) -> str:
     """The directory name for a model id: `openai/gpt-3.5-turbo` -> `openai--gpt-35-turbo`."""
-    return re.sub(r"[^A-Za-z0-9-]", "", model.replace("/", "--"))
+    return re.sub(r"[^A-Za-z0-9-]", "", canonical_model(model).replace("/", "--"))
 
 
 def find_root(start: Path) -> Path:

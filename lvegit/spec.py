@@ -18,8 +18,11 @@ from lvegit.files import (
 from lvegit.problems import Problems, join_path
 from lvegit.prompt import Message, parse_messages, parse_prompt_text
 from lvegit.repo import TEST_FILE, Repository, model_folder
+from lvegit.template import is_parameter_name
 
 PLACEHOLDER = "<please fill in>"
+# Problems in these fields leave the LVE usable for replay and runs (they are metadata).
+METADATA_FIELDS = ("description", "model", "tags", "author")
 PROMPT_FORMS = ("prompt", "prompt_file", "multi_run_prompt")
 KNOWN_KEYS = (
     "description",
@@ -287,8 +290,8 @@ def _build(repo: Repository, lve_dir: Path, rel: str, data: dict[str, Any], prob
     params = data.get("prompt_parameters", [])
     if params is None:
         params = []
-    if not isinstance(params, list) or not all(isinstance(p, str) and p.isidentifier() for p in params):
-        problems.error("prompt_parameters", "must be a list of parameter names (identifiers)")
+    if not isinstance(params, list) or not all(isinstance(p, str) and is_parameter_name(p) for p in params):
+        problems.error("prompt_parameters", "must be a list of parameter names (strings such as 'person')")
     else:
         lve.prompt_parameters = params
     model_args = data.get("default_model_args", {})

@@ -6,11 +6,13 @@ object attributes, so only bare names are allowed as fields; `{{` and `}}` stay 
 
 from __future__ import annotations
 
+import re
 import string
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 _FORMATTER = string.Formatter()
+_NAME = re.compile(r"[^.\[\]{},\s]*[A-Za-z_][^.\[\]{},\s]*")
 
 
 class TemplateError(ValueError):
@@ -26,8 +28,15 @@ def _fields(text: str) -> Iterator[tuple[str, str | None, str | None, str | None
         ) from None
 
 
+def is_parameter_name(name: str) -> bool:
+    """A key `str.format_map` looks up as it is (no attribute or index access), with a letter or `_` in it
+    and no comma or space, so regex quantifiers such as `{1,6}` are never taken for one. Real LVEs use
+    names such as `phone-number`."""
+    return _NAME.fullmatch(name) is not None
+
+
 def _require_name(field: str) -> None:
-    if not field.isidentifier():
+    if not is_parameter_name(field):
         raise TemplateError(
             f"'{{{field}}}' is not a parameter name (write '{{{{' and '}}}}' for literal braces)"
         )

@@ -76,6 +76,13 @@ def test_redacted_response_is_skipped(repo: RepoBuilder) -> None:
     assert [(r.status, r.reason) for r in results] == [("skipped", "redacted"), ("reproduced", None)]
 
 
+def test_metadata_errors_do_not_stop_replay(repo: RepoBuilder) -> None:
+    results = replay(
+        repo, test={"model": "other/model"}, instances={"i.jsonl": [instance("3", True, a=1, b=2)]}
+    )
+    assert [r.status for r in results] == ["reproduced"]
+
+
 def test_invalid_lve_is_one_error(repo: RepoBuilder) -> None:
     results = replay(repo, raw_test="{", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
     assert len(results) == 1 and results[0].status == "error"

@@ -15,7 +15,8 @@ from lvegit.repo import Repository, find_root, model_folder
         ("openai/gpt-3.5-turbo", "openai--gpt-35-turbo"),
         ("meta/llama-2-7b-chat", "meta--llama-2-7b-chat"),
         ("mistralai/Mistral-7B-Instruct-v0.2", "mistralai--Mistral-7B-Instruct-v02"),
-        ("gpt-4", "gpt-4"),
+        ("gpt-3.5-turbo", "openai--gpt-35-turbo"),  # bare OpenAI ids of early LVEs
+        ("llama-2", "llama-2"),
         ("a/b c:d_é", "a--bcd"),
     ],
 )

@@ -14,7 +14,14 @@ def test_placeholders_in_order_without_duplicates() -> None:
     assert placeholders("{b} {a} {b} {{literal}}") == ["b", "a"]
 
 
-@pytest.mark.parametrize("template", ["{x.__class__}", "{x[0]}", "{0}", "{}", "{x.__init__.__globals__}"])
+def test_names_that_are_not_identifiers_work_as_format_map_keys() -> None:
+    assert placeholders("call {phone-number} now") == ["phone-number"]
+    assert fill("call {phone-number}", {"phone-number": "555"}) == "call 555"
+
+
+@pytest.mark.parametrize(
+    "template", ["{x.__class__}", "{x[0]}", "{0}", "{}", "{x.__init__.__globals__}", "{1,6}", "{a b}", "{3,}"]
+)
 def test_attribute_index_and_positional_fields_are_refused(template: str) -> None:
     with pytest.raises(TemplateError, match="is not a parameter name"):
         fill(template, {"x": "value"})

@@ -19,7 +19,7 @@ from lvegit.checkers.core import (
     RegexChecker,
 )
 from lvegit.checkers.model_based import BiasChecker, PII_Checker, ToxicityChecker
-from lvegit.errors import CheckerError, LvegitError, ModelUnavailable
+from lvegit.errors import CheckerError, CheckerUnavailable, LvegitError
 from lvegit.template import TemplateError, fill
 
 if TYPE_CHECKING:
@@ -102,8 +102,8 @@ class CheckerFactory:
 
                 try:
                     self._class = load_custom_checker(self.lve.dir, name)
-                except CheckerError as exc:
-                    raise CheckerError(f"{self.lve.rel}: {exc}") from None
+                except CheckerError as exc:  # keeps its kind: unavailable checkers are skipped
+                    raise type(exc)(f"{self.lve.rel}: {exc}") from None
         return self._class
 
     def for_args(self, instance_args: dict[str, Any]) -> BaseChecker:
@@ -117,7 +117,7 @@ class CheckerFactory:
         cls = self.checker_class()
         try:
             return cls(**args)
-        except ModelUnavailable:
+        except CheckerUnavailable:
             raise
         except (LvegitError, ValueError) as exc:  # messages written for the user
             detail = str(exc)

@@ -51,14 +51,21 @@ class BaseChecker:
         return None
 
     # Older lve-tools API: is_safe(self, prompt_out, param_values) reads the response itself.
-    def extract_response_from_prompt(self, prompt_out: list[Message], full: bool = False) -> Any:
+    def extract_response_from_prompt(self, prompt_out: list[Message], full: bool = False) -> str | None:
+        """The last response, or with `full` every assistant turn joined by newlines."""
         if full:
-            return variables_of(prompt_out)
+            return "\n".join(m.content or "" for m in prompt_out if m.role == Role.assistant)
         return last_response(prompt_out)
 
-    def _uses_prompt_out(self) -> bool:
-        parameters = list(inspect.signature(self.is_safe).parameters)
-        return bool(parameters) and parameters[0] == "prompt_out"
+    def _uses_older_api(self) -> bool:
+        """Older checkers take (prompt_out, param_values) or (prompt, param_values) and read the response
+        from the conversation themselves; passing `response=` to them would fail."""
+        parameters = inspect.signature(self.is_safe).parameters
+        names = list(parameters)
+        if names and names[0] == "prompt_out":
+            return True
+        takes_any = any(p.kind == p.VAR_KEYWORD for p in parameters.values())
+        return self.get_response and "response" not in parameters and not takes_any
 
     def _arguments(self, prompt_in: list[Message], prompt_out: list[Message]) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"prompt": prompt_out if self.prompt_contains_responses else prompt_in}
@@ -71,7 +78,7 @@ class BaseChecker:
     def invoke_check(
         self, prompt_in: list[Message], prompt_out: list[Message], param_values: dict[str, Any]
     ) -> bool:
-        if self._uses_prompt_out():
+        if self._uses_older_api():
             return verdict(self, self.is_safe(prompt_out, param_values))
         return verdict(
             self, self.is_safe(**self._arguments(prompt_in, prompt_out), param_values=param_values)
@@ -87,7 +94,7 @@ class MultiRunBaseChecker(BaseChecker):
     def invoke_check_runs(
         self, prompts_in: list[list[Message]], prompts_out: list[list[Message]], param_values: dict[str, Any]
     ) -> bool:
-        if self._uses_prompt_out():
+        if self._uses_older_api():
             return verdict(self, self.is_safe(prompts_out, param_values))
         per_run = [self._arguments(p_in, p_out) for p_in, p_out in zip(prompts_in, prompts_out, strict=True)]
         kwargs = {key: [run[key] for run in per_run] for key in (per_run[0] if per_run else {"prompt": []})}

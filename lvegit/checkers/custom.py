@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lvegit.checkers import base, core, model_based
-from lvegit.errors import CheckerError, ModelUnavailable
+from lvegit.errors import CheckerError, CheckerUnavailable
 from lvegit.files import FileProblem, read_text
 from lvegit.prompt import Message, Role
 
@@ -89,7 +89,7 @@ def read_custom_classes(lve_dir: Path) -> dict[str, CustomClass]:
 
 def _ensure_installed(module: str, *_args: object, **_kwargs: object) -> None:
     if importlib.util.find_spec(module) is None:
-        raise ModelUnavailable(f"this checker needs the Python package '{module}', which is not installed")
+        raise CheckerUnavailable(f"this checker needs the Python package '{module}', which is not installed")
 
 
 def _compat_modules() -> dict[str, types.ModuleType]:
@@ -159,8 +159,12 @@ def load_custom_checker(lve_dir: Path, class_name: str) -> type[base.BaseChecker
             try:
                 with _lve_compat():
                     spec.loader.exec_module(module)
-            except ModelUnavailable:
+            except CheckerUnavailable:
                 raise
+            except ModuleNotFoundError as exc:  # lve-tools shipped openai, requests, ...; lvegit may not
+                raise CheckerUnavailable(
+                    f"{CHECKER_DIR}/{path.name} imports '{exc.name}', which is not installed"
+                ) from None
             except (Exception, SystemExit) as exc:  # contributed code must not end the run
                 raise CheckerError(
                     f"{CHECKER_DIR}/{path.name} failed to import: {type(exc).__name__}: {exc}"

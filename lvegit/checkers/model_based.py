@@ -1,7 +1,7 @@
 """Checkers that judge with a model (Presidio, transformers classifiers).
 
 Their names and arguments are registered so that LVEs using them validate. Judging needs models that this
-version cannot load offline, so building one raises ModelUnavailable, which replay reports as `skipped`.
+version cannot load offline, so building one raises CheckerUnavailable, which replay reports as `skipped`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from lvegit.checkers.base import BaseChecker
-from lvegit.errors import ModelUnavailable
+from lvegit.errors import CheckerUnavailable
 
 DEFAULT_TOXICITY_MODEL = "s-nlp/roberta_toxicity_classifier"
 DEFAULT_BIAS_MODEL = "valurank/distilroberta-bias"
@@ -18,8 +18,8 @@ DEFAULT_BIAS_MODEL = "valurank/distilroberta-bias"
 class _ModelChecker(BaseChecker):
     needs = "a model"
 
-    def _unavailable(self) -> ModelUnavailable:
-        return ModelUnavailable(
+    def _unavailable(self) -> CheckerUnavailable:
+        return CheckerUnavailable(
             f"{type(self).__name__} needs {self.needs}, which this lvegit version cannot load"
         )
 

@@ -66,7 +66,29 @@ def test_older_signature_gets_the_full_conversation() -> None:
 
     checker = Old()
     assert checker.invoke_check(PROMPT_IN, PROMPT_OUT, {"p": 2}) is False
-    assert checker.seen == ("r2", {"a1": "r1", "a2": "r2"}, {"p": 2})
+    assert checker.seen == ("r2", "r1\nr2", {"p": 2})
+
+
+def test_older_prompt_param_values_signature() -> None:
+    class OldNoInit(BaseChecker):
+        def __init__(self) -> None:  # older checkers often skip super().__init__()
+            pass
+
+        def is_safe(self, prompt, param_values):  # type: ignore[no-untyped-def, override]
+            return self.extract_response_from_prompt(prompt) == param_values["want"]
+
+    assert OldNoInit().invoke_check(PROMPT_IN, PROMPT_OUT, {"want": "r2"}) is True
+
+
+def test_new_api_without_response_is_not_mistaken_for_the_older_one() -> None:
+    class VariablesOnly(BaseChecker):
+        def __init__(self) -> None:
+            super().__init__(get_variables=True, get_response=False)
+
+        def is_safe(self, prompt, variables, param_values=None):  # type: ignore[no-untyped-def, override]
+            return prompt is PROMPT_IN and variables == {"a1": "r1", "a2": "r2"}
+
+    assert VariablesOnly().invoke_check(PROMPT_IN, PROMPT_OUT, {}) is True
 
 
 @pytest.mark.parametrize(("result", "expected"), [(True, True), (False, False), (1, True), (0, False)])

@@ -18,7 +18,7 @@ from lvegit.checkers.core import (
     RegexChecker,
     normalize_number,
 )
-from lvegit.errors import CheckerError, ModelUnavailable
+from lvegit.errors import CheckerError, CheckerUnavailable
 from lvegit.prompt import Message, Role
 from lvegit.repo import Repository
 from lvegit.spec import LVE, load_lve
@@ -205,5 +205,5 @@ def test_string_arguments_are_substituted_and_checkers_built_once_per_distinct_a
 )
 def test_model_based_checkers_are_registered_but_unavailable(repo: RepoBuilder, args: dict[str, Any]) -> None:
     factory = CheckerFactory(lve_with(repo, args))
-    with pytest.raises(ModelUnavailable, match="which this lvegit version cannot load"):
+    with pytest.raises(CheckerUnavailable, match="which this lvegit version cannot load"):
         factory.for_args({})

@@ -96,6 +96,38 @@ def test_missing_optional_package_is_a_skip(repo: RepoBuilder) -> None:
     ]
 
 
+def test_missing_package_and_prints_from_an_older_checker(repo: RepoBuilder, cli) -> None:
+    needs_openai = "import surely_not_installed_module\nfrom lve.checkers.base import BaseChecker\n"
+    prints = (
+        "from lve.checkers.base import BaseChecker\n"
+        "print('loading')\n"
+        "class MyChecker(BaseChecker):\n"
+        "    def __init__(self):\n"
+        "        print('building')\n"
+        "    def is_safe(self, prompt, param_values) -> bool:\n"
+        "        print('judging', self.extract_response_from_prompt(prompt, full=True))\n"
+        "        return True\n"
+    )
+    missing = repo.lve(
+        "a/missing",
+        CUSTOM,
+        files={"checker/checker.py": needs_openai},
+        instances={"i.jsonl": [instance("x", True)]},
+    )
+    assert statuses(repo, missing) == [
+        (
+            "skipped",
+            "repository/a/missing/openai--gpt-4o-mini: checker/checker.py imports "
+            "'surely_not_installed_module', which is not installed",
+        )
+    ]
+    repo.lve(
+        "a/prints", CUSTOM, files={"checker/checker.py": prints}, instances={"i.jsonl": [instance("x", True)]}
+    )
+    result = cli("replay", "repository/a/prints", "--format", "json", cwd=repo.root)
+    assert result.json()["summary"]["reproduced"] == 1
+
+
 def test_every_checker_file_is_loaded(repo: RepoBuilder) -> None:
     helper = (
         "from lvegit.checkers import BaseChecker\nclass MyChecker(BaseChecker):\n"
@@ -114,7 +146,10 @@ def test_every_checker_file_is_loaded(repo: RepoBuilder) -> None:
     ("code", "message"),
     [
         ("raise RuntimeError('boom')", "checker/checker.py failed to import: RuntimeError: boom"),
-        ("import not_a_module_anywhere", "failed to import: ModuleNotFoundError"),
+        (
+            "import not_a_module_anywhere",
+            "checker/checker.py imports 'not_a_module_anywhere', which is not installed",
+        ),
         ("class Other: pass", "no checker class 'MyChecker' (a BaseChecker subclass) in checker/checker*.py"),
         ("MyChecker = 3", "no checker class 'MyChecker'"),
     ],

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -82,13 +80,11 @@ def _replay_instance(lve: LVE, factory: CheckerFactory, instance: Instance) -> R
 
     params, _model_args = lve.split_args(instance.args)
     try:
-        # Checker code may print; its output must not mix into lvegit's (JSON) output.
-        with contextlib.redirect_stdout(io.StringIO()):
-            checker = factory.for_args(instance.args)
-            skip = checker.replay_skip_reason(instance.response)
-            if skip is not None:
-                return result("skipped", reason=skip)
-            verdict = judge(lve, checker, params, instance.response)
+        checker = factory.for_args(instance.args)
+        skip = checker.replay_skip_reason(instance.response)
+        if skip is not None:
+            return result("skipped", reason=skip)
+        verdict = judge(lve, checker, params, instance.response)
     except CheckerUnavailable as exc:
         return result("skipped", reason=str(exc))
     except LvegitError as exc:
@@ -107,16 +103,16 @@ def replay_lve(repo: Repository, lve_dir: Path) -> list[ReplayResult]:
         return [
             ReplayResult(rel, first.file, first.line, None, None, "error", f"invalid LVE: {first.render()}")
         ]
-    factory = CheckerFactory(lve)
     results: list[ReplayResult] = []
-    for path in lve.instance_files():
-        shown = repo.relative(path)
-        bad_lines = Problems(shown)
-        instances = read_instances(path, shown, bad_lines)
-        results.extend(
-            ReplayResult(rel, p.file, p.line, None, None, "error", p.render()) for p in bad_lines.errors
-        )
-        results.extend(_replay_instance(lve, factory, instance) for instance in instances)
+    with CheckerFactory(lve) as factory:
+        for path in lve.instance_files():
+            shown = repo.relative(path)
+            bad_lines = Problems(shown)
+            instances = read_instances(path, shown, bad_lines)
+            results.extend(
+                ReplayResult(rel, p.file, p.line, None, None, "error", p.render()) for p in bad_lines.errors
+            )
+            results.extend(_replay_instance(lve, factory, instance) for instance in instances)
     return sorted(results, key=lambda r: (r.file, r.line or 0))
 
 

@@ -19,6 +19,7 @@ from lvegit.checkers.core import (
     RegexChecker,
 )
 from lvegit.checkers.model_based import BiasChecker, PII_Checker, ToxicityChecker
+from lvegit.checkers.sandbox import CheckerWorker, SandboxSettings
 from lvegit.errors import CheckerError, CheckerUnavailable, LvegitError
 from lvegit.template import TemplateError, fill
 
@@ -85,26 +86,28 @@ def is_multi_run_checker(cls: type[BaseChecker]) -> bool:
 
 
 class CheckerFactory:
-    """Builds an LVE's checker once per distinct set of (substituted) arguments, not once per instance."""
+    """Builds an LVE's checker once per distinct set of (substituted) arguments, not once per instance.
 
-    def __init__(self, lve: LVE) -> None:
+    Core and model-based checkers are lvegit's own code and run in this process. A custom checker runs in a
+    confined worker process (lvegit.checkers.sandbox), started on first use and stopped by `close`.
+    """
+
+    def __init__(self, lve: LVE, sandbox: SandboxSettings | None = None) -> None:
         self.lve = lve
-        self._class: type[BaseChecker] | None = None
+        self.sandbox = sandbox
         self._built: dict[str, BaseChecker] = {}
+        self._worker: CheckerWorker | None = None
 
-    def checker_class(self) -> type[BaseChecker]:
-        if self._class is None:
-            name = self.lve.checker_name
-            if name in BUILTIN_CHECKERS:
-                self._class = BUILTIN_CHECKERS[name]
-            else:
-                from lvegit.checkers.custom import load_custom_checker
+    def __enter__(self) -> CheckerFactory:
+        return self
 
-                try:
-                    self._class = load_custom_checker(self.lve.dir, name)
-                except CheckerError as exc:  # keeps its kind: unavailable checkers are skipped
-                    raise type(exc)(f"{self.lve.rel}: {exc}") from None
-        return self._class
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
 
     def for_args(self, instance_args: dict[str, Any]) -> BaseChecker:
         args = substitute_args(self.lve, instance_args)
@@ -114,16 +117,20 @@ class CheckerFactory:
         return self._built[key]
 
     def _build(self, args: dict[str, Any]) -> BaseChecker:
-        cls = self.checker_class()
+        name = self.lve.checker_name
+        if name not in BUILTIN_CHECKERS:
+            if self._worker is None:
+                self._worker = CheckerWorker(self.lve.rel, self.lve.dir, self.sandbox)
+            return self._worker.build(name, args)
         try:
-            return cls(**args)
+            return BUILTIN_CHECKERS[name](**args)
         except CheckerUnavailable:
             raise
         except (LvegitError, ValueError) as exc:  # messages written for the user
             detail = str(exc)
         except Exception as exc:
             detail = f"{type(exc).__name__}: {exc}"
-        raise CheckerError(f"{self.lve.test_file}: checker_args: {self.lve.checker_name}: {detail}")
+        raise CheckerError(f"{self.lve.test_file}: checker_args: {name}: {detail}")
 
 
 __all__ = [

@@ -139,36 +139,55 @@ def _lve_compat() -> Iterator[None]:
                 sys.modules[name] = previous
 
 
-def module_name(lve_dir: Path, file: Path) -> str:
+def module_name(lve_dir: Path, file_name: str, source: str) -> str:
     """Unique per LVE and per file content, so an edited checker is never served from a stale module."""
-    digest = hashlib.sha256(str(lve_dir.resolve()).encode() + b"\0" + file.read_bytes()).hexdigest()[:16]
-    return f"lvegit_custom_{digest}_{file.stem}"
+    key = f"{lve_dir.resolve()}\0{file_name}\0{source}".encode()
+    return f"lvegit_custom_{hashlib.sha256(key).hexdigest()[:16]}_{Path(file_name).stem}"
 
 
-def load_custom_checker(lve_dir: Path, class_name: str) -> type[base.BaseChecker]:
-    """Import the LVE's checker files and return the class named `class_name`."""
-    found: type[base.BaseChecker] | None = None
+def read_checker_sources(lve_dir: Path) -> dict[str, str]:
+    """The text of every checker*.py of the LVE, by file name."""
+    sources = {}
     for path in checker_files(lve_dir):
-        name = module_name(lve_dir, path)
+        try:
+            sources[path.name] = read_text(path, MAX_CHECKER_BYTES)
+        except FileProblem as exc:
+            raise CheckerError(f"{CHECKER_DIR}/{path.name}: {exc}") from None
+    return sources
+
+
+def _execute(name: str, path: Path, source: str) -> types.ModuleType:
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    try:
+        with _lve_compat():
+            exec(compile(source, str(path), "exec"), module.__dict__)
+    except CheckerUnavailable:
+        raise
+    except ModuleNotFoundError as exc:  # lve-tools shipped openai, requests, ...; lvegit may not
+        raise CheckerUnavailable(
+            f"{CHECKER_DIR}/{path.name} imports '{exc.name}', which is not installed"
+        ) from None
+    except (Exception, SystemExit) as exc:  # contributed code must not end the run
+        raise CheckerError(
+            f"{CHECKER_DIR}/{path.name} failed to import: {type(exc).__name__}: {exc}"
+        ) from None
+    return module
+
+
+def load_custom_checker(
+    lve_dir: Path, class_name: str, sources: dict[str, str] | None = None
+) -> type[base.BaseChecker]:
+    """Execute the LVE's checker files (given as `sources`, or read now) and return `class_name`.
+
+    Only the sandbox worker calls this: it is where contributed code runs.
+    """
+    found: type[base.BaseChecker] | None = None
+    for file_name, source in sorted((read_checker_sources(lve_dir) if sources is None else sources).items()):
+        name = module_name(lve_dir, file_name, source)
         module = sys.modules.get(name)
         if module is None:
-            spec = importlib.util.spec_from_file_location(name, path)
-            if spec is None or spec.loader is None:  # pragma: no cover - a .py path always has a loader
-                raise CheckerError(f"cannot import {path.name}")
-            module = importlib.util.module_from_spec(spec)
-            try:
-                with _lve_compat():
-                    spec.loader.exec_module(module)
-            except CheckerUnavailable:
-                raise
-            except ModuleNotFoundError as exc:  # lve-tools shipped openai, requests, ...; lvegit may not
-                raise CheckerUnavailable(
-                    f"{CHECKER_DIR}/{path.name} imports '{exc.name}', which is not installed"
-                ) from None
-            except (Exception, SystemExit) as exc:  # contributed code must not end the run
-                raise CheckerError(
-                    f"{CHECKER_DIR}/{path.name} failed to import: {type(exc).__name__}: {exc}"
-                ) from None
+            module = _execute(name, lve_dir / CHECKER_DIR / file_name, source)
             sys.modules[name] = module
         candidate = getattr(module, class_name, None)
         if isinstance(candidate, type) and issubclass(candidate, base.BaseChecker):

@@ -91,7 +91,8 @@ def test_missing_optional_package_is_a_skip(repo: RepoBuilder) -> None:
     assert statuses(repo, lve_dir) == [
         (
             "skipped",
-            "this checker needs the Python package 'surely_not_installed_pkg', which is not installed",
+            "repository/a/needs/openai--gpt-4o-mini: this checker needs the Python package "
+            "'surely_not_installed_pkg', which is not installed",
         )
     ]
 

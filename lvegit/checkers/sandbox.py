@@ -1,0 +1,221 @@
+"""Running an LVE's custom checker in a confined worker process (see lvegit.checkers.worker).
+
+lvegit itself may hold secrets (API keys, a GitHub token); contributed checker code never runs in its
+process. The worker gets an environment without secrets, a temporary working directory, resource limits
+and whatever isolation the machine allows; every request has a wall-clock timeout. A worker that crashes,
+hangs or answers garbage is killed, and costs only its own LVE a clear error. Replies are hostile data:
+they are size-limited and type-checked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import lvegit
+from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
+from lvegit.confine import Limits
+from lvegit.errors import CheckerError, CheckerUnavailable
+from lvegit.prompt import Message
+
+ENVIRONMENT_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
+MAX_MESSAGE_CHARS = 2_000
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    limits: Limits = field(default_factory=Limits)
+    start_timeout: float = 30.0
+    build_timeout: float = 120.0
+    call_timeout: float = 30.0
+    max_reply_bytes: int = 16 * 1024**2
+
+
+def worker_environment(workdir: str) -> dict[str, str]:
+    """Only harmless variables pass; no API keys, no tokens. Hub libraries are told to stay offline."""
+    env = {key: os.environ[key] for key in ENVIRONMENT_ALLOWLIST if key in os.environ}
+    env.update(
+        HOME=workdir,
+        TMPDIR=workdir,
+        PYTHONPATH=str(Path(lvegit.__file__).resolve().parent.parent),
+        PYTHONDONTWRITEBYTECODE="1",
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+    )
+    return env
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS] + "..."
+
+
+class CheckerWorker:
+    """One worker process; `label` (the LVE) prefixes every error it raises."""
+
+    def __init__(self, label: str, lve_dir: Path, settings: SandboxSettings | None = None) -> None:
+        self.label = label
+        self.settings = settings or SandboxSettings()
+        self.failure: str | None = None
+        self.isolation: list[str] = []
+        self._workdir = tempfile.mkdtemp(prefix="lvegit-sandbox-")
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker
+        self._buffer = b""
+        self._process = subprocess.Popen(
+            [
+                sys.executable,
+                "-s",
+                "-B",
+                "-m",
+                "lvegit.checkers.worker",
+                json.dumps(dataclasses.asdict(self.settings.limits)),
+                str(lve_dir),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            cwd=self._workdir,
+            env=worker_environment(self._workdir),
+            start_new_session=True,
+        )
+        hello = self._receive(self.settings.start_timeout)
+        isolation = hello.get("isolation")
+        if hello.get("ready") is not True or not isinstance(isolation, list):
+            self._fail("the checker process did not start properly")
+        else:
+            self.isolation = [_short(str(line)) for line in isolation]
+
+    def _fail(self, reason: str) -> None:
+        self.failure = f"{self.label}: {reason}"
+        self.close()
+        raise CheckerError(self.failure)
+
+    def _startup_trace(self) -> str:
+        self._stderr.seek(0)
+        lines = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
+        return f": {_short(lines[-1])}" if lines else ""
+
+    def _receive(self, timeout: float) -> dict[str, Any]:
+        stdout = self._process.stdout
+        assert stdout is not None
+        deadline = time.monotonic() + timeout
+        with selectors.DefaultSelector() as selector:
+            selector.register(stdout, selectors.EVENT_READ)
+            while b"\n" not in self._buffer:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not selector.select(remaining):
+                    self._fail(f"the checker did not answer within {timeout:g} s")
+                chunk = os.read(stdout.fileno(), 65536)
+                if not chunk:
+                    code = self._process.wait()
+                    self._fail(f"the checker process exited (code {code}){self._startup_trace()}")
+                self._buffer += chunk
+                if len(self._buffer) > self.settings.max_reply_bytes:
+                    self._fail(f"the checker sent more than {self.settings.max_reply_bytes} bytes")
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            reply = None
+        if not isinstance(reply, dict):
+            self._fail("the checker process sent something that is not a JSON object")
+        return dict(reply)
+
+    def call(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        if self.failure is not None:
+            raise CheckerError(self.failure)
+        stdin = self._process.stdin
+        assert stdin is not None
+        try:
+            stdin.write(json.dumps(request).encode() + b"\n")
+            stdin.flush()
+        except OSError:
+            self._fail("the checker process is gone")
+        reply = self._receive(timeout or self.settings.call_timeout)
+        if reply.get("ok") is True:
+            return reply
+        message = _short(str(reply.get("message", "unknown error")))
+        if reply.get("kind") == "unavailable":
+            raise CheckerUnavailable(f"{self.label}: {message}")
+        raise CheckerError(f"{self.label}: {message}")
+
+    def build(self, class_name: str, args: dict[str, Any]) -> BaseChecker:
+        request = {"op": "build", "class_name": class_name, "args": args}
+        reply = self.call(request, self.settings.build_timeout)
+        if not isinstance(reply.get("id"), int) or not isinstance(reply.get("multi_run"), bool):
+            self._fail("the checker process sent an invalid reply")
+        cls = SandboxedMultiRunChecker if reply["multi_run"] else SandboxedChecker
+        return cls(self, reply["id"])
+
+    def close(self) -> None:
+        if self._process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._process.pid, signal.SIGKILL)  # the worker and anything it left behind
+        self._process.wait()
+        for stream in (self._process.stdin, self._process.stdout, self._stderr):
+            if stream is not None:
+                stream.close()
+        shutil.rmtree(self._workdir, ignore_errors=True)
+
+
+def _conversation(messages: list[Message]) -> list[dict[str, Any]]:
+    return [m.as_json() for m in messages]
+
+
+class _Remote:
+    """What both proxies share: the worker, the checker's id there, and reply checking."""
+
+    def __init__(self, worker: CheckerWorker, checker_id: int) -> None:
+        self.worker = worker
+        self.checker_id = checker_id
+
+    def _ask(self, op: str, **fields: Any) -> dict[str, Any]:
+        return self.worker.call({"op": op, "id": self.checker_id, **fields})
+
+    def _verdict(self, **fields: Any) -> bool:
+        verdict = self._ask("check", **fields).get("verdict")
+        if not isinstance(verdict, bool):
+            self.worker._fail("the checker process sent a verdict that is not true or false")
+        return bool(verdict)
+
+    def postprocess_response(self, response: Any) -> Any:
+        processed = self._ask("postprocess", response=response).get("response")
+        if not isinstance(processed, str | dict | list):
+            self.worker._fail("postprocess_response returned something that is not a response")
+        return processed
+
+    def replay_skip_reason(self, response: Any) -> str | None:
+        reason = self._ask("skip_reason", response=response).get("reason")
+        return None if reason is None else _short(str(reason))
+
+
+class SandboxedChecker(_Remote, BaseChecker):
+    def invoke_check(
+        self, prompt_in: list[Message], prompt_out: list[Message], param_values: dict[str, Any]
+    ) -> bool:
+        return self._verdict(
+            prompt_in=_conversation(prompt_in), prompt_out=_conversation(prompt_out), params=param_values
+        )
+
+
+class SandboxedMultiRunChecker(_Remote, MultiRunBaseChecker):
+    def invoke_check_runs(
+        self, prompts_in: list[list[Message]], prompts_out: list[list[Message]], param_values: dict[str, Any]
+    ) -> bool:
+        return self._verdict(
+            runs=True,
+            prompt_in=[_conversation(p) for p in prompts_in],
+            prompt_out=[_conversation(p) for p in prompts_out],
+            params=param_values,
+        )

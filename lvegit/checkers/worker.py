@@ -1,0 +1,128 @@
+"""The process that runs contributed checker code: `python -m lvegit.checkers.worker LIMITS_JSON`.
+
+It confines itself (see lvegit.confine) before it reads the first request, then answers one JSON line per
+request on the descriptor that was its stdout; what checker code prints goes to /dev/null. The parent
+(lvegit.checkers.sandbox) starts it with an environment that holds no secrets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+from lvegit import confine
+from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
+from lvegit.checkers.custom import load_custom_checker, read_checker_sources
+from lvegit.errors import CheckerError, CheckerUnavailable
+from lvegit.prompt import Message, Role
+
+
+def _messages(data: list[dict[str, Any]]) -> list[Message]:
+    return [
+        Message(m.get("content"), Role(m.get("role", "user")), m.get("variable"), m.get("image_url"))
+        for m in data
+    ]
+
+
+class Server:
+    """Answers requests about one LVE's custom checker, whose sources were read before confinement
+    (the scratch tmpfs may hide the LVE's folder afterwards)."""
+
+    def __init__(self, lve_dir: Path, sources: dict[str, str] | CheckerError) -> None:
+        self.lve_dir = lve_dir
+        self.sources = sources
+        self.checkers: list[BaseChecker] = []
+
+    def build(self, request: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(self.sources, CheckerError):
+            raise self.sources
+        cls = load_custom_checker(self.lve_dir, request["class_name"], self.sources)
+        self.checkers.append(cls(**request["args"]))
+        return {"id": len(self.checkers) - 1, "multi_run": isinstance(self.checkers[-1], MultiRunBaseChecker)}
+
+    def check(self, request: dict[str, Any]) -> dict[str, Any]:
+        checker = self.checkers[request["id"]]
+        if request.get("runs"):
+            assert isinstance(checker, MultiRunBaseChecker)
+            prompts_in = [_messages(p) for p in request["prompt_in"]]
+            prompts_out = [_messages(p) for p in request["prompt_out"]]
+            return {"verdict": checker.invoke_check_runs(prompts_in, prompts_out, request["params"])}
+        verdict = checker.invoke_check(
+            _messages(request["prompt_in"]), _messages(request["prompt_out"]), request["params"]
+        )
+        return {"verdict": verdict}
+
+    def postprocess(self, request: dict[str, Any]) -> dict[str, Any]:
+        return {"response": self.checkers[request["id"]].postprocess_response(request["response"])}
+
+    def skip_reason(self, request: dict[str, Any]) -> dict[str, Any]:
+        return {"reason": self.checkers[request["id"]].replay_skip_reason(request["response"])}
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        try:
+            answer = getattr(self, request["op"])(request)
+        except CheckerUnavailable as exc:
+            return {"ok": False, "kind": "unavailable", "message": str(exc)}
+        except (Exception, SystemExit) as exc:  # the checker's failure is reported, the worker lives on
+            return {"ok": False, "kind": "error", "message": f"{type(exc).__name__}: {exc}"}
+        return {"ok": True, **answer}
+
+
+def _send(channel: IO[str], message: dict[str, Any]) -> None:
+    try:
+        line = json.dumps(message)
+    except (TypeError, ValueError) as exc:
+        line = json.dumps(
+            {"ok": False, "kind": "error", "message": f"the checker returned data that is not JSON: {exc}"}
+        )
+    channel.write(line + "\n")
+    channel.flush()
+
+
+def confine_self(limits: confine.Limits) -> list[str]:
+    """Apply every layer that this machine allows; returns what was applied."""
+    report = []
+    confine.die_with_parent()
+    try:
+        must_fork = confine.enter_namespaces(os.getcwd(), limits)
+    except OSError as exc:
+        must_fork = False
+        report.append(f"namespaces failed ({exc.strerror})")
+    if must_fork:
+        child = os.fork()
+        if child:  # stays outside the new PID namespace, only to wait for pid 1 inside it
+            _, status = os.waitpid(child, 0)
+            os._exit(os.waitstatus_to_exitcode(status) % 256)
+        confine.die_with_parent()
+        confine.finish_pid_namespace()
+        report.append("namespaces: read-only filesystem, private scratch space, no network, own process tree")
+    elif not report:
+        report.append("namespaces unavailable: filesystem and network are not isolated")
+    report.append(confine.set_limits(limits))
+    report.append(confine.apply_seccomp())
+    return report
+
+
+def main() -> None:
+    limits = confine.Limits(**json.loads(sys.argv[1]))
+    lve_dir = Path(sys.argv[2])
+    try:
+        sources: dict[str, str] | CheckerError = read_checker_sources(lve_dir)
+    except CheckerError as exc:
+        sources = exc
+    channel = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    report = confine_self(limits)  # a failure here leaves its trace on stderr, for the parent to show
+    os.dup2(devnull, 2)
+    server = Server(lve_dir, sources)
+    _send(channel, {"ready": True, "isolation": report})
+    for line in sys.stdin:
+        _send(channel, server.handle(json.loads(line)))
+
+
+if __name__ == "__main__":
+    main()

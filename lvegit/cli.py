@@ -12,6 +12,7 @@ from lvegit import __version__
 from lvegit.commands.list_lves import list_command
 from lvegit.commands.new import new_command
 from lvegit.commands.replay import replay_command
+from lvegit.commands.sandbox_info import sandbox_command
 from lvegit.commands.validate import validate_command
 from lvegit.errors import EXIT_UNEXPECTED, EXIT_USAGE, LvegitError
 
@@ -30,7 +31,7 @@ def cli() -> None:
     """
 
 
-for command in (new_command, validate_command, replay_command, list_command):
+for command in (new_command, validate_command, replay_command, list_command, sandbox_command):
     cli.add_command(command)
 
 

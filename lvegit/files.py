@@ -80,12 +80,20 @@ def parse_json(text: str, first_line: int = 1) -> Any:
     return value
 
 
+def ensure_inside(base: Path, path: Path) -> Path:
+    """`path` resolved; a FileProblem when it (through a symlink, say) leaves `base`."""
+    root = base.resolve()
+    target = path.resolve()
+    if target != root and root not in target.parents:
+        raise FileProblem(
+            f"'{path.relative_to(base) if path.is_relative_to(base) else path}' points outside "
+            "the LVE directory"
+        )
+    return target
+
+
 def resolve_inside(base: Path, relative: str) -> Path:
     """`base / relative`, refusing absolute paths and anything (symlinks included) that leaves `base`."""
     if not relative or Path(relative).is_absolute():
         raise FileProblem(f"'{relative}' must be a path relative to the LVE directory")
-    root = base.resolve()
-    target = (base / relative).resolve()
-    if target != root and root not in target.parents:
-        raise FileProblem(f"'{relative}' points outside the LVE directory")
-    return target
+    return ensure_inside(base, base / relative)

@@ -7,7 +7,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lvegit.files import MAX_INSTANCE_FILE_BYTES, MAX_INSTANCE_LINE_BYTES, FileProblem, decode, parse_json
+from lvegit.files import (
+    MAX_INSTANCE_FILE_BYTES,
+    MAX_INSTANCE_LINE_BYTES,
+    FileProblem,
+    decode,
+    ensure_inside,
+    parse_json,
+)
 from lvegit.problems import Problems
 from lvegit.prompt import json_type
 
@@ -41,7 +48,13 @@ def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
 
 
 def read_instances(path: Path, shown: str, problems: Problems) -> list[Instance]:
-    """Every well-formed line of an instance file; each bad line is a problem naming its line."""
+    """Every well-formed line of an instance file; each bad line is a problem naming its line.
+    A file that is a symlink out of its LVE is refused."""
+    try:
+        ensure_inside(path.parent.parent, path)
+    except FileProblem as exc:
+        problems.error("", exc.message, file=shown)
+        return []
     size = path.stat().st_size
     if size > MAX_INSTANCE_FILE_BYTES:
         problems.error("", f"file is too large ({size} bytes, limit {MAX_INSTANCE_FILE_BYTES})", file=shown)

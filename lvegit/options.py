@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -44,7 +43,3 @@ def selection_options(function: F) -> F:
 
 def open_repository(repo_path: Path | None) -> Repository:
     return Repository.discover(repo_path)
-
-
-def print_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False))

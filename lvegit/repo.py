@@ -12,7 +12,6 @@ from lvegit.errors import RepositoryNotFound, UsageError
 REPOSITORY_DIR = "repository"
 LVEREPO_FILE = ".lverepo"
 TEST_FILE = "test.json"
-_SKIPPED_DIRS = {"instances", "checker", "__pycache__", ".git"}
 
 
 def canonical_model(model: str) -> str:
@@ -63,7 +62,9 @@ class Repository:
         for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
             if TEST_FILE in filenames:
                 found.append(Path(dirpath))
-            dirnames[:] = sorted(d for d in dirnames if d not in _SKIPPED_DIRS and not d.startswith("."))
+                dirnames[:] = []  # an LVE's folders (instances/, checker/) are its own
+            else:
+                dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.startswith("."))
         return sorted(found)
 
     def lve_dir_of(self, path: Path) -> Path | None:

@@ -11,6 +11,7 @@ from lvegit.files import (
     MAX_PROMPT_BYTES,
     MAX_TEST_JSON_BYTES,
     FileProblem,
+    ensure_inside,
     parse_json,
     read_text,
     resolve_inside,
@@ -220,7 +221,7 @@ def load_lve(repo: Repository, lve_dir: Path) -> tuple[LVE | None, Problems, str
     rel = repo.relative(lve_dir)
     problems = Problems(f"{rel}/{TEST_FILE}")
     try:
-        text = read_text(lve_dir / TEST_FILE, MAX_TEST_JSON_BYTES)
+        text = read_text(ensure_inside(lve_dir, lve_dir / TEST_FILE), MAX_TEST_JSON_BYTES)
         data = parse_json(text)
     except FileProblem as exc:
         problems.error("", exc.message, exc.line)

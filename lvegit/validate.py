@@ -92,6 +92,7 @@ def _check_prompts(lve: LVE, problems: Problems) -> set[str]:
                 names = placeholders(text)
             except TemplateError as exc:
                 problems.error(where, str(exc), source.line, file=source.file)
+                used.update(declared)  # an unreadable template may use any parameter: no second error
                 continue
             used.update(names)
             for name in names:
@@ -167,7 +168,7 @@ def _check_checker(lve: LVE, problems: Problems) -> set[str]:
                 names = placeholders(value)
             except TemplateError as exc:
                 problems.error(join_path("checker_args", name), str(exc))
-                return used
+                return used | set(lve.prompt_parameters)  # as for prompts: no second error
             used.update(names)
             has_placeholders = has_placeholders or bool(names)
     if multi is not None and multi != lve.is_multi_run:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from lvegit.checkers import base, core, model_based
 from lvegit.errors import CheckerError, CheckerUnavailable
-from lvegit.files import FileProblem, read_text
+from lvegit.files import FileProblem, ensure_inside, read_text
 from lvegit.prompt import Message, Role
 
 MAX_CHECKER_BYTES = 512 * 1024
@@ -40,10 +40,14 @@ class CustomClass:
 
 
 def checker_files(lve_dir: Path) -> list[Path]:
+    """The LVE's checker/checker*.py files; a FileProblem when one (or the folder) leads out of the LVE."""
     folder = lve_dir / CHECKER_DIR
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.glob("checker*.py") if p.is_file())
+    files = sorted(p for p in folder.glob("checker*.py") if p.is_file())
+    for path in (folder, *files):
+        ensure_inside(lve_dir, path)
+    return files
 
 
 def _base_names(node: ast.ClassDef) -> tuple[str, ...]:
@@ -147,13 +151,10 @@ def module_name(lve_dir: Path, file_name: str, source: str) -> str:
 
 def read_checker_sources(lve_dir: Path) -> dict[str, str]:
     """The text of every checker*.py of the LVE, by file name."""
-    sources = {}
-    for path in checker_files(lve_dir):
-        try:
-            sources[path.name] = read_text(path, MAX_CHECKER_BYTES)
-        except FileProblem as exc:
-            raise CheckerError(f"{CHECKER_DIR}/{path.name}: {exc}") from None
-    return sources
+    try:
+        return {path.name: read_text(path, MAX_CHECKER_BYTES) for path in checker_files(lve_dir)}
+    except FileProblem as exc:
+        raise CheckerError(f"{CHECKER_DIR}: {exc}") from None
 
 
 def _execute(name: str, path: Path, source: str) -> types.ModuleType:

@@ -27,19 +27,30 @@ from typing import Any
 import lvegit
 from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
 from lvegit.confine import Limits
-from lvegit.errors import CheckerError, CheckerUnavailable
+from lvegit.errors import CheckerError, CheckerUnavailable, UsageError
 from lvegit.prompt import Message
 
 ENVIRONMENT_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 MAX_MESSAGE_CHARS = 2_000
 
 
+def _seconds(variable: str, default: float) -> float:
+    value = os.environ.get(variable, "")
+    try:
+        return float(value) if value else default
+    except ValueError:
+        raise UsageError(f"{variable} must be a number of seconds, not {value!r}") from None
+
+
 @dataclass(frozen=True)
 class SandboxSettings:
+    """Timeouts may be raised for slow checkers: LVEGIT_CHECKER_LOAD_TIMEOUT (importing and building a
+    checker, default 120 s) and LVEGIT_CHECKER_TIMEOUT (one verdict, default 30 s)."""
+
     limits: Limits = field(default_factory=Limits)
     start_timeout: float = 30.0
-    build_timeout: float = 120.0
-    call_timeout: float = 30.0
+    build_timeout: float = field(default_factory=lambda: _seconds("LVEGIT_CHECKER_LOAD_TIMEOUT", 120.0))
+    call_timeout: float = field(default_factory=lambda: _seconds("LVEGIT_CHECKER_TIMEOUT", 30.0))
     max_reply_bytes: int = 16 * 1024**2
 
 

@@ -4,7 +4,9 @@ from pathlib import Path
 
 import click
 
-from lvegit.options import format_option, open_repository, print_json, repo_option, selection_options
+from lvegit.escape import console
+from lvegit.options import format_option, open_repository, repo_option, selection_options
+from lvegit.output import line, print_json
 from lvegit.summary import summarize_lves
 
 
@@ -26,9 +28,10 @@ def list_command(paths: tuple[Path, ...], all_lves: bool, output_format: str, re
         print_json({"lves": rows})
         return 0
     headers = ("path", "category", "model", "checker", "instances")
-    table = [headers, *[tuple(str(row[h]) for h in headers) for row in rows]]
-    widths = [max(len(line[i]) for line in table) for i in range(len(headers))]
-    for line in table:
-        click.echo("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip())
-    click.echo(f"{len(rows)} LVEs, {sum(int(row['instances']) for row in rows)} instances")
+    # Cells are escaped before measuring, so that columns line up with what is printed.
+    table = [headers, *[tuple(console(str(row[h])) for h in headers) for row in rows]]
+    widths = [max(len(cells[i]) for cells in table) for i in range(len(headers))]
+    for cells in table:
+        line("  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip())
+    line(f"{len(rows)} LVEs, {sum(int(row['instances']) for row in rows)} instances")
     return 0

@@ -8,6 +8,7 @@ import click
 from lvegit.checkers import BUILTIN_CHECKERS
 from lvegit.errors import UsageError
 from lvegit.options import open_repository, repo_option
+from lvegit.output import line
 from lvegit.scaffold import CUSTOM, SEVERITIES, NewLVE, create
 from lvegit.spec import PLACEHOLDER
 
@@ -73,10 +74,8 @@ def new_command(
     spec = NewLVE(name, model, checker or "LambdaChecker", description, author, list(parameters), severity)
     created = create(repo, spec)
     lve_dir = created[0].parent
-    click.echo(f"Created {repo.relative(lve_dir)}/")
+    line(f"Created {repo.relative(lve_dir)}/")
     for path in created:
-        click.echo(f"  {path.relative_to(lve_dir).as_posix()}")
-    click.echo(
-        f"Next: fill in the '{PLACEHOLDER}' placeholders, then: lvegit validate {repo.relative(lve_dir)}"
-    )
+        line(f"  {path.relative_to(lve_dir).as_posix()}")
+    line(f"Next: fill in the '{PLACEHOLDER}' placeholders, then: lvegit validate {repo.relative(lve_dir)}")
     return 0

@@ -5,7 +5,8 @@ from pathlib import Path
 import click
 
 from lvegit.errors import EXIT_FINDINGS, EXIT_OK
-from lvegit.options import format_option, open_repository, print_json, repo_option, selection_options
+from lvegit.options import format_option, open_repository, repo_option, selection_options
+from lvegit.output import line, print_json
 from lvegit.replay import replay_lve, summarize
 
 
@@ -37,6 +38,6 @@ def replay_command(
                 where = result.file if result.line is None else f"{result.file}:{result.line}"
                 detail = f"recorded passed={result.recorded}, replayed passed={result.replayed}"
                 reason = result.reason if result.status != "mismatch" else detail
-                click.echo(f"{result.status}: {where}: {reason}")
-        click.echo(", ".join(f"{count} {status}" for status, count in summary.items()))
+                line(f"{result.status}: {where}: {reason}")
+        line(", ".join(f"{count} {status}" for status, count in summary.items()))
     return EXIT_FINDINGS if summary["mismatch"] or summary["error"] else EXIT_OK

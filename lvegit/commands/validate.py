@@ -5,7 +5,8 @@ from pathlib import Path
 import click
 
 from lvegit.errors import EXIT_FINDINGS, EXIT_OK
-from lvegit.options import format_option, open_repository, print_json, repo_option, selection_options
+from lvegit.options import format_option, open_repository, repo_option, selection_options
+from lvegit.output import line, print_json
 from lvegit.validate import validate_lve
 
 
@@ -40,8 +41,8 @@ def validate_command(
     else:
         for report in reports:
             status = "ok" if report.valid else f"invalid ({len(report.errors)} errors)"
-            click.echo(f"{report.path}: {status}")
+            line(f"{report.path}: {status}")
             for problem in (*report.errors, *report.warnings):
-                click.echo(f"  {problem.render()}")
-        click.echo(f"{len(reports)} LVEs: {len(reports) - invalid} valid, {invalid} invalid")
+                line(f"  {problem.render()}")
+        line(f"{len(reports)} LVEs: {len(reports) - invalid} valid, {invalid} invalid")
     return EXIT_FINDINGS if invalid else EXIT_OK

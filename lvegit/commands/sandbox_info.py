@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import click
+
+from lvegit.checkers.sandbox import CheckerWorker
+from lvegit.options import format_option
+from lvegit.output import line, print_json
+
+
+@click.command("sandbox")
+@format_option
+def sandbox_command(output_format: str) -> int:
+    """Show how custom checker code (checker/checker.py) is confined on this machine.
+
+    lvegit runs contributed checker code only in a separate worker process. This starts one and reports
+    which isolation layers the machine allowed: namespaces (read-only filesystem, no network, own process
+    tree), seccomp (no new processes, programs or sockets) and resource limits.
+
+    \b
+    Examples:
+      lvegit sandbox
+      lvegit sandbox --format json
+    """
+    with tempfile.TemporaryDirectory() as empty_lve:
+        worker = CheckerWorker("sandbox", Path(empty_lve))
+        worker.close()
+    if output_format == "json":
+        print_json({"isolation": worker.isolation})
+    else:
+        line("Custom checkers run in a separate process without secrets in its environment:")
+        for layer in worker.isolation:
+            line(f"  {layer}")
+    return 0

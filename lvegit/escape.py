@@ -1,0 +1,79 @@
+"""Escaping what an LVE or a model wrote for each place lvegit writes it, and masking known secrets.
+
+- console: one line on a terminal or in a CI log. Control characters (ANSI escapes, carriage returns,
+  newlines that could start a `::workflow-command::` line) are shown as escapes.
+- markdown / code_block: PR comments and job summaries. No raw HTML, no @mentions that notify, no fence
+  that closes early.
+- workflow_data / workflow_property: the message and the properties of a GitHub workflow command.
+Every function masks the values of secret-looking environment variables.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+
+SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
+MIN_SECRET_LENGTH = 6
+MASK = "***"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
+_MENTION = re.compile(r"@(?=[A-Za-z0-9])")
+
+
+@functools.cache
+def known_secrets() -> tuple[str, ...]:
+    """Values of environment variables whose names say they are secret, longest first."""
+    values = {
+        value
+        for name, value in os.environ.items()
+        if SECRET_NAME.search(name) and len(value) >= MIN_SECRET_LENGTH
+    }
+    return tuple(sorted(values, key=len, reverse=True))
+
+
+def mask(text: str) -> str:
+    for secret in known_secrets():
+        text = text.replace(secret, MASK)
+    return text
+
+
+def _escape_control(match: re.Match[str]) -> str:
+    char = match.group()
+    return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(
+        char, f"\\x{ord(char):02x}" if ord(char) < 256 else f"\\u{ord(char):04x}"
+    )
+
+
+def console(text: str) -> str:
+    """Safe as one line of terminal or log output."""
+    return _CONTROL.sub(_escape_control, mask(text))
+
+
+def markdown(text: str) -> str:
+    """Inline markdown text that renders as the literal characters, with no HTML and no mentions."""
+    text = console(text)
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+    return _MENTION.sub("@\u200b", text)
+
+
+def code_block(text: str, max_chars: int | None = None) -> str:
+    """A fenced block that no backtick run in `text` can close early."""
+    text = _CONTROL.sub(lambda m: m.group() if m.group() in "\n\t" else _escape_control(m), mask(text))
+    if max_chars is not None and len(text) > max_chars:
+        text = text[:max_chars] + "\n[... truncated]"
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def workflow_data(text: str) -> str:
+    """The message part of `::error ...::message` (GitHub's escaping of data)."""
+    return mask(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def workflow_property(text: str) -> str:
+    """A property value such as `file=` of a workflow command."""
+    return workflow_data(text).replace(":", "%3A").replace(",", "%2C")

@@ -1,0 +1,20 @@
+"""Everything the commands print goes through here: one escaped line at a time, or JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from lvegit.escape import console, mask
+
+
+def line(text: str = "") -> None:
+    """Print one line; what an LVE or a model wrote cannot inject escapes, lines or secrets."""
+    click.echo(console(text))
+
+
+def print_json(data: Any) -> None:
+    # ASCII-only JSON escapes every control character a terminal could act on.
+    click.echo(mask(json.dumps(data, indent=2, ensure_ascii=True)))

@@ -1,0 +1,490 @@
+"""A pull request is hostile input. Each case here is one attack and the clear error or escaped output
+lvegit must answer with; every case also checks that no secret reaches the output and that nothing
+appears outside the sandbox."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from builders import RepoBuilder, instance
+
+from lvegit import escape
+
+SECRET = "sk-hostile-test-secret-1234567890"
+TOKEN = "ghp_hostiletesttoken0987654321"
+
+
+@pytest.fixture(autouse=True)
+def secrets(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """lvegit runs with secrets in its environment, as a CI job with an API key would."""
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    monkeypatch.setenv("LVEGIT_CHECKER_TIMEOUT", "1.5")
+    monkeypatch.setenv("LVEGIT_CHECKER_LOAD_TIMEOUT", "1.5")
+    escape.known_secrets.cache_clear()
+    yield
+    escape.known_secrets.cache_clear()
+
+
+@pytest.fixture
+def listener() -> Iterator[tuple[int, list[bytes]]]:
+    """A TCP server on 127.0.0.1 recording whatever connects to it."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    server.settimeout(0.2)
+    received: list[bytes] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                continue
+            received.append(connection.recv(1024) or b"connected")
+            connection.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1], received
+    stop.set()
+    thread.join()
+    server.close()
+
+
+@dataclass
+class Outcome:
+    code: int
+    text: str
+    data: Any
+
+
+def run_both(cli: Any, repo: RepoBuilder, command: str, *args: str) -> Outcome:
+    """Run a command in text and in JSON format; both outputs are checked for secrets and escapes."""
+    text = cli(command, *args, "--all", cwd=repo.root)
+    data = cli(command, *args, "--all", "--format", "json", cwd=repo.root)
+    for output in (text.out, text.err, data.out, data.err):
+        assert SECRET not in output and TOKEN not in output
+        assert "\x1b" not in output and "\r" not in output
+        assert not any(line.startswith("::") for line in output.splitlines())
+    return Outcome(text.code, text.out + text.err, data.json() if data.out.strip() else None)
+
+
+def validate_errors(cli: Any, repo: RepoBuilder) -> list[str]:
+    outcome = run_both(cli, repo, "validate")
+    assert outcome.code == 1
+    return [e["message"] for lve in outcome.data["lves"] for e in lve["errors"]]
+
+
+def replay_statuses(cli: Any, repo: RepoBuilder) -> list[tuple[str, str | None]]:
+    outcome = run_both(cli, repo, "replay")
+    return [(i["status"], i["reason"]) for i in outcome.data["instances"]]
+
+
+# --- lambda strings and templates: parsed against an allow-list, never eval'ed as written ---------------
+
+LAMBDA_ESCAPES = [
+    (
+        "LambdaChecker",
+        "func",
+        "lambda r, a, b: __import__('os').system('touch /tmp/pwned')",
+        "name '__import__' is not a lambda parameter",
+    ),
+    (
+        "LambdaChecker",
+        "func",
+        "lambda r, a, b: ().__class__.__bases__[0].__subclasses__()",
+        "attribute '__class__' is not allowed",
+    ),
+    ("LambdaChecker", "func", "lambda r, a, b: r.upper.__self__", "attribute '__self__' is not allowed"),
+    (
+        "LambdaChecker",
+        "func",
+        "lambda r, a, b: getattr(r, 'upper')",
+        "name 'getattr' is not a lambda parameter",
+    ),
+    ("LambdaChecker", "func", "lambda r, a, b: eval('1')", "name 'eval' is not a lambda parameter"),
+    (
+        "LambdaChecker",
+        "func",
+        "lambda r, a, b: open('/etc/passwd').read()",
+        "name 'open' is not a lambda parameter",
+    ),
+    (
+        "LambdaChecker",
+        "func",
+        "lambda r, a, b: [x for x in ()].__class__",
+        "attribute '__class__' is not allowed",
+    ),
+    ("LambdaChecker", "func", "lambda r, a, b: (lambda: 0).__code__", "attribute '__code__' is not allowed"),
+    (
+        "NumberChecker",
+        "expected_value_func",
+        "lambda a, b: __builtins__",
+        "name '__builtins__' is not a lambda",
+    ),
+    (
+        "MultiRunLambdaChecker",
+        "func",
+        "lambda rs, a, b: globals()",
+        "name 'globals' is not a lambda parameter",
+    ),
+    ("LambdaChecker", "func", "lambda r, a, b: r.format_map(a)", "attribute 'format_map' is not allowed"),
+    ("LambdaChecker", "func", "import os", "not valid Python"),
+]
+
+
+@pytest.mark.parametrize(("checker", "argument", "source", "complaint"), LAMBDA_ESCAPES)
+def test_lambda_escapes_are_named_and_refused(
+    repo: RepoBuilder, cli: Any, checker: str, argument: str, source: str, complaint: str
+) -> None:
+    test: dict[str, Any] = {"checker_args": {"checker_name": checker, argument: source}}
+    if checker.startswith("MultiRun"):
+        test.update(prompt=None, multi_run_prompt=[{"name": "r", "prompt": [{"content": "{a}{b}"}]}])
+    repo.lve(
+        "hostile/lambda",
+        test,
+        instances={"i.jsonl": [instance(["3"] if "Multi" in checker else "3", True, a=1, b=2)]},
+    )
+    [message] = validate_errors(cli, repo)
+    assert complaint in message and checker in message
+    [(status, reason)] = replay_statuses(cli, repo)
+    assert status == "error" and reason is not None
+    assert reason.startswith("repository/hostile/lambda/openai--gpt-4o-mini/test.json: checker_args")
+    assert not Path("/tmp/pwned").exists()
+
+
+@pytest.mark.parametrize(
+    ("where", "template"),
+    [("prompt", "{a.__class__.__mro__}"), ("prompt", "{b.__init__.__globals__}"), ("pattern", "{a[0]}")],
+)
+def test_template_attribute_walks_are_refused(repo: RepoBuilder, cli: Any, where: str, template: str) -> None:
+    if where == "prompt":
+        test: dict[str, Any] = {"prompt": [{"content": f"{template} {{a}} {{b}}"}]}
+    else:
+        test = {"checker_args": {"checker_name": "ExactMatchChecker", "pattern": template}}
+    repo.lve("hostile/template", test)
+    [message] = validate_errors(cli, repo)
+    assert "is not a parameter name" in message
+
+
+# --- custom checker code: runs confined, without secrets; failures cost only its own LVE ------------------
+
+CUSTOM = {"checker_args": {"checker_name": "Evil"}, "prompt": [{"content": "{a}{b}"}]}
+
+
+def evil(body: str, imports: str = "import os") -> str:
+    return (
+        f"{imports}\nfrom lvegit.checkers import BaseChecker\n"
+        "class Evil(BaseChecker):\n"
+        "    def is_safe(self, prompt, response, param_values=None):\n"
+        + "".join(f"        {line}\n" for line in body.splitlines())
+    )
+
+
+def custom_lve(repo: RepoBuilder, code: str, passed: bool = True) -> Path:
+    return repo.lve(
+        "hostile/custom",
+        CUSTOM,
+        files={"checker/checker.py": code},
+        instances={"i.jsonl": [instance("3", passed, a=1, b=2)]},
+    )
+
+
+def test_checker_sees_no_secret_in_its_environment(repo: RepoBuilder, cli: Any) -> None:
+    custom_lve(repo, evil("raise ValueError(sorted(os.environ.items()))"))
+    [(status, reason)] = replay_statuses(cli, repo)
+    assert status == "error" and reason is not None
+    assert "OPENAI_API_KEY" not in reason and "GITHUB_TOKEN" not in reason and "HOME" in reason
+
+
+def test_checker_cannot_read_other_processes_environments(repo: RepoBuilder, cli: Any) -> None:
+    scan = (
+        "found = []\n"
+        "for pid in os.listdir('/proc'):\n"
+        "    try:\n"
+        "        found.append(open(f'/proc/{pid}/environ', 'rb').read())\n"
+        "    except Exception:\n"
+        "        pass\n"
+        f"return not any({SECRET[:12]!r}.encode() in blob for blob in found)"
+    )
+    custom_lve(repo, evil(scan))
+    assert replay_statuses(cli, repo) == [("reproduced", None)]
+
+
+def test_checker_cannot_write_outside_its_sandbox(repo: RepoBuilder, cli: Any, tmp_path: Path) -> None:
+    marker = tmp_path / "outside-marker"
+    lve_dir = custom_lve(
+        repo,
+        evil(
+            f"open('scratch.txt', 'w').write('fine')\n"
+            f"for target in ({str(marker)!r}, '/tmp/lvegit-marker'):\n"
+            "    try:\n"
+            "        open(target, 'w').write('escaped')\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "return True"
+        ),
+    )
+    assert replay_statuses(cli, repo) == [("reproduced", None)]
+    assert not marker.exists() and not Path("/tmp/lvegit-marker").exists()
+    assert not (lve_dir / "scratch.txt").exists()
+
+
+def test_checker_cannot_rewrite_stored_instances(repo: RepoBuilder, cli: Any) -> None:
+    stored = repo.root / "repository/hostile/custom/openai--gpt-4o-mini/instances/i.jsonl"
+    custom_lve(
+        repo,
+        evil(
+            "for path in (" + repr(str(stored)) + ", 'instances/i.jsonl', '../instances/i.jsonl'):\n"
+            "    try:\n"
+            "        open(path, 'w').write('')\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "return True"
+        ),
+    )
+    before = stored.read_bytes()
+    assert replay_statuses(cli, repo) == [("reproduced", None)]
+    assert stored.read_bytes() == before
+
+
+def test_checker_cannot_open_sockets(repo: RepoBuilder, cli: Any, listener: tuple[int, list[bytes]]) -> None:
+    port, received = listener
+    custom_lve(
+        repo, evil(f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=1).send(b'x')")
+    )
+    [(status, reason)] = replay_statuses(cli, repo)
+    assert status == "error" and reason is not None and "PermissionError" in reason
+    assert received == []
+
+
+def test_checker_that_loops_forever_times_out(repo: RepoBuilder, cli: Any) -> None:
+    custom_lve(repo, evil("while True:\n    pass"))
+    repo.lve("hostile/fine", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    statuses = replay_statuses(cli, repo)
+    assert statuses[0][0] == "error" and "did not answer within 1.5 s" in str(statuses[0][1])
+    assert statuses[1] == ("reproduced", None)  # the run goes on
+
+
+def test_checker_cannot_fork_or_run_programs(repo: RepoBuilder, cli: Any, tmp_path: Path) -> None:
+    marker = tmp_path / "spawned"
+    custom_lve(
+        repo,
+        evil(
+            "import subprocess\n"
+            "for attempt in (os.fork, lambda: subprocess.run(['touch', " + repr(str(marker)) + "])):\n"
+            "    try:\n"
+            "        if attempt() == 0:\n"
+            "            os._exit(0)\n"
+            "    except PermissionError:\n"
+            "        pass\n"
+            "return True"
+        ),
+    )
+    assert replay_statuses(cli, repo) == [("reproduced", None)]
+    assert not marker.exists()
+
+
+def test_checker_that_floods_memory_fails_alone(repo: RepoBuilder, cli: Any) -> None:
+    custom_lve(repo, evil("data = bytearray(50 * 1024**3)\nreturn True"))
+    [(status, reason)] = replay_statuses(cli, repo)
+    assert status == "error" and "MemoryError" in str(reason)
+
+
+def test_checker_printing_garbage_cannot_corrupt_output(repo: RepoBuilder, cli: Any) -> None:
+    custom_lve(
+        repo,
+        evil(
+            "import sys\n"
+            'print(\'\\x1b[2J::set-output name=x::1\\n{"not": "json"\')\n'
+            "sys.stderr.write('\\x1b[31mnoise')\n"
+            "os.write(1, b'raw garbage')\n"
+            "return True"
+        ),
+    )
+    assert replay_statuses(cli, repo) == [("reproduced", None)]
+
+
+def test_checker_that_exits_costs_only_its_lve(repo: RepoBuilder, cli: Any) -> None:
+    custom_lve(repo, evil("os._exit(7)"))
+    repo.lve("hostile/fine", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    statuses = replay_statuses(cli, repo)
+    assert statuses[0][0] == "error" and "the checker process exited (code 7)" in str(statuses[0][1])
+    assert statuses[1] == ("reproduced", None)
+
+
+def test_checker_that_hangs_while_importing_times_out(repo: RepoBuilder, cli: Any) -> None:
+    custom_lve(repo, evil("return True", imports="import os\nwhile True:\n    pass"))
+    [(status, reason)] = replay_statuses(cli, repo)
+    assert status == "error" and "did not answer within 1.5 s" in str(reason)
+
+
+def test_checker_answering_nonsense_is_an_error(repo: RepoBuilder, cli: Any) -> None:
+    custom_lve(repo, evil("return 'definitely'"))
+    [(status, reason)] = replay_statuses(cli, repo)
+    assert status == "error" and "expected True or False" in str(reason)
+
+
+def test_checker_flooding_its_reply_is_cut_off(repo: RepoBuilder, cli: Any) -> None:
+    code = (
+        evil("return True")
+        + "    def replay_skip_reason(self, response):\n        return 'x' * (40 * 1024**2)\n"
+    )
+    custom_lve(repo, code)
+    [(status, reason)] = replay_statuses(cli, repo)
+    assert status == "error" and "sent more than" in str(reason)
+
+
+# --- files: paths stay inside the LVE; sizes, nesting and encodings are checked ------------------------
+
+
+def outside_file(tmp_path: Path) -> Path:
+    target = tmp_path / "outside.txt"
+    target.write_text(f"{SECRET}\n")
+    return target
+
+
+def test_prompt_file_path_traversal(repo: RepoBuilder, cli: Any) -> None:
+    repo.lve(
+        "hostile/traversal",
+        {"prompt": None, "prompt_file": "../../../../outside.txt", "prompt_parameters": []},
+    )
+    assert validate_errors(cli, repo) == ["'../../../../outside.txt' points outside the LVE directory"]
+
+
+@pytest.mark.parametrize("link", ["test.prompt", "instances/i.jsonl", "checker/checker.py", "test.json"])
+def test_symlinks_out_of_the_lve_are_refused(repo: RepoBuilder, cli: Any, tmp_path: Path, link: str) -> None:
+    test: dict[str, Any] = {"prompt": None, "prompt_file": "test.prompt", "prompt_parameters": []}
+    files = {"test.prompt": "hello"}
+    if link == "checker/checker.py":
+        test["checker_args"] = {"checker_name": "Evil"}
+    lve_dir = repo.lve("hostile/link", test, files=files)
+    (lve_dir / link).parent.mkdir(exist_ok=True)
+    (lve_dir / link).unlink(missing_ok=True)
+    (lve_dir / link).symlink_to(outside_file(tmp_path))
+    errors = validate_errors(cli, repo)
+    assert any("points outside the LVE directory" in e for e in errors), errors
+
+
+@pytest.mark.parametrize(
+    ("content", "complaint"),
+    [
+        (b"{" + b" " * (1024 * 1024 + 1) + b"}", "file is too large"),
+        (b"[" * 200 + b"]" * 200, "nested deeper than 64 levels"),
+        ('{"description": "caf\xe9"}'.encode("latin-1"), "not valid UTF-8"),
+        (b"\x7fELF\x02\x01\x01\x00", "binary content"),
+    ],
+)
+def test_broken_test_json(repo: RepoBuilder, cli: Any, content: bytes, complaint: str) -> None:
+    repo.lve("hostile/file", raw_test=content)
+    [message] = validate_errors(cli, repo)
+    assert complaint in message
+
+
+def test_hostile_instance_lines_are_reported_and_the_rest_kept(repo: RepoBuilder, cli: Any) -> None:
+    good = json.dumps(instance("3", True, a=1, b=2)).encode()
+    lines = [
+        good,
+        b'{"response": "' + b"x" * (5 * 1024 * 1024) + b'"}',
+        b'{"args": ' + b"[" * 100 + b"]" * 100 + b"}",
+        b'{"response": "\xff\xfe"}',
+        good,
+    ]
+    repo.lve("hostile/instances", instances={"i.jsonl": b"\n".join(lines) + b"\n"})
+    errors = validate_errors(cli, repo)
+    assert [e.split(" (")[0] for e in errors] == [
+        "line is too long",
+        "JSON nested deeper than 64 levels",
+        "not valid UTF-8",
+    ]
+    statuses = [s for s, _ in replay_statuses(cli, repo)]
+    assert statuses == ["reproduced", "error", "error", "error", "reproduced"]
+
+
+# --- regexes from LVEs have a time limit ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "checker_args",
+    [
+        {"checker_name": "RegexChecker", "pattern": "^(a|aa)+$", "match_safe": False},
+        {
+            "checker_name": "LambdaChecker",
+            "func": "lambda r, a, b: re.search('(\\\\w+\\\\s?)+$', r) is not None",
+        },
+    ],
+)
+def test_catastrophic_regexes_time_out(
+    repo: RepoBuilder, cli: Any, checker_args: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("lvegit.checkers.safe_regex.REGEX_TIMEOUT_SECONDS", 0.3)
+    rows = [instance("a" * 30000 + "!", True, a=1, b=2), instance("3", True, a=1, b=2)]
+    repo.lve("hostile/regex", {"checker_args": checker_args}, instances={"i.jsonl": rows})
+    statuses = replay_statuses(cli, repo)
+    assert statuses[0][0] == "error" and "timed out" in str(statuses[0][1])
+    assert statuses[1][0] == "reproduced"
+
+
+# --- what an LVE or a model wrote is escaped wherever lvegit prints it ---------------------------------
+
+
+def test_escape_sequences_and_workflow_commands_in_lve_fields(repo: RepoBuilder, cli: Any) -> None:
+    nasty = "\x1b[2J\x1b]0;pwned\x07evil\n::add-mask::x\r::set-output name=y::z"
+    repo.lve("hostile/fields", {"tags": [{"name": "severity", "value": nasty}]})
+    outcome = run_both(cli, repo, "validate")
+    assert "\\x1b[2J\\x1b]0;pwned\\x07evil\\n::add-mask::x\\r::set-output" in outcome.text
+
+
+def test_responses_with_escapes_and_secrets_are_escaped_and_masked(repo: RepoBuilder, cli: Any) -> None:
+    response = f"\x1b[31m{SECRET}\n::error::fake <b>html</b> @team"
+    repo.lve("hostile/response", instances={"i.jsonl": [instance(response, True, a=1, b=2)]})
+    outcome = run_both(cli, repo, "replay")
+    assert "***" in outcome.text and "\\x1b[31m" in outcome.text
+
+
+@pytest.mark.parametrize(
+    ("function", "text", "expected"),
+    [
+        (escape.markdown, "<img src=x onerror=alert(1)>", "&lt;img src=x onerror=alert\\(1\\)&gt;"),
+        (
+            escape.markdown,
+            "ping @lve-org/maintainers and @octocat",
+            "ping @\u200blve\\-org/maintainers and @\u200boctocat",
+        ),
+        (
+            escape.markdown,
+            "[click](https://evil.example) **x**",
+            "\\[click\\]\\(https://evil\\.example\\) \\*\\*x\\*\\*",
+        ),
+        (escape.markdown, f"key {SECRET}", "key \\*\\*\\*"),
+        (escape.markdown, "| table | break |", "\\| table \\| break \\|"),
+        (escape.workflow_data, "50%\n::add-mask::x", "50%25%0A::add-mask::x"),
+        (escape.workflow_property, "a:b,c", "a%3Ab%2Cc"),
+        (escape.console, "\x9b31m\u2028x", "\\x9b31m\\u2028x"),
+    ],
+)
+def test_escaping_for_each_destination(function: Callable[[str], str], text: str, expected: str) -> None:
+    assert function(text) == expected
+
+
+def test_code_blocks_cannot_be_closed_early() -> None:
+    block = escape.code_block("before\n```\n# injected heading\n````\nafter")
+    fence = block.splitlines()[0].removesuffix("text")
+    assert fence == "`````"
+    assert block.endswith("\n`````")
+    assert block.count(fence) == 2
+
+
+def test_environment_of_this_test_run_holds_the_secrets() -> None:
+    """Guards the corpus itself: the secrets it looks for are really present in lvegit's process."""
+    assert os.environ["OPENAI_API_KEY"] == SECRET and SECRET in escape.known_secrets()

@@ -34,6 +34,7 @@ MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 PR_SET_SECCOMP = 22
 PR_SET_NO_NEW_PRIVS = 38
 SECCOMP_MODE_FILTER = 2
@@ -153,6 +154,13 @@ def finish_pid_namespace() -> None:
     """In pid 1 of the new namespace: a /proc that shows only this namespace's processes."""
     libc = _libc()
     _call(libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None))
+
+
+def hide_environment_from_same_user() -> None:
+    """For the process that holds secrets: other processes of the same (non-root) user, a worker without
+    namespaces among them, can no longer read its /proc/<pid>/environ or attach to it."""
+    if platform.system() == "Linux":
+        _libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
 def die_with_parent() -> None:

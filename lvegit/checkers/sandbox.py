@@ -26,7 +26,7 @@ from typing import Any
 
 import lvegit
 from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
-from lvegit.confine import Limits
+from lvegit.confine import Limits, hide_environment_from_same_user
 from lvegit.errors import CheckerError, CheckerUnavailable, UsageError
 from lvegit.prompt import Message
 
@@ -80,6 +80,7 @@ class CheckerWorker:
         self.settings = settings or SandboxSettings()
         self.failure: str | None = None
         self.isolation: list[str] = []
+        hide_environment_from_same_user()
         self._workdir = tempfile.mkdtemp(prefix="lvegit-sandbox-")
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker
         self._buffer = b""

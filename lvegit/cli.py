@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from lvegit import __version__
+from lvegit.commands.changed import changed_command
 from lvegit.commands.list_lves import list_command
 from lvegit.commands.new import new_command
 from lvegit.commands.replay import replay_command
@@ -31,7 +32,14 @@ def cli() -> None:
     """
 
 
-for command in (new_command, validate_command, replay_command, list_command, sandbox_command):
+for command in (
+    new_command,
+    validate_command,
+    replay_command,
+    list_command,
+    changed_command,
+    sandbox_command,
+):
     cli.add_command(command)
 
 

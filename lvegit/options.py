@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from lvegit.errors import UsageError
 from lvegit.repo import Repository
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -35,10 +37,48 @@ def format_option(function: F) -> F:
     )(function)
 
 
+def revision_options(function: F) -> F:
+    function = click.option(
+        "--head",
+        default="HEAD",
+        show_default=True,
+        help="The revision with the changes (a pull request's head).",
+    )(function)
+    return click.option(
+        "--base", help="The revision to compare with (a pull request's base branch or commit)."
+    )(function)
+
+
 def selection_options(function: F) -> F:
-    """LVE paths (directories of LVEs, folders holding LVEs, or files inside one) and --all."""
+    """LVE paths (folders of LVEs, folders holding LVEs, or files inside one), --all, or --changed."""
+    function = revision_options(function)
+    function = click.option(
+        "--changed", is_flag=True, help="The LVEs a git diff touches: changed since --base (base...head)."
+    )(function)
     function = click.option("--all", "all_lves", is_flag=True, help="Every LVE of the repository.")(function)
     return click.argument("paths", nargs=-1, type=click.Path(path_type=Path))(function)
+
+
+@dataclass(frozen=True)
+class Selection:
+    paths: tuple[Path, ...]
+    all_lves: bool
+    changed: bool
+    base: str | None
+    head: str
+
+    def resolve(self, repo: Repository) -> list[Path]:
+        """The LVE folders to work on."""
+        if self.changed:
+            if self.paths or self.all_lves:
+                raise UsageError("--changed selects LVEs by itself: give no paths and no --all")
+            if not self.base:
+                raise UsageError("--changed needs --base REF (for example --base origin/main)")
+            from lvegit.changes import changed_lves
+
+            changes = changed_lves(repo, self.base, self.head)
+            return [repo.root / path for path in changes.changed if (repo.root / path).is_dir()]
+        return repo.select(list(self.paths), self.all_lves)
 
 
 def open_repository(repo_path: Path | None) -> Repository:

@@ -13,7 +13,7 @@ COMMANDS = sorted(cli_group.commands)
 
 
 def test_commands_are_registered() -> None:
-    assert COMMANDS == ["list", "new", "replay", "sandbox", "validate"]
+    assert COMMANDS == ["changed", "list", "new", "replay", "sandbox", "validate"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)

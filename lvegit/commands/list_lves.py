@@ -5,7 +5,7 @@ from pathlib import Path
 import click
 
 from lvegit.escape import console
-from lvegit.options import format_option, open_repository, repo_option, selection_options
+from lvegit.options import Selection, format_option, open_repository, repo_option, selection_options
 from lvegit.output import line, print_json
 from lvegit.summary import summarize_lves
 
@@ -14,7 +14,15 @@ from lvegit.summary import summarize_lves
 @selection_options
 @format_option
 @repo_option
-def list_command(paths: tuple[Path, ...], all_lves: bool, output_format: str, repo_path: Path | None) -> int:
+def list_command(
+    paths: tuple[Path, ...],
+    all_lves: bool,
+    changed: bool,
+    base: str | None,
+    head: str,
+    output_format: str,
+    repo_path: Path | None,
+) -> int:
     """List LVEs with category, model, checker and instance count (all of them by default).
 
     \b
@@ -23,7 +31,8 @@ def list_command(paths: tuple[Path, ...], all_lves: bool, output_format: str, re
       lvegit list repository/privacy --format json
     """
     repo = open_repository(repo_path)
-    rows = summarize_lves(repo, repo.select(list(paths), all_lves or not paths))
+    selection = Selection(paths, all_lves or not (paths or changed), changed, base, head)
+    rows = summarize_lves(repo, selection.resolve(repo))
     if output_format == "json":
         print_json({"lves": rows})
         return 0

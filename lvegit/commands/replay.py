@@ -5,7 +5,7 @@ from pathlib import Path
 import click
 
 from lvegit.errors import EXIT_FINDINGS, EXIT_OK
-from lvegit.options import format_option, open_repository, repo_option, selection_options
+from lvegit.options import Selection, format_option, open_repository, repo_option, selection_options
 from lvegit.output import line, print_json
 from lvegit.replay import replay_lve, summarize
 
@@ -15,7 +15,13 @@ from lvegit.replay import replay_lve, summarize
 @format_option
 @repo_option
 def replay_command(
-    paths: tuple[Path, ...], all_lves: bool, output_format: str, repo_path: Path | None
+    paths: tuple[Path, ...],
+    all_lves: bool,
+    changed: bool,
+    base: str | None,
+    head: str,
+    output_format: str,
+    repo_path: Path | None,
 ) -> int:
     """Re-check recorded instances with their LVE's checker, offline (no model is called).
 
@@ -26,9 +32,14 @@ def replay_command(
     Examples:
       lvegit replay --all
       lvegit replay repository/dummy/math/a_plus_b --format json
+      lvegit replay --changed --base origin/main
     """
     repo = open_repository(repo_path)
-    results = [r for lve_dir in repo.select(list(paths), all_lves) for r in replay_lve(repo, lve_dir)]
+    results = [
+        r
+        for lve_dir in Selection(paths, all_lves, changed, base, head).resolve(repo)
+        for r in replay_lve(repo, lve_dir)
+    ]
     summary = summarize(results)
     if output_format == "json":
         print_json({"instances": [r.as_json() for r in results], "summary": summary})

@@ -5,7 +5,7 @@ from pathlib import Path
 import click
 
 from lvegit.errors import EXIT_FINDINGS, EXIT_OK
-from lvegit.options import format_option, open_repository, repo_option, selection_options
+from lvegit.options import Selection, format_option, open_repository, repo_option, selection_options
 from lvegit.output import line, print_json
 from lvegit.validate import validate_lve
 
@@ -16,7 +16,14 @@ from lvegit.validate import validate_lve
 @format_option
 @repo_option
 def validate_command(
-    paths: tuple[Path, ...], all_lves: bool, strict: bool, output_format: str, repo_path: Path | None
+    paths: tuple[Path, ...],
+    all_lves: bool,
+    changed: bool,
+    base: str | None,
+    head: str,
+    strict: bool,
+    output_format: str,
+    repo_path: Path | None,
 ) -> int:
     """Check LVEs: test.json, prompts, parameters, checker and instances.
 
@@ -27,9 +34,13 @@ def validate_command(
       lvegit validate --all
       lvegit validate repository/privacy/pii_leakage --strict
       lvegit validate --all --format json --repo path/to/lve-repo
+      lvegit validate --changed --base origin/main
     """
     repo = open_repository(repo_path)
-    reports = [validate_lve(repo, lve_dir, strict) for lve_dir in repo.select(list(paths), all_lves)]
+    reports = [
+        validate_lve(repo, lve_dir, strict)
+        for lve_dir in Selection(paths, all_lves, changed, base, head).resolve(repo)
+    ]
     invalid = sum(not r.valid for r in reports)
     if output_format == "json":
         print_json(

@@ -13,6 +13,7 @@ from lvegit.commands.changed import changed_command
 from lvegit.commands.list_lves import list_command
 from lvegit.commands.new import new_command
 from lvegit.commands.replay import replay_command
+from lvegit.commands.run import run_command
 from lvegit.commands.sandbox_info import sandbox_command
 from lvegit.commands.validate import validate_command
 from lvegit.errors import EXIT_UNEXPECTED, EXIT_USAGE, LvegitError
@@ -36,6 +37,7 @@ for command in (
     new_command,
     validate_command,
     replay_command,
+    run_command,
     list_command,
     changed_command,
     sandbox_command,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +37,12 @@ class Instance:
     @property
     def response(self) -> Any:
         return self.data.get("response")
+
+    @property
+    def idempotency_key(self) -> str | None:
+        run_info = self.data.get("run_info")
+        key = run_info.get("idempotency_key") if isinstance(run_info, dict) else None
+        return key if isinstance(key, str) else None
 
     @property
     def passed(self) -> bool:
@@ -105,3 +113,40 @@ def _check_fields(data: dict[str, Any], shown: str, line: int, problems: Problem
         problems.error("passed", f"must be true or false, not {json_type(data['passed'])}", line, file=shown)
         ok = False
     return ok
+
+
+def idempotency_keys(path: Path) -> set[str]:
+    """The idempotency keys of the instances already in a file (lines that do not parse are skipped)."""
+    keys: set[str] = set()
+    if not path.exists():
+        return keys
+    for _number, raw in _lines(path):
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            continue
+        run_info = data.get("run_info") if isinstance(data, dict) else None
+        key = run_info.get("idempotency_key") if isinstance(run_info, dict) else None
+        if isinstance(key, str):
+            keys.add(key)
+    return keys
+
+
+def append_instance(path: Path, record: dict[str, Any]) -> None:
+    """Append one instance as one whole line, flushed to disk; existing lines are never rewritten.
+
+    A single write in append mode cannot interleave with another writer's line, and a file whose last line
+    lacks its newline gets one first, so the new line never fuses with it.
+    """
+    data = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(descriptor).st_size
+        if size and os.pread(descriptor, 1, size - 1) != b"\n":
+            data = b"\n" + data
+        if os.write(descriptor, data) != len(data):
+            raise OSError(f"short write while appending to {path}")
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)

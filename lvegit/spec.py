@@ -16,7 +16,7 @@ from lvegit.files import (
     read_text,
     resolve_inside,
 )
-from lvegit.problems import Problems, join_path
+from lvegit.problems import Problem, Problems, join_path
 from lvegit.prompt import Message, parse_messages, parse_prompt_text
 from lvegit.repo import TEST_FILE, Repository, model_folder
 from lvegit.template import is_parameter_name
@@ -230,6 +230,11 @@ def load_lve(repo: Repository, lve_dir: Path) -> tuple[LVE | None, Problems, str
         problems.error("", "test.json must hold one JSON object")
         return None, problems, text
     return _build(repo, lve_dir, rel, data, problems), problems, text
+
+
+def blocking_errors(problems: Problems) -> list[Problem]:
+    """The errors that make an LVE unusable for replay and runs (metadata errors do not)."""
+    return [p for p in problems.errors if p.field.split(".")[0].split("[")[0] not in METADATA_FIELDS]
 
 
 def locate_lines(problems: Problems, text: str) -> None:

@@ -8,9 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import RepoBuilder
 
 from lvegit.cli import main
+
+from builders import RepoBuilder
+from servers import OpenAIServer, serve
 
 
 @pytest.fixture
@@ -43,3 +45,15 @@ def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
         return CliResult(int(exit_info.value.code or 0), captured.out, captured.err)
 
     return run
+
+
+@pytest.fixture
+def openai_server(monkeypatch: pytest.MonkeyPatch):
+    """An OpenAI-compatible server on 127.0.0.1; OPENAI_BASE_URL and OPENAI_API_KEY point lvegit at it."""
+    state = OpenAIServer()
+    for running in serve(state):
+        monkeypatch.setenv("OPENAI_BASE_URL", running.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback-test-key")
+        for name in ("AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_KEY"):
+            monkeypatch.delenv(name, raising=False)
+        yield running

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from builders import PROJECT_ROOT
-
 from lvegit.checkers import BUILTIN_CHECKERS
 from lvegit.checkers.custom import checker_files
 from lvegit.repo import Repository
 from lvegit.spec import load_lve
+
+from builders import PROJECT_ROOT
 
 REPO = Repository(PROJECT_ROOT)
 

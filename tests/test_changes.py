@@ -4,11 +4,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from builders import GitRepo, RepoBuilder, instance
 
 from lvegit.changes import changed_lves
 from lvegit.errors import UsageError
 from lvegit.repo import Repository
+
+from builders import GitRepo, RepoBuilder, instance
 
 A = "repository/cat/a/openai--gpt-4o-mini"
 B = "repository/cat/b/openai--gpt-4o-mini"

@@ -4,16 +4,17 @@ import subprocess
 import sys
 
 import pytest
-from builders import RepoBuilder
 
 from lvegit import __version__
 from lvegit.cli import cli as cli_group
+
+from builders import RepoBuilder
 
 COMMANDS = sorted(cli_group.commands)
 
 
 def test_commands_are_registered() -> None:
-    assert COMMANDS == ["changed", "list", "new", "replay", "sandbox", "validate"]
+    assert COMMANDS == ["changed", "list", "new", "replay", "run", "sandbox", "validate"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import RepoBuilder, instance
 
 from lvegit import escape
 from lvegit.checkers.sandbox import CheckerWorker
+
+from builders import RepoBuilder, instance
 
 SECRET = "sk-hostile-test-secret-1234567890"
 TOKEN = "ghp_hostiletesttoken0987654321"

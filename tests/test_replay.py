@@ -3,10 +3,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from builders import RepoBuilder, instance
-
 from lvegit.replay import ReplayResult, replay_lve, summarize
 from lvegit.repo import Repository
+
+from builders import RepoBuilder, instance
 
 INSTANCES = "repository/dummy/add/openai--gpt-4o-mini/instances/i.jsonl"
 

@@ -3,10 +3,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from builders import RepoBuilder
 
 from lvegit.errors import RepositoryNotFound, UsageError
 from lvegit.repo import Repository, find_root, model_folder
+
+from builders import RepoBuilder
 
 
 @pytest.mark.parametrize(

@@ -5,10 +5,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import RepoBuilder, instance
 
 from lvegit.repo import Repository
 from lvegit.validate import validate_lve
+
+from builders import RepoBuilder, instance
 
 
 def problems(repo: RepoBuilder, lve_dir: Path, strict: bool = False) -> list[str]:

@@ -4,7 +4,6 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from builders import RepoBuilder
 
 from lvegit.checkers import CheckerFactory
 from lvegit.checkers.core import (
@@ -22,6 +21,8 @@ from lvegit.errors import CheckerError, CheckerUnavailable
 from lvegit.prompt import Message, Role
 from lvegit.repo import Repository
 from lvegit.spec import LVE, load_lve
+
+from builders import RepoBuilder
 
 
 def check(checker: Any, response: str, params: dict[str, Any] | None = None) -> bool:

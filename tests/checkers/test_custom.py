@@ -4,13 +4,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from builders import RepoBuilder, instance
 
 from lvegit.checkers import CheckerFactory
 from lvegit.errors import CheckerError
 from lvegit.replay import replay_lve
 from lvegit.repo import Repository
 from lvegit.spec import load_lve
+
+from builders import RepoBuilder, instance
 
 SEED_STYLE = """
 from lvegit.checkers import BaseChecker

@@ -4,11 +4,12 @@ import json
 from pathlib import Path
 
 import pytest
-from builders import RepoBuilder, instance
 
 from lvegit.checkers import CheckerFactory
 from lvegit.repo import Repository
 from lvegit.spec import load_lve
+
+from builders import RepoBuilder, instance
 
 LVE = "repository/privacy/address_leak/openai--gpt-4"
 

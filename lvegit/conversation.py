@@ -1,0 +1,68 @@
+"""Conversations of an LVE: the prompts as sent (with holes), filled with responses, and judged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lvegit.checkers import BaseChecker, MultiRunBaseChecker
+from lvegit.errors import CheckerError, LVEError
+from lvegit.prompt import Message, fill_holes, fill_messages, variable_names, with_trailing_hole
+from lvegit.spec import LVE
+
+Pair = tuple[list[Message], list[Message]]  # (prompt as sent, conversation with the responses)
+
+
+def prompts_to_send(lve: LVE, params: dict[str, Any]) -> list[list[Message]]:
+    """Each run's prompt with parameters filled in and its trailing hole; one entry for a single prompt."""
+    prompts = [run.messages for run in lve.run_sequence()] if lve.runs is not None else [lve.prompt or []]
+    try:
+        return [with_trailing_hole(fill_messages(messages, params)) for messages in prompts]
+    except ValueError as exc:  # TemplateError: a parameter without a value
+        raise LVEError(str(exc)) from None
+
+
+def recorded_pairs(lve: LVE, params: dict[str, Any], response: Any) -> list[Pair]:
+    """The conversations of a recorded instance: its response (a string, variables, or one per run)."""
+    prompts = prompts_to_send(lve, params)
+    if lve.runs is None:
+        responses = [response]
+    elif not isinstance(response, list) or len(response) != len(prompts):
+        raise LVEError(f"the response must be a list with one entry per run ({len(prompts)} runs)")
+    else:
+        responses = response
+    try:
+        return [
+            (prompt, fill_holes(prompt, recorded))
+            for prompt, recorded in zip(prompts, responses, strict=True)
+        ]
+    except ValueError as exc:  # the instance does not fit the prompt
+        raise LVEError(str(exc)) from None
+
+
+def stored_response(lve: LVE, pairs: list[Pair]) -> Any:
+    """What an instance records: per run, the last response alone, or every variable when there are several
+    (as lve-tools stores it); a list over runs for a multi-run LVE."""
+    per_run = []
+    for _prompt, conversation in pairs:
+        variables = {
+            name: message.content
+            for message, name in zip(conversation, variable_names(conversation), strict=True)
+            if name is not None
+        }
+        per_run.append(variables if len(variables) > 1 else conversation[-1].content)
+    return per_run if lve.runs is not None else per_run[0]
+
+
+def judge(lve: LVE, checker: BaseChecker, pairs: list[Pair], params: dict[str, Any]) -> bool:
+    """The checker's verdict on the conversations of one instance."""
+    if isinstance(checker, MultiRunBaseChecker) != lve.is_multi_run:
+        needs = "a multi-run checker" if lve.is_multi_run else "a single-run checker"
+        raise CheckerError(f"{lve.test_file}: this prompt form needs {needs}; {lve.checker_name} is not one")
+    if isinstance(checker, MultiRunBaseChecker):
+        return checker.invoke_check_runs([p for p, _ in pairs], [c for _, c in pairs], params)
+    prompt_in, prompt_out = pairs[0]
+    return checker.invoke_check(prompt_in, prompt_out, params)
+
+
+def judge_recorded(lve: LVE, checker: BaseChecker, params: dict[str, Any], response: Any) -> bool:
+    return judge(lve, checker, recorded_pairs(lve, params, response), params)

@@ -1,0 +1,1 @@
+"""Model backends behind one async interface (see base.ChatModel) and the routing that picks them."""

@@ -1,0 +1,70 @@
+"""The one small async interface every model backend implements."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from lvegit.errors import LvegitError
+from lvegit.prompt import Message
+
+# Model arguments that chat-completion APIs take by name; anything else goes through as extra body fields.
+KNOWN_MODEL_ARGS = (
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "max_completion_tokens",
+    "stop",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
+    "logit_bias",
+    "response_format",
+    "n",
+)
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    model: str  # the model as the backend resolved it (e.g. the API's dated model name)
+
+
+class ModelError(LvegitError):
+    """A model request failed for good (bad request, unknown model, refused key)."""
+
+
+class TransientModelError(ModelError):
+    """A model request may succeed if retried (rate limit, server error, timeout, connection, bad body)."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class ChatModel(Protocol):
+    backend: str
+    name: str  # the model name the backend is asked for
+
+    async def complete(self, messages: list[Message], model_args: dict[str, Any]) -> Completion: ...
+
+    async def close(self) -> None: ...
+
+
+def api_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """Messages in the chat-completions format; an image_url makes the content a list of parts."""
+    result = []
+    for message in messages:
+        content: Any = message.content or ""
+        if message.image_url is not None:
+            content = [
+                {"type": "text", "text": content},
+                {"type": "image_url", "image_url": {"url": message.image_url}},
+            ]
+        result.append({"role": message.role.value, "content": content})
+    return result
+
+
+def clean_model_args(args: dict[str, Any]) -> dict[str, Any]:
+    """Model arguments without the null values recorded instances carry (`"top_p": null`)."""
+    return {key: value for key, value in args.items() if value is not None}

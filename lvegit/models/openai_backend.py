@@ -1,0 +1,133 @@
+"""OpenAI chat completions through the official `openai` client: api.openai.com, any OpenAI-compatible
+server (vLLM, Ollama, LM Studio; via OPENAI_BASE_URL or the routing file) and Azure OpenAI.
+
+The client's own retries are off: lvegit's runner retries with backoff and reads Retry-After itself.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import os
+import time
+from typing import Any
+
+from lvegit.errors import UsageError
+from lvegit.models.base import (
+    KNOWN_MODEL_ARGS,
+    Completion,
+    ModelError,
+    TransientModelError,
+    api_messages,
+    clean_model_args,
+)
+from lvegit.prompt import Message
+
+
+def retry_after(headers: Any) -> float | None:
+    """Seconds to wait from `retry-after-ms` or `retry-after` (seconds or an HTTP date)."""
+    if headers is None:
+        return None
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds:
+        try:
+            return max(0.0, float(milliseconds) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _message(exc: Any) -> str:
+    """The API's own error message when the body carries one, else the client's."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return str(body["message"])
+    return str(exc.message)
+
+
+class OpenAIModel:
+    def __init__(
+        self,
+        name: str,
+        *,
+        azure: bool = False,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        api_version: str | None = None,
+        timeout: float = 60.0,
+    ) -> None:
+        import openai
+
+        self.backend = "azure" if azure else "openai"
+        self.name = name
+        if azure:
+            endpoint = base_url or os.environ.get("AZURE_OPENAI_ENDPOINT")
+            key = api_key or os.environ.get("AZURE_OPENAI_API_KEY") or os.environ.get("AZURE_OPENAI_KEY")
+            version = api_version or os.environ.get("OPENAI_API_VERSION") or "2024-06-01"
+            if not endpoint or not key:
+                raise UsageError("Azure OpenAI needs AZURE_OPENAI_ENDPOINT and AZURE_OPENAI_API_KEY")
+            self.client: Any = openai.AsyncAzureOpenAI(
+                azure_endpoint=endpoint, api_key=key, api_version=version, max_retries=0, timeout=timeout
+            )
+        else:
+            key = api_key or os.environ.get("OPENAI_API_KEY")
+            url = base_url or os.environ.get("OPENAI_BASE_URL")
+            if not key and not url:
+                raise UsageError(
+                    f"model '{name}' needs OPENAI_API_KEY (or OPENAI_BASE_URL for a compatible server)"
+                )
+            self.client = openai.AsyncOpenAI(
+                api_key=key or "none", base_url=url, max_retries=0, timeout=timeout
+            )
+
+    async def complete(self, messages: list[Message], model_args: dict[str, Any]) -> Completion:
+        import openai
+
+        args = clean_model_args(model_args)
+        known = {k: v for k, v in args.items() if k in KNOWN_MODEL_ARGS}
+        extra = {k: v for k, v in args.items() if k not in KNOWN_MODEL_ARGS}
+        try:
+            response = await self.client.chat.completions.create(
+                model=self.name, messages=api_messages(messages), extra_body=extra or None, **known
+            )
+        except openai.RateLimitError as exc:
+            raise TransientModelError(
+                f"rate limited (429): {exc.message}", retry_after(exc.response.headers)
+            ) from None
+        except openai.InternalServerError as exc:
+            raise TransientModelError(
+                f"server error ({exc.status_code})", retry_after(exc.response.headers)
+            ) from None
+        except openai.APITimeoutError:
+            raise TransientModelError("the request timed out") from None
+        except openai.APIConnectionError as exc:
+            raise TransientModelError(f"connection failed: {exc.message}") from None
+        except openai.APIStatusError as exc:
+            if exc.status_code in (408, 409) or exc.status_code >= 500:
+                raise TransientModelError(
+                    f"HTTP {exc.status_code}", retry_after(exc.response.headers)
+                ) from None
+            raise ModelError(f"HTTP {exc.status_code}: {_message(exc)}") from None
+        except (openai.APIResponseValidationError, ValueError) as exc:
+            raise TransientModelError(f"malformed response: {exc}") from None
+        try:
+            text = response.choices[0].message.content
+            resolved = str(response.model or self.name)
+        except (AttributeError, IndexError, KeyError, TypeError):
+            raise TransientModelError("malformed response: no choices[0].message.content") from None
+        if not isinstance(text, str):
+            raise TransientModelError("malformed response: the message has no text content")
+        return Completion(text, resolved)
+
+    async def close(self) -> None:
+        await self.client.close()

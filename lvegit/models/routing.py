@@ -1,0 +1,150 @@
+"""Which backend serves a model id: the routing file, then built-in defaults, never a silent fallback.
+
+The routing file is `lvegit.toml` at the repository root, or `[tool.lvegit]` in its pyproject.toml:
+
+    [models."openai/gpt-4"]
+    backend = "openai"                 # openai | azure | transformers | offline
+    model = "gpt-4o"                   # the name the backend is asked for
+    base_url = "http://localhost:8000/v1"   # optional: any OpenAI-compatible server
+    api_key_env = "VLLM_API_KEY"       # optional: the variable holding its key
+    timeout = 60                       # optional: seconds per request
+
+    [models."meta/llama-2-7b-chat"]
+    backend = "transformers"
+    model = "meta-llama/Llama-2-7b-chat-hf"   # a hub id or a local directory
+
+Without an entry: `openai/NAME` (and bare `gpt-...` ids) go to OpenAI, or to Azure OpenAI when
+AZURE_OPENAI_ENDPOINT is set; `offline/...` to the offline models; anything else is an error.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lvegit.errors import UsageError
+from lvegit.models.base import ChatModel
+from lvegit.repo import canonical_model
+
+ROUTING_FILE = "lvegit.toml"
+BACKENDS = ("openai", "azure", "transformers", "offline")
+
+
+@dataclass(frozen=True)
+class Route:
+    backend: str
+    model: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+    api_version: str | None = None
+    timeout: float = 60.0
+
+    def build(self) -> ChatModel:
+        if self.backend in ("openai", "azure"):
+            from lvegit.models.openai_backend import OpenAIModel
+
+            key = os.environ.get(self.api_key_env) if self.api_key_env else None
+            if self.api_key_env and not key:
+                raise UsageError(
+                    f"the routing file names {self.api_key_env} for '{self.model}', which is not set"
+                )
+            return OpenAIModel(
+                self.model,
+                azure=self.backend == "azure",
+                base_url=self.base_url,
+                api_key=key,
+                api_version=self.api_version,
+                timeout=self.timeout,
+            )
+        if self.backend == "transformers":
+            from lvegit.models.transformers_backend import TransformersModel
+
+            return TransformersModel(self.model)
+        from lvegit.models.offline import OfflineModel
+
+        return OfflineModel(self.model)
+
+
+def _table(root: Path) -> tuple[dict[str, Any], str]:
+    routing = root / ROUTING_FILE
+    if routing.is_file():
+        return _parse(routing), ROUTING_FILE
+    pyproject = root / "pyproject.toml"
+    if pyproject.is_file():
+        tool = _parse(pyproject).get("tool", {}).get("lvegit", {})
+        if tool:
+            return tool, "pyproject.toml [tool.lvegit]"
+    return {}, ROUTING_FILE
+
+
+def _parse(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path.name}: {exc}") from None
+
+
+def load_routes(root: Path) -> dict[str, Route]:
+    table, source = _table(root)
+    models = table.get("models", {})
+    if not isinstance(models, dict):
+        raise UsageError(f"{source}: 'models' must be a table of model ids")
+    routes = {}
+    for model_id, entry in models.items():
+        if not isinstance(entry, dict):
+            raise UsageError(f'{source}: models."{model_id}" must be a table')
+        unknown = set(entry) - {"backend", "model", "base_url", "api_key_env", "api_version", "timeout"}
+        if unknown:
+            raise UsageError(f'{source}: models."{model_id}": unknown key(s) {", ".join(sorted(unknown))}')
+        backend = entry.get("backend", "openai")
+        if backend not in BACKENDS:
+            raise UsageError(f'{source}: models."{model_id}".backend must be one of {", ".join(BACKENDS)}')
+        try:
+            routes[model_id] = Route(
+                backend=backend,
+                model=str(entry.get("model", model_id)),
+                base_url=entry.get("base_url"),
+                api_key_env=entry.get("api_key_env"),
+                api_version=entry.get("api_version"),
+                timeout=float(entry.get("timeout", 60.0)),
+            )
+        except (TypeError, ValueError):
+            raise UsageError(f'{source}: models."{model_id}".timeout must be a number of seconds') from None
+    return routes
+
+
+def resolve(model_id: str, routes: dict[str, Route]) -> Route:
+    if model_id in routes:
+        return routes[model_id]
+    if model_id.startswith("offline/"):
+        return Route("offline", model_id.removeprefix("offline/"))
+    canonical = canonical_model(model_id)
+    if canonical.startswith("openai/"):
+        azure = bool(os.environ.get("AZURE_OPENAI_ENDPOINT")) and not os.environ.get("OPENAI_BASE_URL")
+        return Route("azure" if azure else "openai", canonical.removeprefix("openai/"))
+    raise UsageError(
+        f"no backend for model '{model_id}': add it to {ROUTING_FILE}, for example\n"
+        f'  [models."{model_id}"]\n  backend = "transformers"\n  model = "<hub id or local directory>"'
+    )
+
+
+class ModelPool:
+    """One backend instance per route for the whole run (a transformers model loads once)."""
+
+    def __init__(self, root: Path) -> None:
+        self.routes = load_routes(root)
+        self._models: dict[Route, ChatModel] = {}
+
+    def get(self, model_id: str) -> tuple[Route, ChatModel]:
+        route = resolve(model_id, self.routes)
+        if route not in self._models:
+            self._models[route] = route.build()
+        return route, self._models[route]
+
+    async def close(self) -> None:
+        for model in self._models.values():
+            await model.close()
+        self._models.clear()

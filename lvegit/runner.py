@@ -1,0 +1,219 @@
+"""Live execution: instances re-run against their model with bounded concurrency and retries.
+
+Each task becomes one Attempt: the prompt's holes are filled in order (every run of a multi-run prompt),
+the checker judges, `postprocess_response` rewrites what will be stored, and only then is anything written
+(report line, appended instance). A request that fails transiently is retried with exponential backoff and
+jitter (Retry-After wins when the server sends it); an attempt that still fails ends as `error` with the
+reason, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import random
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from lvegit import __version__
+from lvegit.attempt import Attempt, Report, attempt_id
+from lvegit.checkers import CheckerFactory
+from lvegit.conversation import judge, prompts_to_send, recorded_pairs, stored_response
+from lvegit.errors import LvegitError
+from lvegit.instances import append_instance, idempotency_keys
+from lvegit.models.base import ChatModel, TransientModelError
+from lvegit.models.routing import ModelPool
+from lvegit.prompt import Message
+from lvegit.spec import LVE
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    attempts: int = 5  # requests per model call, the first included
+    base_delay: float = 0.5
+    max_delay: float = 60.0
+
+    def delay(self, retry: int, retry_after: float | None) -> float:
+        if retry_after is not None:  # the server knows best; a little jitter spreads the herd
+            return min(self.max_delay, retry_after) * random.uniform(1.0, 1.1)
+        return random.uniform(0, min(self.max_delay, self.base_delay * 2**retry))  # full jitter
+
+
+@dataclass
+class Task:
+    lve: LVE
+    attempt: Attempt
+    append_to: Path | None = None  # the instance file to append the result to
+    new_recording: bool = False  # `record`: the same response recorded twice is one instance
+
+    def idempotency_key(self) -> str:
+        """Re-running the same work appends it once; a new recording is keyed by what it recorded."""
+        if self.new_recording:
+            return attempt_id(self.attempt.id, self.attempt.response)
+        return self.attempt.id
+
+
+@dataclass
+class Runner:
+    pool: ModelPool
+    concurrency: int = 8
+    policy: RetryPolicy = field(default_factory=RetryPolicy)
+    report: Report | None = None
+    author: str | None = None
+    on_finish: Callable[[Attempt], None] | None = None
+    _factories: dict[str, CheckerFactory] = field(default_factory=dict)
+    _checker_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    _appended_keys: dict[Path, set[str]] = field(default_factory=dict)
+
+    def run(self, tasks: list[Task]) -> list[Attempt]:
+        return asyncio.run(self._run_all(tasks))
+
+    async def _run_all(self, tasks: list[Task]) -> list[Attempt]:
+        limit = asyncio.Semaphore(max(1, self.concurrency))
+
+        async def bounded(task: Task) -> Attempt:
+            async with limit:
+                return await self._execute(task)
+
+        try:
+            return list(await asyncio.gather(*(bounded(task) for task in tasks)))
+        finally:
+            for factory in self._factories.values():
+                factory.close()
+            await self.pool.close()
+
+    async def _execute(self, task: Task) -> Attempt:
+        attempt = task.attempt
+        if self.report is not None and attempt.id in self.report.done:
+            return self._finish(self.report.done[attempt.id])
+        attempt.status = "started"
+        attempt.started_at = time.time()
+        self._write(attempt)
+        try:
+            route, model = self.pool.get(attempt.model)
+            attempt.backend = route.backend
+            await self._complete(task, model)
+        except LvegitError as exc:
+            attempt.status, attempt.error = "error", str(exc)
+        except Exception as exc:  # a failure of one attempt must not end the run
+            attempt.status, attempt.error = "error", f"{type(exc).__name__}: {exc}"
+        else:
+            attempt.status = "complete"
+        attempt.finished_at = time.time()
+        if attempt.status == "complete" and task.append_to is not None:
+            self._append(task)
+        self._write(attempt)
+        return self._finish(attempt)
+
+    async def _complete(self, task: Task, model: ChatModel) -> None:
+        lve, attempt = task.lve, task.attempt
+        params, model_args = lve.split_args(attempt.args)
+        model_args = {**lve.default_model_args, **model_args}
+        pairs = []
+        for prompt in prompts_to_send(lve, params):
+            conversation = list(prompt)
+            for index, message in enumerate(conversation):
+                if message.is_hole:
+                    completion = await self._request(model, conversation[:index], model_args, attempt)
+                    conversation[index] = Message(
+                        completion, message.role, message.variable, message.image_url
+                    )
+            pairs.append((prompt, conversation))
+        verdict, stored = await self._judge(lve, attempt, pairs, params)
+        attempt.verdict = verdict
+        attempt.response = stored
+        try:
+            attempt.conversation = [
+                [m.as_json() for m in conversation] for _, conversation in recorded_pairs(lve, params, stored)
+            ]
+        except LvegitError:  # a postprocessed response need not fit the prompt any more
+            attempt.conversation = [[m.as_json() for m in prompt] for prompt, _ in pairs]
+
+    async def _request(
+        self, model: ChatModel, messages: list[Message], model_args: dict[str, Any], attempt: Attempt
+    ) -> str:
+        for retry in range(self.policy.attempts):
+            attempt.requests += 1
+            try:
+                completion = await model.complete(messages, model_args)
+            except TransientModelError as exc:
+                if retry + 1 == self.policy.attempts:
+                    raise LvegitError(f"gave up after {self.policy.attempts} requests: {exc}") from None
+                attempt.retries += 1
+                await asyncio.sleep(self.policy.delay(retry, exc.retry_after))
+                continue
+            attempt.resolved_model = completion.model
+            return completion.text
+        raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+    async def _judge(
+        self, lve: LVE, attempt: Attempt, pairs: list[Any], params: dict[str, Any]
+    ) -> tuple[bool, Any]:
+        """Verdict and stored (postprocessed) response. A custom checker's worker answers one request at a
+        time, so each LVE's checker is used under its own lock, off the event loop."""
+        factory = self._factories.setdefault(lve.rel, CheckerFactory(lve))
+        lock = self._checker_locks.setdefault(lve.rel, asyncio.Lock())
+
+        def work() -> tuple[bool, Any]:
+            checker = factory.for_args(attempt.args)
+            verdict = judge(lve, checker, pairs, params)
+            response = stored_response(lve, pairs)
+            if lve.runs is not None:
+                return verdict, [checker.postprocess_response(entry) for entry in response]
+            return verdict, checker.postprocess_response(response)
+
+        async with lock:
+            return await asyncio.to_thread(work)
+
+    def _append(self, task: Task) -> None:
+        attempt, path = task.attempt, task.append_to
+        assert path is not None
+        keys = self._appended_keys.setdefault(path, idempotency_keys(path))
+        key = task.idempotency_key()
+        if key not in keys:
+            append_instance(path, instance_record(attempt, key, self.author))
+            keys.add(key)
+            attempt.appended_to, attempt.appended_key = str(path), key
+
+    def _write(self, attempt: Attempt) -> None:
+        if self.report is not None:
+            self.report.write(attempt)
+
+    def _finish(self, attempt: Attempt) -> Attempt:
+        if self.on_finish is not None:
+            self.on_finish(attempt)
+        return attempt
+
+
+def library_versions() -> dict[str, str]:
+    versions = {"lvegit": __version__}
+    for package in ("openai", "transformers", "torch"):
+        if package in sys.modules:
+            try:
+                versions[package] = importlib.metadata.version(package)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+    return versions
+
+
+def instance_record(attempt: Attempt, key: str, author: str | None) -> dict[str, Any]:
+    """An attempt as an instance line (the response is the postprocessed one)."""
+    return {
+        "args": attempt.args,
+        "response": attempt.response,
+        "passed": attempt.verdict,
+        "author": author or "",
+        "run_info": {
+            "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
+            "backend": attempt.backend,
+            "model": attempt.resolved_model or attempt.model,
+            "requested_model": attempt.model,
+            **library_versions(),
+            "idempotency_key": key,
+        },
+    }

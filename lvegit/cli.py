@@ -12,6 +12,7 @@ from lvegit import __version__
 from lvegit.commands.changed import changed_command
 from lvegit.commands.list_lves import list_command
 from lvegit.commands.new import new_command
+from lvegit.commands.record import record_command
 from lvegit.commands.replay import replay_command
 from lvegit.commands.run import run_command
 from lvegit.commands.sandbox_info import sandbox_command
@@ -38,6 +39,7 @@ for command in (
     validate_command,
     replay_command,
     run_command,
+    record_command,
     list_command,
     changed_command,
     sandbox_command,

@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from lvegit.errors import EXIT_FINDINGS, EXIT_OK, UsageError
+from lvegit.options import format_option, open_repository, repo_option
+from lvegit.output import line, print_json
+from lvegit.record import parse_params, record_instance
+from lvegit.spec import blocking_errors, load_lve
+
+
+@click.command("record")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option(
+    "--param", "params", multiple=True, metavar="NAME=VALUE", help="A prompt parameter (repeatable)."
+)
+@click.option("--temperature", type=float, help="Overrides the LVE's default_model_args temperature.")
+@click.option("--author", help="Your name or handle, stored with the instance.")
+@click.option(
+    "--file",
+    "file_name",
+    default="instances.jsonl",
+    show_default=True,
+    help="The file in the LVE's instances/ folder to append to.",
+)
+@format_option
+@repo_option
+def record_command(
+    path: Path,
+    params: tuple[str, ...],
+    temperature: float | None,
+    author: str | None,
+    file_name: str,
+    output_format: str,
+    repo_path: Path | None,
+) -> int:
+    """Run one new instance of the LVE at PATH against its model and append it.
+
+    The checker judges the response, postprocess_response rewrites it (e.g. redacting private data) before
+    it is shown or stored, and the instance is appended as one line to instances/FILE. Recording the same
+    response twice adds it once.
+
+    \b
+    Examples:
+      lvegit record repository/dummy/math/a_plus_b --param a=12 --param b=30
+      lvegit record repository/privacy/leak --param person="Jane Doe" --temperature 0.7 --author me
+      lvegit record repository/dummy/math/a_plus_b --param a=1 --param b=2 --file edge_cases.jsonl
+    """
+    repo = open_repository(repo_path)
+    selected = repo.select([path], all_lves=False)
+    if len(selected) != 1:
+        raise UsageError(f"{path} holds {len(selected)} LVEs: give the folder of one LVE")
+    lve, problems, _ = load_lve(repo, selected[0])
+    blocking = blocking_errors(problems)
+    if lve is None or blocking:
+        raise UsageError(
+            f"{repo.relative(selected[0])} is invalid: {blocking[0].render() if blocking else ''}; "
+            "run lvegit validate"
+        )
+    attempt = record_instance(repo, lve, parse_params(lve, params), temperature, author, file_name)
+    if output_format == "json":
+        print_json(attempt.as_json())
+    elif attempt.status != "complete":
+        line(f"error: {attempt.error}")
+    else:
+        line(f"verdict: {'safe' if attempt.verdict else 'unsafe'} (passed={json.dumps(attempt.verdict)})")
+        line(f"response: {json.dumps(attempt.response, ensure_ascii=False)}")
+        if attempt.appended_to:
+            line(f"appended to {repo.relative(Path(attempt.appended_to))}")
+        else:
+            line("not appended: the same response is already recorded")
+    return EXIT_OK if attempt.status == "complete" else EXIT_FINDINGS

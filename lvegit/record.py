@@ -1,0 +1,59 @@
+"""`lvegit record`: run one new instance of an LVE and append it (postprocessed) to its instances."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from lvegit.attempt import Attempt, attempt_id
+from lvegit.errors import UsageError
+from lvegit.files import FileProblem, resolve_inside
+from lvegit.models.routing import ModelPool
+from lvegit.repo import Repository
+from lvegit.runner import RetryPolicy, Runner, Task
+from lvegit.spec import LVE
+
+INSTANCE_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}\.jsonl$")
+
+
+def parse_params(lve: LVE, pairs: tuple[str, ...]) -> dict[str, str]:
+    params: dict[str, str] = {}
+    for pair in pairs:
+        name, separator, value = pair.partition("=")
+        if not separator:
+            raise UsageError(f"--param takes NAME=VALUE, not {pair!r}")
+        if name not in lve.prompt_parameters:
+            known = ", ".join(lve.prompt_parameters) or "none"
+            raise UsageError(f"{lve.rel} has no prompt parameter '{name}' (its parameters: {known})")
+        params[name] = value
+    missing = [name for name in lve.prompt_parameters if name not in params]
+    if missing:
+        raise UsageError(f"give a value for every prompt parameter: missing --param {missing[0]}=...")
+    return params
+
+
+def record_instance(
+    repo: Repository,
+    lve: LVE,
+    params: dict[str, str],
+    temperature: float | None,
+    author: str | None,
+    file_name: str,
+    retries: int = 4,
+) -> Attempt:
+    if not INSTANCE_FILE.match(file_name):
+        raise UsageError(f"--file {file_name!r}: give a plain file name ending in .jsonl")
+    try:
+        target = resolve_inside(lve.dir, f"instances/{file_name}")
+    except FileProblem as exc:
+        raise UsageError(f"--file {file_name!r}: {exc}") from None
+    overrides: dict[str, Any] = {"temperature": temperature} if temperature is not None else {}
+    args = {**lve.default_model_args, **overrides, **params}
+    attempt = Attempt(
+        id=attempt_id(lve.rel, "record", args, lve.model), lve=lve.rel, model=lve.model, args=args
+    )
+    pool = ModelPool(repo.root)
+    pool.get(lve.model)  # no route, no key: a usage error before anything runs
+    runner = Runner(pool, policy=RetryPolicy(attempts=retries + 1), author=author)
+    [done] = runner.run([Task(lve, attempt, target, new_recording=True)])
+    return done

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from lvegit import __version__
+from lvegit.commands.action import action_command
 from lvegit.commands.changed import changed_command
 from lvegit.commands.list_lves import list_command
 from lvegit.commands.new import new_command
@@ -43,6 +44,7 @@ for command in (
     list_command,
     changed_command,
     sandbox_command,
+    action_command,
 ):
     cli.add_command(command)
 

@@ -11,6 +11,7 @@ Every function masks the values of secret-looking environment variables.
 from __future__ import annotations
 
 import functools
+import html
 import os
 import re
 
@@ -57,6 +58,11 @@ def markdown(text: str) -> str:
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _MARKDOWN_SPECIAL.sub(r"\\\1", text)
     return _MENTION.sub("@\u200b", text)
+
+
+def html_text(text: str) -> str:
+    """Text inside an HTML element (such as <summary>), where markdown escapes would show literally."""
+    return _MENTION.sub("@\u200b", html.escape(console(text)))
 
 
 def code_block(text: str, max_chars: int | None = None) -> str:

@@ -124,3 +124,175 @@ def serve(state: OpenAIServer) -> Iterator[Running]:
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+@dataclass
+class GitHubServer:
+    """The slice of GitHub's REST API the action uses: pull requests, issues and their comments, with
+    pagination (Link headers), the 65,536-character body limit, and injectable faults."""
+
+    pulls: dict[int, str] = field(default_factory=dict)  # number -> head sha
+    comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    faults: list[Fault] = field(default_factory=list)
+    requests: list[tuple[str, str]] = field(default_factory=list)
+    max_body: int = 65_536
+    prefix: str = ""  # e.g. /api/v3 for GitHub Enterprise Server
+    base: str = ""
+    next_id: int = 1000
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def comment(
+        self, number: int, body: str, login: str = "github-actions[bot]", kind: str = "Bot"
+    ) -> dict[str, Any]:
+        with self.lock:
+            self.next_id += 1
+            comment = {
+                "id": self.next_id,
+                "node_id": f"IC_{self.next_id}",
+                "url": f"{self.base}/repos/org/lves/issues/comments/{self.next_id}",
+                "html_url": f"https://github.example/org/lves/pull/{number}#issuecomment-{self.next_id}",
+                "body": body,
+                "user": {"login": login, "id": 1, "type": kind},
+                "created_at": "2026-11-22T00:00:00Z",
+                "updated_at": "2026-11-22T00:00:00Z",
+            }
+            self.comments.setdefault(number, []).append(comment)
+            return comment
+
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                return None
+
+            def reply(self, code: int, data: Any, headers: dict[str, str] | None = None) -> None:
+                payload = json.dumps(data).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def handle_request(self, method: str) -> None:
+                length = int(self.headers.get("Content-Length", 0) or 0)
+                body = json.loads(self.rfile.read(length) or b"{}") if length else {}
+                path, _, query = self.path.partition("?")
+                path = path.removeprefix(server.prefix)
+                with server.lock:
+                    server.requests.append((method, self.path))
+                    fault = server.faults.pop(0) if server.faults else None
+                if fault is not None:
+                    self.reply(
+                        fault[1],
+                        {"message": fault[3] if len(fault) > 3 else "injected"},
+                        fault[2] if len(fault) > 2 else None,
+                    )
+                    return
+                parts = path.strip("/").split("/")
+                params = dict(item.split("=", 1) for item in query.split("&") if "=" in item)
+                if parts[:3] != ["repos", "org", "lves"]:
+                    self.reply(404, {"message": "Not Found"})
+                    return
+                rest = parts[3:]
+                if method == "GET" and rest[:1] == ["pulls"] and len(rest) == 2:
+                    number = int(rest[1])
+                    if number not in server.pulls:
+                        self.reply(404, {"message": "Not Found"})
+                        return
+                    repo = {"full_name": "org/lves", "name": "lves", "owner": {"login": "org"}}
+                    self.reply(
+                        200,
+                        {
+                            "url": f"{server.base}/repos/org/lves/pulls/{number}",
+                            "number": number,
+                            "state": "open",
+                            "issue_url": f"{server.base}/repos/org/lves/issues/{number}",
+                            "head": {"sha": server.pulls[number], "ref": "feature", "repo": repo},
+                            "base": {"sha": "0" * 40, "ref": "main", "repo": repo},
+                        },
+                    )
+                elif method == "GET" and rest[:1] == ["issues"] and len(rest) == 2:
+                    number = int(rest[1])
+                    if number not in server.pulls:
+                        self.reply(404, {"message": "Not Found"})
+                        return
+                    self.reply(
+                        200,
+                        {
+                            "url": f"{server.base}/repos/org/lves/issues/{number}",
+                            "number": number,
+                            "comments_url": f"{server.base}/repos/org/lves/issues/{number}/comments",
+                        },
+                    )
+                elif rest[:1] == ["issues"] and len(rest) == 3 and rest[2] == "comments":
+                    number = int(rest[1])
+                    if method == "POST":
+                        if len(body.get("body", "")) > server.max_body:
+                            self.reply(
+                                422,
+                                {
+                                    "message": "Validation Failed",
+                                    "errors": [
+                                        {
+                                            "message": f"body is too long (maximum is {server.max_body} characters)"
+                                        }
+                                    ],
+                                },
+                            )
+                            return
+                        self.reply(201, server.comment(number, body["body"]))
+                        return
+                    per_page = int(params.get("per_page", 30))
+                    page = int(params.get("page", 1))
+                    items = server.comments.get(number, [])
+                    last = max(1, -(-len(items) // per_page))
+                    headers = {}
+                    url = f"{server.base}/repos/org/lves/issues/{number}/comments?per_page={per_page}"
+                    if page < last:
+                        headers["Link"] = (
+                            f'<{url}&page={page + 1}>; rel="next", <{url}&page={last}>; rel="last"'
+                        )
+                    self.reply(200, items[(page - 1) * per_page : page * per_page], headers)
+                elif method == "PATCH" and rest[:2] == ["issues", "comments"]:
+                    comment_id = int(rest[2])
+                    if len(body.get("body", "")) > server.max_body:
+                        self.reply(422, {"message": "Validation Failed"})
+                        return
+                    for items in server.comments.values():
+                        for comment in items:
+                            if comment["id"] == comment_id:
+                                comment["body"] = body["body"]
+                                self.reply(200, comment)
+                                return
+                    self.reply(404, {"message": "Not Found"})
+                else:
+                    self.reply(404, {"message": "Not Found"})
+
+            def do_GET(self) -> None:
+                self.handle_request("GET")
+
+            def do_POST(self) -> None:
+                self.handle_request("POST")
+
+            def do_PATCH(self) -> None:
+                self.handle_request("PATCH")
+
+        return Handler
+
+
+def serve_github(state: GitHubServer) -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), state.handler())
+    httpd.daemon_threads = True
+    state.base = f"http://127.0.0.1:{httpd.server_address[1]}{state.prefix}"
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield state.base
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

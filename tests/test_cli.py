@@ -14,7 +14,7 @@ COMMANDS = sorted(cli_group.commands)
 
 
 def test_commands_are_registered() -> None:
-    assert COMMANDS == ["changed", "list", "new", "record", "replay", "run", "sandbox", "validate"]
+    assert COMMANDS == ["action", "changed", "list", "new", "record", "replay", "run", "sandbox", "validate"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from lvegit.errors import UsageError
+from lvegit.github.context import action_input, flag, read_event
+from lvegit.github.flow import Settings, check, comment, environment_settings
+from lvegit.github.results import parse_fail_on
+from lvegit.options import open_repository
+
+
+def _number(name: str, default: int) -> int:
+    value = action_input(name, str(default))
+    if not value.isdigit() or int(value) < 1:
+        raise UsageError(f"input '{name}' must be a whole number of at least 1, not {value!r}")
+    return int(value)
+
+
+@click.command("action")
+@click.option("--mode", type=click.Choice(["check", "comment"]), help="Overrides the mode input.")
+def action_command(mode: str | None) -> int:
+    """The GitHub Action's entry point (also runnable locally with GitHub's environment variables).
+
+    It reads GITHUB_EVENT_NAME, GITHUB_EVENT_PATH, GITHUB_REPOSITORY, GITHUB_API_URL, GITHUB_WORKSPACE,
+    GITHUB_STEP_SUMMARY, GITHUB_OUTPUT, GITHUB_TOKEN and the INPUT_* variables of action.yml.
+    check mode validates, replays and (when a model is reachable) re-runs the changed LVEs and writes a
+    results file; comment mode turns a results file into the pull request's one verdict comment.
+
+    \b
+    Examples:
+      GITHUB_EVENT_NAME=pull_request GITHUB_EVENT_PATH=event.json GITHUB_REPOSITORY=org/lves lvegit action
+      INPUT_MODE=comment INPUT_RESULTS-DIR=results lvegit action
+    """
+    workspace = Path(os.environ.get("GITHUB_WORKSPACE") or Path.cwd())
+    # Inside the action's container the checkout belongs to another user: let git read it anyway.
+    os.environ.setdefault("GIT_CONFIG_COUNT", "1")
+    os.environ.setdefault("GIT_CONFIG_KEY_0", "safe.directory")
+    os.environ.setdefault("GIT_CONFIG_VALUE_0", str(workspace))
+    live = action_input("live", "auto").lower()
+    if live not in ("auto", "true", "false"):
+        raise UsageError(f"input 'live' must be auto, true or false, not {live!r}")
+    results_dir = Path(action_input("results-dir", "lvegit-results"))
+    settings = Settings(
+        mode=mode or action_input("mode", "check"),
+        live=live,
+        repeat=_number("repeat", 1),
+        concurrency=_number("concurrency", 8),
+        fail_on=parse_fail_on(action_input("fail-on", "invalid,mismatch,error")),
+        append=flag("append", True),
+        comment=flag("comment", False),
+        results_dir=results_dir if results_dir.is_absolute() else workspace / results_dir,
+        token=action_input("github-token", os.environ.get("GITHUB_TOKEN", "")),
+        **environment_settings(workspace),
+    )
+    if settings.mode not in ("check", "comment"):
+        raise UsageError(f"input 'mode' must be check or comment, not {settings.mode!r}")
+    event = read_event(base_override=action_input("base"))
+    if settings.mode == "comment":
+        return comment(event, settings)
+    repo = open_repository(workspace / action_input("path", "."))
+    return check(repo, event, settings)

@@ -1,0 +1,85 @@
+"""The GitHub REST calls of the action, through PyGithub, against GITHUB_API_URL (so GitHub Enterprise
+Server and test servers work). Rate limits (403 with x-ratelimit-remaining 0, 429) are waited out and
+retried by PyGithub's GithubRetry; other failures become clear errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lvegit.errors import LvegitError, UsageError
+from lvegit.github.render import COMMENT_LIMIT, MARKER
+
+RATE_LIMIT_WAIT = 60.0  # the longest wait for a secondary rate limit to pass
+MAX_RETRIES = 5
+
+
+class GitHubError(LvegitError):
+    pass
+
+
+class PullRequests:
+    def __init__(self, api_url: str, token: str, repository: str) -> None:
+        if not token:
+            raise UsageError("commenting needs a token: set the github-token input (or GITHUB_TOKEN)")
+        import github
+
+        retry = github.GithubRetry(
+            total=MAX_RETRIES, secondary_rate_wait=RATE_LIMIT_WAIT, max_rate_limit_wait=RATE_LIMIT_WAIT
+        )
+        self._github = github.Github(
+            auth=github.Auth.Token(token),
+            base_url=api_url.rstrip("/"),
+            retry=retry,
+            per_page=100,
+            seconds_between_requests=None,
+            seconds_between_writes=None,
+            lazy=True,  # no request until one is needed
+        )
+        self._repository = self._github.get_repo(repository)
+        self.repository = repository
+
+    def _call(self, what: str, action: Any) -> Any:
+        import github
+
+        try:
+            return action()
+        except github.UnknownObjectException:
+            raise GitHubError(
+                f"{what}: not found (404): the pull request is gone, or the token cannot see it"
+            ) from None
+        except github.GithubException as exc:
+            message = exc.data.get("message") if isinstance(exc.data, dict) else exc.data
+            if exc.status == 422:
+                raise GitHubError(f"{what}: GitHub refused the body (422): {message}") from None
+            if exc.status in (401, 403):
+                raise GitHubError(
+                    f"{what}: not allowed ({exc.status}): {message}; in a fork's pull_request "
+                    "run the token is read-only: comment from a workflow_run job"
+                ) from None
+            raise GitHubError(f"{what}: HTTP {exc.status}: {message}") from None
+
+    def head_sha(self, number: int) -> str:
+        pull = self._call(f"pull request #{number}", lambda: self._repository.get_pull(number))
+        return str(self._call(f"pull request #{number}", lambda: pull.head.sha))
+
+    def upsert_comment(self, number: int, body: str) -> tuple[str, int]:
+        """Create the one verdict comment, or edit it in place: ('created' | 'updated', comment id).
+
+        The comment is found by the hidden marker at its top, among comments written by a bot (a pull
+        request's author cannot make lvegit edit their own comment by copying the marker)."""
+        if len(body) > COMMENT_LIMIT:
+            raise GitHubError(f"the comment is {len(body)} characters, over GitHub's {COMMENT_LIMIT}")
+        issue = self._call(f"pull request #{number}", lambda: self._repository.get_issue(number))
+
+        def find() -> Any:
+            for comment in issue.get_comments():
+                if (comment.body or "").startswith(MARKER) and getattr(comment.user, "type", "") == "Bot":
+                    return comment
+            return None
+
+        existing = self._call(f"comments of #{number}", find)
+        if existing is not None:
+            self._call(f"comment {existing.id}", lambda: existing.edit(body))
+            return "updated", int(existing.id)
+        created = self._call(f"comment on #{number}", lambda: issue.create_comment(body))
+        return "created", int(created.id)

@@ -1,0 +1,108 @@
+"""GitHub's standard environment and event payloads, read into what the action needs."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lvegit.errors import UsageError
+
+PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
+EVENTS = (*PULL_REQUEST_EVENTS, "push", "workflow_dispatch", "workflow_run")
+
+
+def action_input(name: str, default: str = "") -> str:
+    """An action input: GitHub passes `foo-bar` as INPUT_FOO-BAR; INPUT_FOO_BAR is accepted too."""
+    upper = name.upper()
+    for key in (f"INPUT_{upper}", f"INPUT_{upper.replace('-', '_')}"):
+        value = os.environ.get(key)
+        if value is not None and value.strip():
+            return value.strip()
+    return default
+
+
+def flag(name: str, default: bool) -> bool:
+    value = action_input(name, "true" if default else "false").lower()
+    if value not in ("true", "false", "yes", "no", "1", "0"):
+        raise UsageError(f"input '{name}' must be true or false, not {value!r}")
+    return value in ("true", "yes", "1")
+
+
+@dataclass(frozen=True)
+class Event:
+    """What one run of the action is about."""
+
+    name: str
+    base: str | None  # the revision to compare with; None: no comparison (all LVEs)
+    head: str
+    pull_request: int | None = None
+    head_repository: str | None = None  # full name of the repository the head commit comes from
+    triggering_event: str | None = None  # for workflow_run: the event of the run that triggered it
+
+    @property
+    def is_fork(self) -> bool:
+        repository = os.environ.get("GITHUB_REPOSITORY", "")
+        return self.head_repository is not None and self.head_repository != repository
+
+
+def _get(data: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _sha(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise UsageError(f"the event payload has no {where}")
+    return value.strip()
+
+
+def read_event(name: str | None = None, payload_path: str | None = None, base_override: str = "") -> Event:
+    name = name or os.environ.get("GITHUB_EVENT_NAME", "")
+    if name not in EVENTS:
+        raise UsageError(f"lvegit action handles {', '.join(EVENTS)} events, not {name!r}")
+    path = payload_path or os.environ.get("GITHUB_EVENT_PATH")
+    if not path:
+        raise UsageError(
+            "GITHUB_EVENT_PATH is not set: run inside GitHub Actions or set it to an event payload file"
+        )
+    try:
+        payload = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read the event payload {path}: {exc}") from None
+    base = base_override or None
+    if name in PULL_REQUEST_EVENTS:
+        pull = _get(payload, "pull_request")
+        return Event(
+            name,
+            base or _sha(_get(pull, "base", "sha"), "pull_request.base.sha"),
+            _sha(_get(pull, "head", "sha"), "pull_request.head.sha"),
+            _get(pull, "number"),
+            _get(pull, "head", "repo", "full_name"),
+        )
+    if name == "push":
+        before = _get(payload, "before")
+        zero = isinstance(before, str) and set(before) == {"0"}  # a new branch: nothing to compare with
+        return Event(
+            name, base or (None if zero or not before else before), _sha(_get(payload, "after"), "after")
+        )
+    if name == "workflow_run":
+        run = _get(payload, "workflow_run")
+        pulls = _get(run, "pull_requests") or []
+        number = _get(pulls[0], "number") if pulls and isinstance(pulls, list) else None
+        return Event(
+            name,
+            base,
+            _sha(_get(run, "head_sha"), "workflow_run.head_sha"),
+            number if isinstance(number, int) else None,
+            _get(run, "head_repository", "full_name"),
+            _get(run, "event"),
+        )
+    dispatched = _get(payload, "inputs", "base")
+    head = os.environ.get("GITHUB_SHA") or "HEAD"
+    return Event(name, base or (dispatched if isinstance(dispatched, str) and dispatched else None), head)

@@ -1,0 +1,247 @@
+"""The action's two stages.
+
+check (untrusted, needs no secret): changed LVEs -> validate -> replay -> live re-run when a model is
+reachable and allowed -> appended instances (work tree and a patch) -> results file -> job summary ->
+annotations -> outputs -> exit code by the fail policy.
+
+comment (trusted, checks out no pull-request code): the results file, schema-checked, must belong to the
+pull request's current head; then the one verdict comment is created or edited in place.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lvegit import __version__
+from lvegit.errors import UsageError
+from lvegit.github import results as results_file
+from lvegit.github.api import PullRequests
+from lvegit.github.context import Event
+from lvegit.github.history import ensure_history
+from lvegit.github.render import SUMMARY_LIMIT, annotation_commands, render, write_outputs
+from lvegit.models.routing import ModelPool
+from lvegit.output import line
+from lvegit.replay import replay_lve, summarize
+from lvegit.repo import Repository
+from lvegit.rerun import by_instance, plan_reruns
+from lvegit.runner import RetryPolicy, Runner
+from lvegit.validate import validate_lve
+
+
+@dataclass(frozen=True)
+class Settings:
+    mode: str = "check"  # check | comment
+    live: str = "auto"  # auto | true | false
+    repeat: int = 1
+    concurrency: int = 8
+    fail_on: tuple[str, ...] = ("invalid", "mismatch", "error")
+    append: bool = True
+    comment: bool = False
+    results_dir: Path = Path("lvegit-results")
+    token: str = ""
+    api_url: str = "https://api.github.com"
+    server_url: str = "https://github.com"
+    repository: str = ""
+    workspace: Path = Path(".")
+    summary_path: Path | None = None
+    output_path: Path | None = None
+
+
+@dataclass
+class Live:
+    enabled: bool
+    reason: str
+    pool: ModelPool | None = None
+    instances: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    appended: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+def _live_pool(repo: Repository, settings: Settings, models: set[str]) -> Live:
+    if settings.live == "false":
+        return Live(False, "disabled by the live input")
+    if not models:
+        return Live(False, "no instances to re-run")
+    try:
+        pool = ModelPool(repo.root)
+        for model in sorted(models):
+            pool.get(model)
+    except UsageError as exc:
+        if settings.live == "true":
+            raise
+        return Live(False, f"no model available here: {exc}".split("\n")[0])
+    return Live(True, "enabled", pool)
+
+
+def _run_live(repo: Repository, settings: Settings, lve_dirs: list[Path]) -> Live:
+    plan = plan_reruns(repo, lve_dirs, None, settings.repeat, settings.append)
+    live = _live_pool(repo, settings, {task.attempt.model for task in plan.tasks})
+    if not live.enabled or live.pool is None:
+        return live
+    attempts = Runner(live.pool, settings.concurrency, RetryPolicy()).run(plan.tasks)
+    for result in by_instance(attempts):
+        live.instances.setdefault(result.lve, []).append(result.as_json())
+    for attempt in attempts:
+        if attempt.appended_to:
+            live.appended.setdefault(attempt.lve, []).append(
+                {
+                    "file": repo.relative(Path(attempt.appended_to)),
+                    "passed": attempt.verdict,
+                    "response": attempt.response,
+                }
+            )
+    return live
+
+
+def _patch(repo: Repository, paths: list[str], target: Path) -> None:
+    """The appended instances as a patch, for maintainers to apply (the work tree has them too)."""
+    if not paths:
+        return
+    diff = subprocess.run(
+        ["git", "diff", "--no-color", "--", *sorted(set(paths))],
+        cwd=repo.root,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    target.write_text(diff, encoding="utf-8")
+
+
+def check(repo: Repository, event: Event, settings: Settings) -> int:
+    for step in ensure_history(
+        repo.root, *(rev for rev in (event.base, event.head) if rev and rev != "HEAD")
+    ):
+        line(f"lvegit: {step}")
+    if event.base:
+        from lvegit.changes import changed_lves
+
+        changes = changed_lves(repo, event.base, event.head)
+        paths, removed = changes.changed, changes.removed
+    else:
+        paths, removed = [repo.relative(d) for d in repo.lve_dirs()], []
+    lve_dirs = [repo.root / path for path in paths if (repo.root / path).is_dir()]
+    reports = {repo.relative(d): validate_lve(repo, d) for d in lve_dirs}
+    replays = {repo.relative(d): replay_lve(repo, d) for d in lve_dirs}
+    runnable = [d for d in lve_dirs if reports[repo.relative(d)].valid]
+    live = _run_live(repo, settings, runnable)
+    lves: list[dict[str, Any]] = []
+    for path in reports:
+        report, replayed = reports[path], replays[path]
+        lves.append(
+            {
+                "path": path,
+                "valid": report.valid,
+                "errors": [p.as_json() for p in report.errors],
+                "warnings": [p.as_json() for p in report.warnings],
+                "replay": summarize(replayed),
+                "replayed": [{k: v for k, v in r.as_json().items() if k != "lve"} for r in replayed],
+                "live": [
+                    {k: v for k, v in item.items() if k in results_file.LIVE_FIELDS}
+                    for item in live.instances.get(path, [])
+                ],
+                "appended": live.appended.get(path, []),
+            }
+        )
+    totals = {
+        "changed": len(lves),
+        "removed": len(removed),
+        "invalid": sum(not lve["valid"] for lve in lves),
+        **{
+            status: sum(lve["replay"][status] for lve in lves)
+            for status in ("reproduced", "mismatch", "skipped", "error")
+        },
+        "live_agree": sum(i["agree"] is True for lve in lves for i in lve["live"]),
+        "live_disagree": sum(i["agree"] is False for lve in lves for i in lve["live"]),
+        "live_error": sum(bool(i["errors"]) for lve in lves for i in lve["live"]),
+        "appended": sum(len(lve["appended"]) for lve in lves),
+    }
+    found = results_file.failures(totals, settings.fail_on)
+    data = {
+        "schema": results_file.SCHEMA,
+        "version": results_file.VERSION,
+        "lvegit": __version__,
+        "repository": settings.repository,
+        "event": event.name,
+        "pull_request": event.pull_request,
+        "base_sha": event.base,
+        "head_sha": event.head,
+        "live": {"enabled": live.enabled, "reason": live.reason},
+        "lves": lves,
+        "removed": removed,
+        "totals": totals,
+        "failures": found,
+        "passed": not found,
+    }
+    results_path = settings.results_dir / "results.json"
+    results_file.write(results_path, data)
+    _patch(
+        repo, [a["file"] for lve in lves for a in lve["appended"]], settings.results_dir / "instances.patch"
+    )
+    if settings.summary_path is not None:
+        with settings.summary_path.open("a", encoding="utf-8") as handle:
+            handle.write(render(data, settings.server_url, SUMMARY_LIMIT, marker=False) + "\n")
+    root, workspace = repo.root.resolve(), settings.workspace.resolve()
+    prefix = (
+        f"{root.relative_to(workspace).as_posix()}/" if workspace in root.parents else ""
+    )  # paths in the repo
+    for command in annotation_commands(data, prefix):
+        sys.stdout.write(command + "\n")
+    if settings.output_path is not None:
+        write_outputs(
+            settings.output_path,
+            {
+                "changed": " ".join(paths),
+                "reproduced": str(totals["reproduced"]),
+                "mismatch": str(totals["mismatch"]),
+                "error": str(totals["error"]),
+                "invalid": str(totals["invalid"]),
+                "results-file": str(results_path),
+                "passed": str(not found).lower(),
+            },
+        )
+    line(f"lvegit: {len(lves)} changed LVEs; " + ("passed" if not found else "failed: " + "; ".join(found)))
+    if settings.comment and event.pull_request is not None:
+        post_comment(data, settings, event.pull_request, event.head)
+    return 0 if not found else 1
+
+
+def post_comment(data: dict[str, Any], settings: Settings, number: int, expected_head: str | None) -> None:
+    api = PullRequests(settings.api_url, settings.token, settings.repository)
+    current = api.head_sha(number)
+    if data["head_sha"] != current or (expected_head and expected_head != current):
+        line(
+            f"lvegit: the results are for {data['head_sha'][:12]}, but #{number} is at {current[:12]} now: "
+            "not commenting (a newer run will)"
+        )
+        return
+    action, comment_id = api.upsert_comment(number, render(data, settings.server_url))
+    line(f"lvegit: {action} comment {comment_id} on #{number}")
+
+
+def comment(event: Event, settings: Settings) -> int:
+    data = results_file.load(settings.results_dir / "results.json")
+    if data["repository"] != settings.repository:
+        raise UsageError(f"the results file is for {data['repository']!r}, not {settings.repository!r}")
+    number = event.pull_request or data["pull_request"]
+    if number is None:
+        line("lvegit: no pull request to comment on")
+        return 0
+    post_comment(data, settings, number, event.head)
+    return 0
+
+
+def environment_settings(workspace: Path) -> dict[str, Any]:
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    outputs = os.environ.get("GITHUB_OUTPUT")
+    return {
+        "api_url": os.environ.get("GITHUB_API_URL", "https://api.github.com"),
+        "server_url": os.environ.get("GITHUB_SERVER_URL", "https://github.com"),
+        "repository": os.environ.get("GITHUB_REPOSITORY", ""),
+        "workspace": workspace,
+        "summary_path": Path(summary) if summary else None,
+        "output_path": Path(outputs) if outputs else None,
+    }

@@ -1,0 +1,384 @@
+"""`lvegit action` end to end: a real git repository with a base and a pull request head, GitHub's event
+payloads, and a GitHub REST server on 127.0.0.1 that records what the action does."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lvegit.github import api
+from lvegit.github.render import COMMENT_LIMIT, MARKER
+
+from builders import GitRepo, RepoBuilder, instance
+from servers import GitHubServer, Running, serve_github
+
+
+@pytest.fixture
+def github_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[GitHubServer]:
+    state = GitHubServer()
+    for base in serve_github(state):
+        monkeypatch.setenv("GITHUB_API_URL", base)
+        monkeypatch.setattr(api, "RATE_LIMIT_WAIT", 3.0)
+        yield state
+
+
+@pytest.fixture
+def pull(tmp_path: Path) -> tuple[GitRepo, str, str]:
+    """A repository whose branch `pr` changes LVE a (a new instance that does not reproduce) and adds c."""
+    git = GitRepo(tmp_path / "workspace")
+    lves = RepoBuilder(git.root)
+    lves.lve("cat/a", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    lves.lve("cat/b", instances={"i.jsonl": [instance("5", True, a=2, b=3)]})
+    base = git.commit("base")
+    git.git("checkout", "-q", "-b", "pr")
+    lves.lve("cat/a", instances={"i.jsonl": [instance("3", True, a=1, b=2), instance("5", True, a=1, b=3)]})
+    lves.lve("cat/c", instances={"i.jsonl": [instance("7", True, a=3, b=4)]})
+    head = git.commit("pr")
+    return git, base, head
+
+
+def pull_request_payload(number: int, base: str, head: str, fork: bool = False) -> dict[str, Any]:
+    head_repo = "contributor/lves" if fork else "org/lves"
+    return {
+        "action": "synchronize",
+        "number": number,
+        "pull_request": {
+            "number": number,
+            "state": "open",
+            "title": "Add an LVE",
+            "user": {"login": "contributor", "type": "User"},
+            "head": {"ref": "pr", "sha": head, "repo": {"full_name": head_repo, "fork": fork}},
+            "base": {"ref": "main", "sha": base, "repo": {"full_name": "org/lves", "fork": False}},
+        },
+        "repository": {"full_name": "org/lves", "default_branch": "main"},
+        "sender": {"login": "contributor"},
+    }
+
+
+def workflow_run_payload(head: str, number: int | None) -> dict[str, Any]:
+    return {
+        "action": "completed",
+        "workflow_run": {
+            "event": "pull_request",
+            "head_sha": head,
+            "conclusion": "failure",
+            "head_repository": {"full_name": "contributor/lves"},
+            # GitHub leaves this empty for pull requests from forks.
+            "pull_requests": [] if number is None else [{"number": number, "head": {"sha": head}}],
+        },
+        "repository": {"full_name": "org/lves"},
+    }
+
+
+@pytest.fixture
+def action(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cli: Any):
+    """Run `lvegit action` with GitHub's environment for an event payload and inputs."""
+
+    def run(event: str, payload: dict[str, Any], workspace: Path, **inputs: str) -> Any:
+        event_path = tmp_path / "event.json"
+        event_path.write_text(json.dumps(payload))
+        for name, value in {
+            "GITHUB_EVENT_NAME": event,
+            "GITHUB_EVENT_PATH": str(event_path),
+            "GITHUB_REPOSITORY": "org/lves",
+            "GITHUB_WORKSPACE": str(workspace),
+            "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+            "GITHUB_OUTPUT": str(tmp_path / "output.txt"),
+            "GITHUB_SERVER_URL": "https://github.example",
+            "GIT_CONFIG_COUNT": "0",
+        }.items():
+            monkeypatch.setenv(name, value)
+        for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "AZURE_OPENAI_ENDPOINT", "GITHUB_TOKEN"):
+            if name not in inputs.get("keep_env", ""):
+                monkeypatch.delenv(name, raising=False)
+        for name in [n for n in os.environ if n.startswith("INPUT_")]:  # each run gets only its own inputs
+            monkeypatch.delenv(name)
+        for name, value in inputs.items():
+            if name != "keep_env":
+                monkeypatch.setenv(f"INPUT_{name.upper().replace('_', '-')}", value)
+        return cli("action", cwd=workspace)
+
+    return run
+
+
+def outputs(tmp_path: Path) -> dict[str, str]:
+    text = (tmp_path / "output.txt").read_text()
+    return {m[0]: m[2] for m in re.findall(r"^(\S+)<<(\S+)\n(.*?)\n\2$", text, re.MULTILINE | re.DOTALL)}
+
+
+def test_check_and_comment_create_then_update_one_comment(
+    pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any, tmp_path: Path
+) -> None:
+    git, base, head = pull
+    github_server.pulls[7] = head
+    github_server.comment(7, "Nice LVE!", login="maintainer", kind="User")
+    github_server.comment(7, MARKER + " copied by a human", login="contributor", kind="User")
+    result = action(
+        "pull_request", pull_request_payload(7, base, head), git.root, comment="true", github_token="ghs_test"
+    )
+    assert result.code == 1  # a recorded verdict does not reproduce
+    assert "created comment" in result.out
+    [ours] = [c for c in github_server.comments[7] if c["user"]["type"] == "Bot"]
+    body = ours["body"]
+    assert body.startswith(MARKER + "\n## ❌ lvegit: 1 recorded verdicts that no longer reproduce")
+    assert "[repository/cat/a/openai\\-\\-gpt\\-4o\\-mini](https://github.example/org/lves/blob/" in body
+    assert "repository/cat/b" not in body  # not changed by the pull request
+    assert "| ✅ valid | ❌ 1 reproduced, 1 mismatch | — | 0 |" in body
+    assert "<summary>repository/cat/a/openai--gpt-4o-mini</summary>" in body
+    data = json.loads((git.root / "lvegit-results/results.json").read_text())
+    assert [lve["path"] for lve in data["lves"]] == [
+        "repository/cat/a/openai--gpt-4o-mini",
+        "repository/cat/c/openai--gpt-4o-mini",
+    ]
+    assert (data["head_sha"], data["base_sha"], data["pull_request"]) == (head, base, 7)
+    assert data["live"] == {"enabled": False, "reason": data["live"]["reason"]}
+    assert data["live"]["reason"].startswith("no model available here")
+    summary = (tmp_path / "summary.md").read_text()
+    assert "## ❌ lvegit" in summary and MARKER not in summary
+    out = outputs(tmp_path)
+    assert out["mismatch"] == "1" and out["passed"] == "false" and out["invalid"] == "0"
+    assert out["results-file"].endswith("lvegit-results/results.json")
+    assert (
+        "::error file=repository/cat/a/openai--gpt-4o-mini/instances/i.jsonl,line=2,title=lvegit::replay mismatch"
+        in result.out
+    )
+
+    # The contributor fixes the instance: the same comment is edited in place.
+    (git.root / "repository/cat/a/openai--gpt-4o-mini/instances/i.jsonl").write_text(
+        json.dumps(instance("3", True, a=1, b=2)) + "\n" + json.dumps(instance("5", False, a=1, b=3)) + "\n"
+    )
+    head2 = git.commit("fix")
+    github_server.pulls[7] = head2
+    again = action(
+        "pull_request",
+        pull_request_payload(7, base, head2),
+        git.root,
+        comment="true",
+        github_token="ghs_test",
+        results_dir="second",
+    )
+    assert again.code == 0 and "updated comment" in again.out
+    bots = [c for c in github_server.comments[7] if c["user"]["type"] == "Bot"]
+    assert len(bots) == 1 and bots[0]["id"] == ours["id"]
+    assert bots[0]["body"].startswith(MARKER + "\n## ✅ lvegit: all checks passed")
+    methods = [method for method, _ in github_server.requests]
+    assert methods.count("POST") == 1 and methods.count("PATCH") == 1
+
+
+def test_existing_comment_is_found_across_pages(
+    pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any
+) -> None:
+    git, base, head = pull
+    github_server.pulls[3] = head
+    for index in range(230):
+        github_server.comment(3, f"chatter {index}", login="someone", kind="User")
+    previous = github_server.comment(3, MARKER + "\nold verdict")
+    action("pull_request", pull_request_payload(3, base, head), git.root, comment="true", github_token="t")
+    assert previous["body"].startswith(MARKER + "\n## ❌")
+    assert len(github_server.comments[3]) == 231
+    pages = [path for method, path in github_server.requests if method == "GET" and "/comments" in path]
+    assert len(pages) == 3
+
+
+def test_fork_pull_request_two_stage_flow(
+    pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any, tmp_path: Path
+) -> None:
+    git, base, head = pull
+    github_server.pulls[9] = head
+    # Stage 1: pull_request from a fork, read-only, no token, no comment.
+    check = action("pull_request", pull_request_payload(9, base, head, fork=True), git.root)
+    assert check.code == 1 and github_server.requests == []
+    artifact = tmp_path / "artifact"
+    (git.root / "lvegit-results").rename(artifact)
+    # Stage 2: workflow_run, trusted, no checkout of the PR's code: only the results file.
+    trusted = tmp_path / "trusted"
+    trusted.mkdir()
+    result = action(
+        "workflow_run",
+        workflow_run_payload(head, None),
+        trusted,
+        mode="comment",
+        results_dir=str(artifact),
+        github_token="ghs_write",
+    )
+    assert result.code == 0, result.err
+    [comment] = github_server.comments[9]
+    assert comment["body"].startswith(MARKER)
+    # A results file for an older head is not posted.
+    github_server.pulls[9] = "f" * 40
+    stale = action(
+        "workflow_run",
+        workflow_run_payload(head, 9),
+        trusted,
+        mode="comment",
+        results_dir=str(artifact),
+        github_token="ghs_write",
+    )
+    assert stale.code == 0 and "not commenting" in stale.out
+    assert len([m for m, _ in github_server.requests if m in ("POST", "PATCH")]) == 1
+
+
+def test_comment_mode_treats_the_results_file_as_hostile(
+    github_server: GitHubServer, action: Any, tmp_path: Path
+) -> None:
+    github_server.pulls[4] = "a" * 40
+    artifact = tmp_path / "artifact"
+    artifact.mkdir()
+    forged = {"schema": "lvegit-results", "version": 1, "lves": "<script>"}
+    (artifact / "results.json").write_text(json.dumps(forged))
+    result = action(
+        "workflow_run",
+        workflow_run_payload("a" * 40, 4),
+        tmp_path,
+        mode="comment",
+        results_dir=str(artifact),
+        github_token="t",
+    )
+    assert result.code == 2 and "results file:" in result.err
+    assert github_server.requests == []
+
+
+def test_hostile_strings_are_escaped_in_comment_annotations_and_outputs(
+    pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any, tmp_path: Path
+) -> None:
+    git, base, _head = pull
+    nasty = "<img src=x onerror=alert(1)> @org/maintainers ```\n::set-output name=passed::true\x1b[2J"
+    RepoBuilder(git.root).lve(
+        "cat/a",
+        {"tags": [{"name": "severity", "value": nasty}], nasty: 1},  # an unknown key: a warning naming it raw
+        instances={"i.jsonl": [instance("3", True, a=1, b=2)]},
+    )
+    head2 = git.commit("nasty")
+    github_server.pulls[5] = head2
+    result = action(
+        "pull_request", pull_request_payload(5, base, head2), git.root, comment="true", github_token="t"
+    )
+    body = github_server.comments[5][0]["body"]
+    assert "<img" not in body and "&lt;img" in body and "@\u200borg" in body
+    assert "\x1b" not in body
+    lines = result.out.splitlines()
+    error = next(line for line in lines if line.startswith("::error") and "severity" in line)
+    assert "\\n::set-output" in error  # the message quotes the value with repr()
+    warning = next(line for line in lines if line.startswith("::warning") and "unknown key" in line)
+    assert "%0A::set-output name=passed::true" in warning  # a raw newline, escaped for the workflow command
+    assert not any(line.startswith("::set-output") for line in result.out.splitlines())
+    assert outputs(tmp_path)["passed"] == "false"
+
+
+def test_oversized_summary_is_truncated_under_the_limit(
+    pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any
+) -> None:
+    git, base, _head = pull
+    lves = RepoBuilder(git.root)
+    long_response = "x" * 3000
+    for index in range(60):
+        lves.lve(
+            f"bulk/lve{index:02}",
+            {"checker_args": {"checker_name": "RegexChecker", "pattern": "x", "match_safe": False}},
+            instances={"i.jsonl": [instance(long_response, True, a=1, b=2) for _ in range(20)]},
+        )
+    head2 = git.commit("bulk")
+    github_server.pulls[6] = head2
+    action("pull_request", pull_request_payload(6, base, head2), git.root, comment="true", github_token="t")
+    body = github_server.comments[6][0]["body"]
+    assert len(body) <= COMMENT_LIMIT
+    assert "Truncated to fit" in body
+
+
+def test_rate_limits_are_waited_out_and_retried(
+    pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any
+) -> None:
+    git, base, head = pull
+    github_server.pulls[8] = head
+    reset = str(int(time.time()) + 1)
+    github_server.faults = [
+        ("status", 429, {"Retry-After": "1"}, "You have exceeded a secondary rate limit"),
+        (
+            "status",
+            403,
+            {"x-ratelimit-remaining": "0", "x-ratelimit-limit": "5000", "x-ratelimit-reset": reset},
+            "API rate limit exceeded for installation",
+        ),
+    ]
+    started = time.monotonic()
+    result = action(
+        "pull_request", pull_request_payload(8, base, head), git.root, comment="true", github_token="t"
+    )
+    assert "created comment" in result.out, result.err
+    assert len(github_server.comments[8]) == 1
+    assert time.monotonic() - started >= 1.0
+
+
+def test_pull_request_gone_and_body_refused(
+    pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any
+) -> None:
+    git, base, head = pull
+    gone = action(
+        "pull_request", pull_request_payload(99, base, head), git.root, comment="true", github_token="t"
+    )
+    assert gone.code == 3 and "not found (404): the pull request is gone" in gone.err
+    github_server.pulls[99] = head
+    github_server.max_body = 100
+    refused = action(
+        "pull_request",
+        pull_request_payload(99, base, head),
+        git.root,
+        comment="true",
+        github_token="t",
+        results_dir="r2",
+    )
+    assert refused.code == 3 and "GitHub refused the body (422)" in refused.err
+
+
+def test_live_rerun_appends_instances_and_writes_a_patch(
+    pull: tuple[GitRepo, str, str], openai_server: Running, action: Any
+) -> None:
+    git, base, head = pull
+    openai_server.state.answer = lambda body: "4"
+    result = action(
+        "pull_request",
+        pull_request_payload(2, base, head),
+        git.root,
+        keep_env="OPENAI_API_KEY OPENAI_BASE_URL",
+        fail_on="invalid",
+    )
+    assert result.code == 0, result.out
+    data = json.loads((git.root / "lvegit-results/results.json").read_text())
+    assert data["live"] == {"enabled": True, "reason": "enabled"}
+    assert data["totals"]["appended"] == 3
+    patch = (git.root / "lvegit-results/instances.patch").read_text()
+    assert patch.count("\n+{") == 3 and "cat/a/openai--gpt-4o-mini/instances/i.jsonl" in patch
+
+
+def test_push_and_dispatch_events(pull: tuple[GitRepo, str, str], action: Any) -> None:
+    git, base, head = pull
+    pushed = action("push", {"before": base, "after": head, "ref": "refs/heads/pr"}, git.root, fail_on="none")
+    assert pushed.code == 0
+    data = json.loads((git.root / "lvegit-results/results.json").read_text())
+    assert data["totals"]["changed"] == 2
+    assert (
+        action("push", {"before": "0" * 40, "after": head}, git.root, fail_on="none", results_dir="all").code
+        == 0
+    )
+    assert json.loads((git.root / "all/results.json").read_text())["totals"]["changed"] == 3
+    dispatched = action(
+        "workflow_dispatch", {"inputs": {"base": "main"}}, git.root, fail_on="none", results_dir="dispatch"
+    )
+    assert dispatched.code == 0
+    assert json.loads((git.root / "dispatch/results.json").read_text())["totals"]["changed"] == 2
+
+
+def test_bad_inputs_and_events(pull: tuple[GitRepo, str, str], action: Any) -> None:
+    git, base, head = pull
+    payload = pull_request_payload(1, base, head)
+    assert "input 'fail-on'" in action("pull_request", payload, git.root, fail_on="sometimes").err
+    assert "input 'live'" in action("pull_request", payload, git.root, live="maybe").err
+    assert "handles pull_request" in action("issues", payload, git.root).err
+    assert "commenting needs a token" in action("pull_request", payload, git.root, comment="true").err

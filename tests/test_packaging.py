@@ -1,0 +1,82 @@
+"""The action's metadata, image and workflow templates: linted, and consistent with the code."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tomllib
+
+import pytest
+import yaml
+
+from builders import PROJECT_ROOT
+
+WORKFLOWS = sorted(
+    str(p)
+    for p in [*PROJECT_ROOT.glob("examples/workflows/*.yml"), *PROJECT_ROOT.glob(".github/workflows/*.yml")]
+)
+
+
+def tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"{name} is not installed: the test extras install it")
+    return path
+
+
+def test_action_inputs_are_the_ones_the_code_reads() -> None:
+    declared = set(yaml.safe_load((PROJECT_ROOT / "action.yml").read_text())["inputs"])
+    source = (PROJECT_ROOT / "lvegit/commands/action.py").read_text()
+    read = set(re.findall(r'(?:action_input|flag|_number)\("([a-z-]+)"', source))
+    assert declared == read
+
+
+def test_action_outputs_are_the_ones_written() -> None:
+    declared = set(yaml.safe_load((PROJECT_ROOT / "action.yml").read_text())["outputs"])
+    source = (PROJECT_ROOT / "lvegit/github/flow.py").read_text()
+    written = set(re.findall(r'"([a-z-]+)": (?:str\(|" "\.join)', source))
+    assert declared == written
+
+
+def test_dockerfile_passes_hadolint_and_runs_the_action() -> None:
+    result = subprocess.run(
+        [tool("hadolint"), str(PROJECT_ROOT / "Dockerfile")], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert 'ENTRYPOINT ["lvegit", "action"]' in (PROJECT_ROOT / "Dockerfile").read_text()
+
+
+def test_image_dependencies_are_pinned() -> None:
+    pins = dict(
+        line.split("==")
+        for line in (PROJECT_ROOT / "requirements/action.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    )
+    runtime = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    for requirement in runtime:
+        name = re.split(r"[<>=!~ \[]", requirement)[0].lower()
+        assert name in pins, f"{name} is not pinned in requirements/action.txt"
+
+
+def test_workflows_pass_zizmor_offline() -> None:
+    assert len(WORKFLOWS) == 4
+    result = subprocess.run(
+        [tool("zizmor"), "--offline", *WORKFLOWS, str(PROJECT_ROOT / "action.yml")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "No findings to report" in result.stdout + result.stderr
+
+
+def test_untrusted_stage_has_no_secrets_and_the_trusted_one_no_checkout() -> None:
+    check = yaml.safe_load((PROJECT_ROOT / "examples/workflows/lvegit-check.yml").read_text())
+    job = check["jobs"]["check"]
+    assert job["permissions"] == {"contents": "read"}
+    assert "secrets." not in str(job)
+    assert job["steps"][0]["with"]["persist-credentials"] is False
+    comment = yaml.safe_load((PROJECT_ROOT / "examples/workflows/lvegit-comment.yml").read_text())
+    steps = str(comment["jobs"]["comment"]["steps"])
+    assert "actions/checkout" not in steps and "mode': 'comment'" in steps

@@ -57,7 +57,30 @@ def _replay_instance(lve: LVE, factory: CheckerFactory, instance: Instance) -> R
         return result("error", reason=str(exc))
     except (Exception, SystemExit) as exc:  # a checker's own failure costs only this instance
         return result("error", reason=f"{type(exc).__name__}: {exc}")
-    return result("reproduced" if verdict == instance.passed else "mismatch", verdict)
+    if verdict == instance.passed:
+        return result("reproduced", verdict)
+    note = (
+        f"judged by {checker.judged_with}; the recording may come from another model"
+        if checker.judged_with
+        else None
+    )
+    return result("mismatch", verdict, note)
+
+
+def _prepare(factory: CheckerFactory, instances: list[Instance]) -> None:
+    """Let each checker see all its responses at once (model-based checkers classify them in batches)."""
+    groups: dict[int, tuple[Any, list[Any]]] = {}
+    for instance in instances:
+        try:
+            checker = factory.for_args(instance.args)
+        except Exception:  # reported per instance by _replay_instance
+            continue
+        groups.setdefault(id(checker), (checker, []))[1].append(instance.response)
+    for checker, responses in groups.values():
+        try:
+            checker.prepare(responses)
+        except Exception:  # batching is an optimisation: each instance is judged again alone
+            continue
 
 
 def replay_lve(repo: Repository, lve_dir: Path) -> list[ReplayResult]:
@@ -70,15 +93,17 @@ def replay_lve(repo: Repository, lve_dir: Path) -> list[ReplayResult]:
             ReplayResult(rel, first.file, first.line, None, None, "error", f"invalid LVE: {first.render()}")
         ]
     results: list[ReplayResult] = []
+    instances: list[Instance] = []
+    for path in lve.instance_files():
+        shown = repo.relative(path)
+        bad_lines = Problems(shown)
+        instances.extend(read_instances(path, shown, bad_lines))
+        results.extend(
+            ReplayResult(rel, p.file, p.line, None, None, "error", p.render()) for p in bad_lines.errors
+        )
     with CheckerFactory(lve) as factory:
-        for path in lve.instance_files():
-            shown = repo.relative(path)
-            bad_lines = Problems(shown)
-            instances = read_instances(path, shown, bad_lines)
-            results.extend(
-                ReplayResult(rel, p.file, p.line, None, None, "error", p.render()) for p in bad_lines.errors
-            )
-            results.extend(_replay_instance(lve, factory, instance) for instance in instances)
+        _prepare(factory, instances)
+        results.extend(_replay_instance(lve, factory, instance) for instance in instances)
     return sorted(results, key=lambda r: (r.file, r.line or 0))
 
 

@@ -46,6 +46,13 @@ class BaseChecker:
         """Rewrite what is stored (a response string or a variables dict), e.g. to redact private data."""
         return response
 
+    # What a model-based checker judges with, named in replay mismatches (another model may have recorded).
+    judged_with: str | None = None
+
+    def prepare(self, responses: list[Any]) -> None:
+        """Called once with every response a replay is about to judge; model-based checkers classify them in
+        batches here. The default does nothing."""
+
     def replay_skip_reason(self, response: Any) -> str | None:
         """Why a stored response cannot be re-judged offline (e.g. it was redacted); None when it can."""
         return None

@@ -47,8 +47,10 @@ def replay_command(
         for result in results:
             if result.status != "reproduced":
                 where = result.file if result.line is None else f"{result.file}:{result.line}"
-                detail = f"recorded passed={result.recorded}, replayed passed={result.replayed}"
-                reason = result.reason if result.status != "mismatch" else detail
+                reason = result.reason
+                if result.status == "mismatch":
+                    detail = f"recorded passed={result.recorded}, replayed passed={result.replayed}"
+                    reason = f"{detail} ({result.reason})" if result.reason else detail
                 line(f"{result.status}: {where}: {reason}")
         line(", ".join(f"{count} {status}" for status, count in summary.items()))
     return EXIT_FINDINGS if summary["mismatch"] or summary["error"] else EXIT_OK

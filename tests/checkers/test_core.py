@@ -17,7 +17,7 @@ from lvegit.checkers.core import (
     RegexChecker,
     normalize_number,
 )
-from lvegit.errors import CheckerError, CheckerUnavailable
+from lvegit.errors import CheckerError
 from lvegit.prompt import Message, Role
 from lvegit.repo import Repository
 from lvegit.spec import LVE, load_lve
@@ -194,17 +194,3 @@ def test_string_arguments_are_substituted_and_checkers_built_once_per_distinct_a
     assert factory.for_args({"secret": "s2"}) is not first
     fixed = CheckerFactory(lve_with(repo, {"checker_name": "RefuseChecker"}))
     assert fixed.for_args({"a": 1}) is fixed.for_args({"a": 2})
-
-
-@pytest.mark.parametrize(
-    "args",
-    [
-        {"checker_name": "PII_Checker", "entities": ["EMAIL_ADDRESS"]},
-        {"checker_name": "ToxicityChecker", "toxicity_threshold": 0.5},
-        {"checker_name": "BiasChecker", "bias_threshold": 0.5},
-    ],
-)
-def test_model_based_checkers_are_registered_but_unavailable(repo: RepoBuilder, args: dict[str, Any]) -> None:
-    factory = CheckerFactory(lve_with(repo, args))
-    with pytest.raises(CheckerUnavailable, match="which this lvegit version cannot load"):
-        factory.for_args({})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 import traceback
 from typing import Any
@@ -9,19 +10,32 @@ from typing import Any
 import click
 
 from lvegit import __version__
-from lvegit.commands.action import action_command
-from lvegit.commands.changed import changed_command
-from lvegit.commands.list_lves import list_command
-from lvegit.commands.new import new_command
-from lvegit.commands.record import record_command
-from lvegit.commands.replay import replay_command
-from lvegit.commands.run import run_command
-from lvegit.commands.sandbox_info import sandbox_command
-from lvegit.commands.validate import validate_command
+from lvegit.commands.catalog import COMMANDS
 from lvegit.errors import EXIT_UNEXPECTED, EXIT_USAGE, LvegitError
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class LazyGroup(click.Group):
+    """Commands are imported when they run; the command list in --help comes from the catalog."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, attribute, _help = COMMANDS[cmd_name]
+        command = getattr(importlib.import_module(module), attribute)
+        assert isinstance(command, click.Command)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, entry[2]) for name, entry in COMMANDS.items()])
+
+
+@click.group(
+    cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
 @click.version_option(__version__, prog_name="lvegit")
 def cli() -> None:
     """lvegit: manage an LVE repository (Language-model Vulnerabilities and Exposures) in git.
@@ -31,22 +45,9 @@ def cli() -> None:
       lvegit new privacy/address_leak --model openai/gpt-4
       lvegit validate --all
       lvegit replay repository/dummy/math/a_plus_b
+      lvegit run --changed --base origin/main
       lvegit list --format json
     """
-
-
-for command in (
-    new_command,
-    validate_command,
-    replay_command,
-    run_command,
-    record_command,
-    list_command,
-    changed_command,
-    sandbox_command,
-    action_command,
-):
-    cli.add_command(command)
 
 
 def main(argv: list[str] | None = None) -> Any:

@@ -7,14 +7,24 @@ import pytest
 
 from lvegit import __version__
 from lvegit.cli import cli as cli_group
+from lvegit.commands.catalog import COMMANDS as CATALOG
 
 from builders import RepoBuilder
 
-COMMANDS = sorted(cli_group.commands)
+COMMANDS = sorted(CATALOG)
 
 
 def test_commands_are_registered() -> None:
     assert COMMANDS == ["action", "changed", "list", "new", "record", "replay", "run", "sandbox", "validate"]
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_catalog_matches_each_command(name: str) -> None:
+    import click
+
+    command = cli_group.get_command(click.Context(cli_group), name)
+    assert command is not None and command.name == name
+    assert command.get_short_help_str(limit=200) == CATALOG[name][2]
 
 
 @pytest.mark.parametrize("command", COMMANDS)

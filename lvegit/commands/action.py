@@ -5,6 +5,7 @@ from pathlib import Path
 
 import click
 
+from lvegit.commands.catalog import short_help
 from lvegit.errors import UsageError
 from lvegit.github.context import action_input, flag, read_event
 from lvegit.github.flow import Settings, check, comment, environment_settings
@@ -19,7 +20,7 @@ def _number(name: str, default: int) -> int:
     return int(value)
 
 
-@click.command("action")
+@click.command("action", short_help=short_help("action"))
 @click.option("--mode", type=click.Choice(["check", "comment"]), help="Overrides the mode input.")
 def action_command(mode: str | None) -> int:
     """The GitHub Action's entry point (also runnable locally with GitHub's environment variables).

@@ -5,12 +5,13 @@ from pathlib import Path
 import click
 
 from lvegit.changes import changed_lves
+from lvegit.commands.catalog import short_help
 from lvegit.errors import UsageError
 from lvegit.options import format_option, open_repository, repo_option, revision_options
 from lvegit.output import line, print_json
 
 
-@click.command("changed")
+@click.command("changed", short_help=short_help("changed"))
 @revision_options
 @format_option
 @repo_option

@@ -4,13 +4,14 @@ from pathlib import Path
 
 import click
 
+from lvegit.commands.catalog import short_help
 from lvegit.escape import console
 from lvegit.options import Selection, format_option, open_repository, repo_option, selection_options
 from lvegit.output import line, print_json
 from lvegit.summary import summarize_lves
 
 
-@click.command("list")
+@click.command("list", short_help=short_help("list"))
 @selection_options
 @format_option
 @repo_option

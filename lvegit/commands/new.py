@@ -6,6 +6,7 @@ from pathlib import Path
 import click
 
 from lvegit.checkers import BUILTIN_CHECKERS
+from lvegit.commands.catalog import short_help
 from lvegit.errors import UsageError
 from lvegit.options import open_repository, repo_option
 from lvegit.output import line
@@ -13,7 +14,7 @@ from lvegit.scaffold import CUSTOM, SEVERITIES, NewLVE, create
 from lvegit.spec import PLACEHOLDER
 
 
-@click.command("new")
+@click.command("new", short_help=short_help("new"))
 @click.argument("name")
 @click.option("--model", help="Model id, e.g. openai/gpt-4 or meta/llama-2-7b-chat.")
 @click.option(

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import click
 
+from lvegit.commands.catalog import short_help
 from lvegit.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from lvegit.options import format_option, open_repository, repo_option
 from lvegit.output import line, print_json
@@ -12,7 +13,7 @@ from lvegit.record import parse_params, record_instance
 from lvegit.spec import blocking_errors, load_lve
 
 
-@click.command("record")
+@click.command("record", short_help=short_help("record"))
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option(
     "--param", "params", multiple=True, metavar="NAME=VALUE", help="A prompt parameter (repeatable)."

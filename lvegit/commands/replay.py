@@ -4,13 +4,14 @@ from pathlib import Path
 
 import click
 
+from lvegit.commands.catalog import short_help
 from lvegit.errors import EXIT_FINDINGS, EXIT_OK
 from lvegit.options import Selection, format_option, open_repository, repo_option, selection_options
 from lvegit.output import line, print_json
 from lvegit.replay import replay_lve, summarize
 
 
-@click.command("replay")
+@click.command("replay", short_help=short_help("replay"))
 @selection_options
 @format_option
 @repo_option

@@ -6,6 +6,7 @@ from pathlib import Path
 import click
 
 from lvegit.attempt import Report
+from lvegit.commands.catalog import short_help
 from lvegit.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from lvegit.models.routing import ModelPool
 from lvegit.options import Selection, format_option, open_repository, repo_option, selection_options
@@ -32,7 +33,7 @@ def _describe(result: InstanceResult) -> str:
     return text
 
 
-@click.command("run")
+@click.command("run", short_help=short_help("run"))
 @selection_options
 @click.option(
     "--repeat",

@@ -6,11 +6,12 @@ from pathlib import Path
 import click
 
 from lvegit.checkers.sandbox import CheckerWorker
+from lvegit.commands.catalog import short_help
 from lvegit.options import format_option
 from lvegit.output import line, print_json
 
 
-@click.command("sandbox")
+@click.command("sandbox", short_help=short_help("sandbox"))
 @format_option
 def sandbox_command(output_format: str) -> int:
     """Show how custom checker code (checker/checker.py) is confined on this machine.

@@ -4,13 +4,14 @@ from pathlib import Path
 
 import click
 
+from lvegit.commands.catalog import short_help
 from lvegit.errors import EXIT_FINDINGS, EXIT_OK
 from lvegit.options import Selection, format_option, open_repository, repo_option, selection_options
 from lvegit.output import line, print_json
 from lvegit.validate import validate_lve
 
 
-@click.command("validate")
+@click.command("validate", short_help=short_help("validate"))
 @selection_options
 @click.option("--strict", is_flag=True, help="Treat warnings (unknown keys, unknown tags, ...) as errors.")
 @format_option

@@ -1,0 +1,45 @@
+"""Every command: where it lives and its one-line help. The CLI imports a command's module only when that
+command runs, so `lvegit --help` and each command load just what they need."""
+
+from __future__ import annotations
+
+# name -> (module, attribute, one-line help)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "new": (
+        "lvegit.commands.new",
+        "new_command",
+        "Scaffold a new LVE (test.json, prompt, instances/, README).",
+    ),
+    "validate": (
+        "lvegit.commands.validate",
+        "validate_command",
+        "Check LVEs: test.json, prompts, parameters, checker and instances.",
+    ),
+    "replay": (
+        "lvegit.commands.replay",
+        "replay_command",
+        "Re-check recorded instances with their checker, offline (no model).",
+    ),
+    "run": ("lvegit.commands.run", "run_command", "Re-execute recorded instances against the model."),
+    "record": ("lvegit.commands.record", "record_command", "Run one new instance and append it."),
+    "list": (
+        "lvegit.commands.list_lves",
+        "list_command",
+        "List LVEs with model, checker and instance counts.",
+    ),
+    "changed": (
+        "lvegit.commands.changed",
+        "changed_command",
+        "List the LVEs a git diff (base...head) touches.",
+    ),
+    "sandbox": (
+        "lvegit.commands.sandbox_info",
+        "sandbox_command",
+        "Show how custom checker code is confined on this machine.",
+    ),
+    "action": ("lvegit.commands.action", "action_command", "Entry point of the GitHub Action."),
+}
+
+
+def short_help(name: str) -> str:
+    return COMMANDS[name][2]

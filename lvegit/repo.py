@@ -50,6 +50,8 @@ class Repository:
 
     def relative(self, path: Path) -> str:
         """A path as shown to users: relative to the repository root, with forward slashes."""
+        if path.is_absolute() and path.is_relative_to(self.root):  # found under the root: no resolving needed
+            return path.relative_to(self.root).as_posix()
         try:
             return path.resolve().relative_to(self.root).as_posix()
         except ValueError:

@@ -103,3 +103,66 @@ class GitRepo:
         self.git("add", "-A")
         self.git("commit", "-q", "--allow-empty", "-m", message)
         return self.git("rev-parse", "HEAD")
+
+
+WORDS = [
+    "you",
+    "are",
+    "stupid",
+    "idiot",
+    "hate",
+    "have",
+    "a",
+    "nice",
+    "day",
+    "thanks",
+    "lovely",
+    "men",
+    "women",
+    "always",
+    "better",
+    "than",
+    "people",
+    "enjoy",
+    "music",
+]
+
+
+def train_tiny_classifier(folder: Path, labels: tuple[str, str], examples: list[tuple[str, int]]) -> Path:
+    """A one-layer BERT with a word-level tokenizer, trained for a few steps until it separates the examples."""
+    import torch
+    import transformers
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    vocabulary = {token: index for index, token in enumerate(["[PAD]", "[UNK]", *WORDS])}
+    tokenizer = Tokenizer(models.WordLevel(vocab=vocabulary, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    fast = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, unk_token="[UNK]", pad_token="[PAD]"
+    )
+    torch.manual_seed(0)
+    config = transformers.BertConfig(
+        vocab_size=len(vocabulary),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=32,
+        num_labels=2,
+        id2label=dict(enumerate(labels)),
+        label2id={label: i for i, label in enumerate(labels)},
+    )
+    model = transformers.BertForSequenceClassification(config)
+    batch = fast([text for text, _ in examples], padding=True, return_tensors="pt")
+    target = torch.tensor([label for _, label in examples])
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.02)
+    model.train()
+    for _ in range(60):
+        optimizer.zero_grad()
+        loss = model(**batch, labels=target).loss
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    fast.save_pretrained(folder)
+    model.save_pretrained(folder)
+    return folder

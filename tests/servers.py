@@ -38,6 +38,9 @@ class OpenAIServer:
     requests: list[dict[str, Any]] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # perf_counter() when the first request arrived and when the last answer was sent (for benchmarks)
+    first_arrival: float | None = None
+    last_answer: float | None = None
 
     def next_fault(self, body: dict[str, Any]) -> Fault:
         with self.lock:
@@ -52,11 +55,13 @@ class OpenAIServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out at once, as real servers send them
 
             def log_message(self, *args: Any) -> None:
                 return None
 
             def send(self, code: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+                server.last_answer = time.perf_counter()
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
@@ -66,6 +71,8 @@ class OpenAIServer:
                 self.wfile.write(payload)
 
             def do_POST(self) -> None:
+                if server.first_arrival is None:
+                    server.first_arrival = time.perf_counter()
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server.lock:
@@ -164,6 +171,7 @@ class GitHubServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out at once, as real servers send them
 
             def log_message(self, *args: Any) -> None:
                 return None

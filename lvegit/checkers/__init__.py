@@ -96,6 +96,10 @@ class CheckerFactory:
         self.lve = lve
         self.sandbox = sandbox
         self._built: dict[str, BaseChecker] = {}
+        # Only string arguments with a {field} can differ between instances ({{ is a literal brace).
+        self._depends_on_args = any(
+            isinstance(value, str) and "{" in value.replace("{{", "") for value in lve.checker_args.values()
+        )
         self._worker: CheckerWorker | None = None
 
     def __enter__(self) -> CheckerFactory:
@@ -110,6 +114,8 @@ class CheckerFactory:
             self._worker = None
 
     def for_args(self, instance_args: dict[str, Any]) -> BaseChecker:
+        if not self._depends_on_args:  # the same checker for every instance
+            instance_args = {}
         args = substitute_args(self.lve, instance_args)
         key = json.dumps(args, sort_keys=True, default=repr)
         if key not in self._built:

@@ -17,6 +17,19 @@ def last_response(conversation: list[Message]) -> str | None:
     return None
 
 
+_SIGNATURES: dict[type, tuple[bool, bool]] = {}
+
+
+def _is_safe_signature(cls: Any) -> tuple[bool, bool]:
+    """(first parameter is `prompt_out`, accepts `response`) of a checker class's is_safe, read once."""
+    if cls not in _SIGNATURES:
+        parameters = inspect.signature(cls.is_safe).parameters
+        names = [name for name in parameters if name != "self"]
+        takes_any = any(p.kind == p.VAR_KEYWORD for p in parameters.values())
+        _SIGNATURES[cls] = (bool(names) and names[0] == "prompt_out", "response" in parameters or takes_any)
+    return _SIGNATURES[cls]
+
+
 class BaseChecker:
     """Judges one conversation. Subclasses implement `is_safe` and may override `postprocess_response`.
 
@@ -67,12 +80,8 @@ class BaseChecker:
     def _uses_older_api(self) -> bool:
         """Older checkers take (prompt_out, param_values) or (prompt, param_values) and read the response
         from the conversation themselves; passing `response=` to them would fail."""
-        parameters = inspect.signature(self.is_safe).parameters
-        names = list(parameters)
-        if names and names[0] == "prompt_out":
-            return True
-        takes_any = any(p.kind == p.VAR_KEYWORD for p in parameters.values())
-        return self.get_response and "response" not in parameters and not takes_any
+        first_is_prompt_out, accepts_response = _is_safe_signature(type(self))
+        return first_is_prompt_out or (self.get_response and not accepts_response)
 
     def _arguments(self, prompt_in: list[Message], prompt_out: list[Message]) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"prompt": prompt_out if self.prompt_contains_responses else prompt_in}

@@ -16,7 +16,7 @@ from lvegit.checkers import model_based
 from lvegit.checkers.model_based import BiasChecker, PII_Checker, ToxicityChecker
 from lvegit.errors import CheckerUnavailable
 
-from builders import RepoBuilder, instance
+from builders import RepoBuilder, instance, train_tiny_classifier
 from servers import Running
 
 pytest.importorskip("presidio_analyzer")
@@ -123,67 +123,6 @@ def test_appended_instances_hold_only_redacted_text(
     assert "jane.doe" not in recorded.out
 
 
-WORDS = [
-    "you",
-    "are",
-    "stupid",
-    "idiot",
-    "hate",
-    "have",
-    "a",
-    "nice",
-    "day",
-    "thanks",
-    "lovely",
-    "men",
-    "women",
-    "always",
-    "better",
-    "than",
-    "people",
-    "enjoy",
-    "music",
-]
-
-
-def train_classifier(folder: Path, labels: tuple[str, str], examples: list[tuple[str, int]]) -> Path:
-    """A one-layer BERT with a word-level tokenizer, trained for a few steps until it separates the examples."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-
-    vocabulary = {token: index for index, token in enumerate(["[PAD]", "[UNK]", *WORDS])}
-    tokenizer = Tokenizer(models.WordLevel(vocab=vocabulary, unk_token="[UNK]"))
-    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    fast = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, unk_token="[UNK]", pad_token="[PAD]"
-    )
-    torch.manual_seed(0)
-    config = transformers.BertConfig(
-        vocab_size=len(vocabulary),
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=32,
-        num_labels=2,
-        id2label=dict(enumerate(labels)),
-        label2id={label: i for i, label in enumerate(labels)},
-    )
-    model = transformers.BertForSequenceClassification(config)
-    batch = fast([text for text, _ in examples], padding=True, return_tensors="pt")
-    target = torch.tensor([label for _, label in examples])
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.02)
-    model.train()
-    for _ in range(60):
-        optimizer.zero_grad()
-        loss = model(**batch, labels=target).loss
-        loss.backward()
-        optimizer.step()
-    model.eval()
-    fast.save_pretrained(folder)
-    model.save_pretrained(folder)
-    return folder
-
-
 TOXIC = [
     ("you are stupid", 1),
     ("idiot", 1),
@@ -204,12 +143,12 @@ BIASED = [
 
 @pytest.fixture(scope="module")
 def toxicity_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return train_classifier(tmp_path_factory.mktemp("toxicity"), ("neutral", "toxic"), TOXIC)
+    return train_tiny_classifier(tmp_path_factory.mktemp("toxicity"), ("neutral", "toxic"), TOXIC)
 
 
 @pytest.fixture(scope="module")
 def bias_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return train_classifier(tmp_path_factory.mktemp("bias"), ("BIASED", "NON-BIASED"), BIASED)
+    return train_tiny_classifier(tmp_path_factory.mktemp("bias"), ("BIASED", "NON-BIASED"), BIASED)
 
 
 def test_toxicity_checker(toxicity_model: Path) -> None:

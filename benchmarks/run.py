@@ -1,0 +1,246 @@
+"""lvegit's benchmarks, compared side by side in one run: `python benchmarks/run.py` prints one table.
+
+Every command runs as its own process (cold start included) on a synthetic repository; peak memory is the
+process's maximum resident set size. Live runs go to an OpenAI-compatible server on 127.0.0.1 that answers
+after 100 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
+
+from generate import change_five, generate  # noqa: E402
+
+from servers import OpenAIServer, serve  # noqa: E402
+
+ROWS: list[tuple[str, str, str, str, str]] = []
+
+
+def measure(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float, str]:
+    """(seconds, peak RSS in MiB, stdout) of one lvegit process."""
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lvegit", *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stdout is not None
+    output = process.stdout.read()
+    _, _status, usage = os.wait4(process.pid, 0)
+    process.returncode = 0
+    return time.perf_counter() - started, usage.ru_maxrss / 1024, output
+
+
+def row(name: str, scale: str, seconds: float, detail: str, memory: float) -> None:
+    ROWS.append((name, scale, f"{seconds:.2f} s", detail, f"{memory:.0f} MiB"))
+    print(
+        f"  {name:<34} {scale:<22} {seconds:8.2f} s  {detail:<40} {memory:6.0f} MiB",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def bench_help(workdir: Path) -> float:
+    times, peak = [], 0.0
+    for _ in range(7):
+        seconds, memory, _ = measure(["--help"], workdir)
+        times.append(seconds)
+        peak = max(peak, memory)
+    median = statistics.median(times)
+    row("lvegit --help (cold start)", "median of 7", median, "target < 0.150 s", peak)
+    return median
+
+
+def bench_repository(workdir: Path, sizes: list[int], instances: int) -> dict[int, float]:
+    changed: dict[int, float] = {}
+    for size in sizes:
+        root = generate(workdir / f"repo-{size}", size, instances)
+        total = size * instances
+        for command in ("validate", "replay"):
+            seconds, memory, output = measure([command, "--all", "--format", "json"], root)
+            summary = json.loads(output)["summary"]
+            detail = f"{seconds / size * 1000:.2f} ms/LVE, {seconds / total * 1e6:.0f} us/instance"
+            row(f"{command} --all", f"{size} LVEs, {total} inst.", seconds, detail, memory)
+            assert (summary.get("invalid", 0), summary.get("mismatch", 0), summary.get("error", 0)) == (
+                0,
+                0,
+                0,
+            )
+        change_five(root, size)
+        runs = [measure(["changed", "--base", "main", "--format", "json"], root) for _ in range(3)]
+        seconds = statistics.median(r[0] for r in runs)
+        assert len(json.loads(runs[0][2])["changed"]) == 5
+        changed[size] = seconds
+        row("changed (5 LVEs touched)", f"{size} LVEs", seconds, "median of 3", max(r[1] for r in runs))
+    return changed
+
+
+def answer(body: dict[str, Any]) -> str:
+    a, b = body["messages"][-1]["content"].removeprefix("Compute ").removesuffix(".").split(" + ")
+    return str(int(a) + int(b))
+
+
+def every_tenth_is_rate_limited(number: int, body: dict[str, Any]) -> Any:
+    return ("status", 429, {"Retry-After": "0"}) if number % 10 == 0 else None
+
+
+def bench_live(workdir: Path, latency: float) -> dict[str, float]:
+    root = generate(workdir / "live", 10, 100, commit=False, forms=("inline",))
+    ratios = {}
+    for concurrency, rate_limited in ((8, False), (32, False), (128, False), (32, True)):
+        state = OpenAIServer(answer=answer, latency=latency)
+        if rate_limited:
+            state.fault_for = every_tenth_is_rate_limited
+        for running in serve(state):
+            env = {"OPENAI_BASE_URL": running.url, "OPENAI_API_KEY": "bench"}
+            seconds, memory, output = measure(
+                ["run", "--all", "--concurrency", str(concurrency), "--format", "json"], root, env
+            )
+        summary = json.loads(output)["summary"]
+        assert summary["attempts"] == 1000 and summary["error"] == 0, summary
+        assert state.first_arrival is not None and state.last_answer is not None
+        requests = state.last_answer - state.first_arrival
+        ideal = 1000 * latency / concurrency
+        label = f"run, concurrency {concurrency}" + (", 10% answered 429" if rate_limited else "")
+        ratios[label] = requests / ideal
+        detail = f"ideal {ideal:.2f} s; requests {requests:.2f} s = {requests / ideal:.2f}x"
+        row(label, f"1000 inst., {len(state.requests)} req.", seconds, detail, memory)
+    return ratios
+
+
+def bench_classifier(workdir: Path) -> None:
+    from lvegit.checkers import model_based
+
+    from builders import instance, train_tiny_classifier
+
+    examples = [
+        ("you are stupid", 1),
+        ("idiot", 1),
+        ("hate you", 1),
+        ("have a nice day", 0),
+        ("thanks", 0),
+        ("lovely day", 0),
+    ]
+    model = str(train_tiny_classifier(workdir / "classifier", ("neutral", "toxic"), examples))
+    words = ["you", "are", "stupid", "have", "a", "nice", "day", "thanks", "hate", "lovely"]
+    texts = [f"{words[i % 10]} {words[(i // 10) % 10]} {words[(i // 100) % 10]}" for i in range(200)]
+    checker = model_based.ToxicityChecker(0.5, model)
+    rows = [instance(text, checker.is_safe(None, text), a=1, b=2) for text in texts]
+    root = workdir / "classifier-repo"
+    folder = root / "repository/tox/bench/openai--gpt-4o-mini"
+    (folder / "instances").mkdir(parents=True)
+    (root / ".lverepo").write_text("bench\n")
+    test = {
+        "description": "bench",
+        "model": "openai/gpt-4o-mini",
+        "prompt": [{"content": "{a}{b}"}],
+        "prompt_parameters": ["a", "b"],
+        "checker_args": {"checker_name": "ToxicityChecker", "toxicity_threshold": 0.5, "model": model},
+    }
+    (folder / "test.json").write_text(json.dumps(test))
+    (folder / "instances/i.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    seconds, memory, output = measure(["replay", "--all", "--format", "json"], root)
+    assert json.loads(output)["summary"]["reproduced"] == 200
+    row("replay, ToxicityChecker", "200 inst., 1 load", seconds, "one load per process, batched", memory)
+    started = time.perf_counter()
+    for text in texts:
+        model_based._PIPELINES.clear()
+        model_based.ToxicityChecker(0.5, model).is_safe(None, text)
+    per_instance = time.perf_counter() - started
+    row(
+        "  same, loading per instance",
+        "200 inst., 200 loads",
+        per_instance,
+        "(in-process loop, model only)",
+        0,
+    )
+    model_based._PIPELINES.clear()
+    started = time.perf_counter()
+    pipeline = model_based.classifier(model)
+    for text in texts:
+        pipeline([text])
+    unbatched = time.perf_counter() - started
+    row(
+        "  same, one load, one text per call",
+        "200 inst., 1 load",
+        unbatched,
+        "(in-process loop, model only)",
+        0,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="100,1000,10000", help="repository sizes in LVEs")
+    parser.add_argument("--instances", type=int, default=10, help="instances per LVE")
+    parser.add_argument(
+        "--latency", type=float, default=0.1, help="seconds the model server takes per request"
+    )
+    parser.add_argument("--skip", default="", help="comma-separated: help,repository,live,classifier")
+    options = parser.parse_args()
+    skip = set(filter(None, options.skip.split(",")))
+    sizes = [int(s) for s in options.sizes.split(",")]
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, {platform.system()} {platform.release()}",
+        file=sys.stderr,
+    )
+    with tempfile.TemporaryDirectory(prefix="lvegit-bench-") as temporary:
+        workdir = Path(temporary)
+        results: dict[str, Any] = {}
+        if "help" not in skip:
+            results["help"] = bench_help(workdir)
+        if "repository" not in skip:
+            results["changed"] = bench_repository(workdir, sizes, options.instances)
+        if "live" not in skip:
+            results["live"] = bench_live(workdir, options.latency)
+        if "classifier" not in skip:
+            bench_classifier(workdir)
+    print("| benchmark | scale | time | per unit / comparison | peak memory |")
+    print("|---|---|---|---|---|")
+    for name, scale, seconds, detail, memory in ROWS:
+        print(f"| {name} | {scale} | {seconds} | {detail} | {memory if memory != '0 MiB' else '—'} |")
+    checks = []
+    if "help" in results:
+        checks.append(("lvegit --help under 150 ms", results["help"] < 0.150))
+    if "changed" in results and len(results["changed"]) > 1:
+        small, large = (
+            results["changed"][min(results["changed"])],
+            results["changed"][max(results["changed"])],
+        )
+        checks.append(
+            (
+                f"changed at {max(results['changed'])} LVEs within 1.5x of {min(results['changed'])}",
+                large <= 1.5 * small,
+            )
+        )
+    if "live" in results:
+        checks.append(
+            (
+                "live run at concurrency 32 within 1.2x of ideal (first request to last answer)",
+                results["live"]["run, concurrency 32"] <= 1.2,
+            )
+        )
+    print()
+    for text, ok in checks:
+        print(f"- {'met' if ok else 'MISSED'}: {text}")
+
+
+if __name__ == "__main__":
+    main()

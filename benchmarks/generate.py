@@ -127,25 +127,13 @@ def generate(
         rows = _instances(form, instances)
         (folder / "instances" / "instances.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     if commit:
-        git = [
-            "git",
-            "-c",
-            "user.email=bench@example.invalid",
-            "-c",
-            "user.name=bench",
-            "-c",
-            "commit.gpgsign=false",
-        ]
         subprocess.run(["git", "init", "-q", "-b", "main"], cwd=root, check=True)
-        subprocess.run(["git", "add", "-A"], cwd=root, check=True)
-        subprocess.run([*git, "commit", "-q", "-m", "synthetic"], cwd=root, check=True)
+        _commit(root, "synthetic")
     return root
 
 
-def change_five(root: Path, lves: int) -> None:
-    """A branch `pr` that touches 5 LVEs (an instance appended to each)."""
-    git = [
-        "git",
+def _commit(root: Path, message: str) -> None:
+    identity = [
         "-c",
         "user.email=bench@example.invalid",
         "-c",
@@ -153,10 +141,15 @@ def change_five(root: Path, lves: int) -> None:
         "-c",
         "commit.gpgsign=false",
     ]
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    subprocess.run(["git", *identity, "commit", "-q", "-m", message], cwd=root, check=True)
+
+
+def change_five(root: Path, lves: int) -> None:
+    """A branch `pr` that touches 5 LVEs (an instance appended to each)."""
     subprocess.run(["git", "checkout", "-q", "-b", "pr"], cwd=root, check=True)
     for index in range(0, lves, max(1, lves // 5))[:5]:
         path = root / lve_path(index) / "instances" / "instances.jsonl"
         with path.open("a") as handle:
             handle.write(path.read_text().splitlines()[0] + "\n")
-    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "five"], cwd=root, check=True)
+    _commit(root, "five")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,13 +51,29 @@ def revision_options(function: F) -> F:
 
 
 def selection_options(function: F) -> F:
-    """LVE paths (folders of LVEs, folders holding LVEs, or files inside one), --all, or --changed."""
-    function = revision_options(function)
-    function = click.option(
+    """LVE paths (folders of LVEs, folders holding LVEs, or files inside one), --all, or --changed; the
+    command receives them as one `selection: Selection`."""
+
+    @functools.wraps(function)
+    def with_selection(
+        *args: Any,
+        paths: tuple[Path, ...],
+        all_lves: bool,
+        changed: bool,
+        base: str | None,
+        head: str,
+        **kwargs: Any,
+    ) -> Any:
+        return function(*args, selection=Selection(paths, all_lves, changed, base, head), **kwargs)
+
+    decorated: Any = revision_options(with_selection)
+    decorated = click.option(
         "--changed", is_flag=True, help="The LVEs a git diff touches: changed since --base (base...head)."
-    )(function)
-    function = click.option("--all", "all_lves", is_flag=True, help="Every LVE of the repository.")(function)
-    return click.argument("paths", nargs=-1, type=click.Path(path_type=Path))(function)
+    )(decorated)
+    decorated = click.option("--all", "all_lves", is_flag=True, help="Every LVE of the repository.")(
+        decorated
+    )
+    return click.argument("paths", nargs=-1, type=click.Path(path_type=Path))(decorated)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)

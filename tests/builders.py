@@ -128,21 +128,26 @@ WORDS = [
 ]
 
 
+def word_tokenizer(words: list[str], **special: str) -> Any:
+    """A word-level fast tokenizer built offline: the special tokens first (in the order given), then `words`."""
+    import transformers
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    vocabulary = {token: index for index, token in enumerate([*special.values(), *words])}
+    tokenizer = Tokenizer(models.WordLevel(vocab=vocabulary, unk_token=special["unk_token"]))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=tokenizer, **special)
+
+
 def train_tiny_classifier(folder: Path, labels: tuple[str, str], examples: list[tuple[str, int]]) -> Path:
     """A one-layer BERT with a word-level tokenizer, trained for a few steps until it separates the examples."""
     import torch
     import transformers
-    from tokenizers import Tokenizer, models, pre_tokenizers
 
-    vocabulary = {token: index for index, token in enumerate(["[PAD]", "[UNK]", *WORDS])}
-    tokenizer = Tokenizer(models.WordLevel(vocab=vocabulary, unk_token="[UNK]"))
-    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    fast = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, unk_token="[UNK]", pad_token="[PAD]"
-    )
+    fast = word_tokenizer(WORDS, pad_token="[PAD]", unk_token="[UNK]")
     torch.manual_seed(0)
     config = transformers.BertConfig(
-        vocab_size=len(vocabulary),
+        vocab_size=len(fast),
         hidden_size=16,
         num_hidden_layers=1,
         num_attention_heads=2,

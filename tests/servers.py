@@ -10,6 +10,44 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+
+class JSONHandler(BaseHTTPRequestHandler):
+    """What both loopback servers share: HTTP/1.1 keep-alive, no Nagle delay, quiet, JSON replies."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out at once, as real servers send them
+
+    def log_message(self, *args: Any) -> None:
+        return None
+
+    def reply(self, code: int, data: Any, headers: dict[str, str] | None = None) -> None:
+        payload = data if isinstance(data, bytes) else json.dumps(data).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 512  # the listen backlog: a burst of new connections must not be dropped
+
+
+def _serve(handler: type[BaseHTTPRequestHandler]) -> Iterator[int]:
+    """Serve on 127.0.0.1 in a thread; yields the port."""
+    httpd = _Server(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield httpd.server_address[1]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 # A fault decides how one request is answered: None for a normal completion, or one of
 # ("status", code, headers), ("sleep", seconds), ("body", raw bytes), ("close",).
 Fault = tuple[Any, ...] | None
@@ -53,22 +91,10 @@ class OpenAIServer:
     def handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body go out at once, as real servers send them
-
-            def log_message(self, *args: Any) -> None:
-                return None
-
+        class Handler(JSONHandler):
             def send(self, code: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
                 server.last_answer = time.perf_counter()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(payload)
+                self.reply(code, payload, headers)
 
             def do_POST(self) -> None:
                 if server.first_arrival is None:
@@ -122,15 +148,8 @@ class Running:
 
 
 def serve(state: OpenAIServer) -> Iterator[Running]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), state.handler())
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield Running(state, f"http://127.0.0.1:{httpd.server_address[1]}/v1")
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    for port in _serve(state.handler()):
+        yield Running(state, f"http://127.0.0.1:{port}/v1")
 
 
 @dataclass
@@ -169,23 +188,7 @@ class GitHubServer:
     def handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body go out at once, as real servers send them
-
-            def log_message(self, *args: Any) -> None:
-                return None
-
-            def reply(self, code: int, data: Any, headers: dict[str, str] | None = None) -> None:
-                payload = json.dumps(data).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(payload)
-
+        class Handler(JSONHandler):
             def handle_request(self, method: str) -> None:
                 length = int(self.headers.get("Content-Length", 0) or 0)
                 body = json.loads(self.rfile.read(length) or b"{}") if length else {}
@@ -294,13 +297,6 @@ class GitHubServer:
 
 
 def serve_github(state: GitHubServer) -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), state.handler())
-    httpd.daemon_threads = True
-    state.base = f"http://127.0.0.1:{httpd.server_address[1]}{state.prefix}"
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    for port in _serve(state.handler()):
+        state.base = f"http://127.0.0.1:{port}{state.prefix}"
         yield state.base
-    finally:
-        httpd.shutdown()
-        httpd.server_close()

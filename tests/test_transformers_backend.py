@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from builders import RepoBuilder, instance
+from builders import RepoBuilder, instance, word_tokenizer
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
@@ -39,20 +39,13 @@ CHAT_TEMPLATE = (
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tokenizers import Tokenizer, models, pre_tokenizers
-
     folder = tmp_path_factory.mktemp("tiny-model")
-    vocabulary = {token: index for index, token in enumerate(["<pad>", "<unk>", "<eos>", *WORDS])}
-    tokenizer = Tokenizer(models.WordLevel(vocab=vocabulary, unk_token="<unk>"))
-    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    fast = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, unk_token="<unk>", pad_token="<pad>", eos_token="<eos>"
-    )
+    fast = word_tokenizer(WORDS, pad_token="<pad>", unk_token="<unk>", eos_token="<eos>")
     fast.chat_template = CHAT_TEMPLATE
     fast.save_pretrained(folder)
     torch.manual_seed(0)
     config = transformers.GPT2Config(
-        vocab_size=len(vocabulary),
+        vocab_size=len(fast),
         n_positions=128,
         n_embd=16,
         n_layer=1,

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import click
@@ -16,11 +17,7 @@ from lvegit.summary import summarize_lves
 @format_option
 @repo_option
 def list_command(
-    paths: tuple[Path, ...],
-    all_lves: bool,
-    changed: bool,
-    base: str | None,
-    head: str,
+    selection: Selection,
     output_format: str,
     repo_path: Path | None,
 ) -> int:
@@ -32,7 +29,8 @@ def list_command(
       lvegit list repository/privacy --format json
     """
     repo = open_repository(repo_path)
-    selection = Selection(paths, all_lves or not (paths or changed), changed, base, head)
+    if not (selection.paths or selection.changed):
+        selection = dataclasses.replace(selection, all_lves=True)  # no selection lists them all
     rows = summarize_lves(repo, selection.resolve(repo))
     if output_format == "json":
         print_json({"lves": rows})

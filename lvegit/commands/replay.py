@@ -16,11 +16,7 @@ from lvegit.replay import replay_lve, summarize
 @format_option
 @repo_option
 def replay_command(
-    paths: tuple[Path, ...],
-    all_lves: bool,
-    changed: bool,
-    base: str | None,
-    head: str,
+    selection: Selection,
     output_format: str,
     repo_path: Path | None,
 ) -> int:
@@ -36,11 +32,7 @@ def replay_command(
       lvegit replay --changed --base origin/main
     """
     repo = open_repository(repo_path)
-    results = [
-        r
-        for lve_dir in Selection(paths, all_lves, changed, base, head).resolve(repo)
-        for r in replay_lve(repo, lve_dir)
-    ]
+    results = [r for lve_dir in selection.resolve(repo) for r in replay_lve(repo, lve_dir)]
     summary = summarize(results)
     if output_format == "json":
         print_json({"instances": [r.as_json() for r in results], "summary": summary})

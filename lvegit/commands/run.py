@@ -70,11 +70,7 @@ def _describe(result: InstanceResult) -> str:
 @format_option
 @repo_option
 def run_command(
-    paths: tuple[Path, ...],
-    all_lves: bool,
-    changed: bool,
-    base: str | None,
-    head: str,
+    selection: Selection,
     repeat: int,
     concurrency: int,
     model: str | None,
@@ -105,7 +101,7 @@ def run_command(
     if resume and report_path is None:
         raise UsageError("--resume needs --report FILE")
     repo = open_repository(repo_path)
-    lve_dirs = Selection(paths, all_lves, changed, base, head).resolve(repo)
+    lve_dirs = selection.resolve(repo)
     if shard:
         index, count = parse_shard(shard)
         lve_dirs = [d for d in lve_dirs if in_shard(repo.relative(d), index, count)]

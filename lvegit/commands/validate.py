@@ -17,11 +17,7 @@ from lvegit.validate import validate_lve
 @format_option
 @repo_option
 def validate_command(
-    paths: tuple[Path, ...],
-    all_lves: bool,
-    changed: bool,
-    base: str | None,
-    head: str,
+    selection: Selection,
     strict: bool,
     output_format: str,
     repo_path: Path | None,
@@ -38,10 +34,7 @@ def validate_command(
       lvegit validate --changed --base origin/main
     """
     repo = open_repository(repo_path)
-    reports = [
-        validate_lve(repo, lve_dir, strict)
-        for lve_dir in Selection(paths, all_lves, changed, base, head).resolve(repo)
-    ]
+    reports = [validate_lve(repo, lve_dir, strict) for lve_dir in selection.resolve(repo)]
     invalid = sum(not r.valid for r in reports)
     if output_format == "json":
         print_json(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lvegit.errors import UsageError
+from lvegit.escape import mask
 
 Status = Literal["new", "started", "complete", "error"]
 
@@ -74,7 +75,7 @@ class Report:
 
     def write(self, attempt: Attempt) -> None:
         with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(attempt.as_json(), ensure_ascii=False) + "\n")
+            handle.write(mask(json.dumps(attempt.as_json(), ensure_ascii=False)) + "\n")
             handle.flush()
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lvegit.escape import mask
 from lvegit.files import (
     MAX_INSTANCE_FILE_BYTES,
     MAX_INSTANCE_LINE_BYTES,
@@ -138,7 +139,7 @@ def append_instance(path: Path, record: dict[str, Any]) -> None:
     A single write in append mode cannot interleave with another writer's line, and a file whose last line
     lacks its newline gets one first, so the new line never fuses with it.
     """
-    data = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+    data = (mask(json.dumps(record, ensure_ascii=False)) + "\n").encode("utf-8")  # no secret is ever stored
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lvegit.errors import UsageError
+from lvegit.escape import mask
 
 SCHEMA = "lvegit-results"
 VERSION = 1
@@ -124,7 +125,7 @@ def load(path: Path) -> dict[str, Any]:
 def write(path: Path, data: dict[str, Any]) -> None:
     validate(data)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    path.write_text(mask(json.dumps(data, indent=2, ensure_ascii=False)) + "\n", encoding="utf-8")
 
 
 def failures(totals: dict[str, int], fail_on: tuple[str, ...]) -> list[str]:

@@ -15,7 +15,18 @@ COMMANDS = sorted(CATALOG)
 
 
 def test_commands_are_registered() -> None:
-    assert COMMANDS == ["action", "changed", "list", "new", "record", "replay", "run", "sandbox", "validate"]
+    assert COMMANDS == [
+        "action",
+        "changed",
+        "list",
+        "new",
+        "record",
+        "replay",
+        "report",
+        "run",
+        "sandbox",
+        "validate",
+    ]
 
 
 @pytest.mark.parametrize("name", COMMANDS)

@@ -311,6 +311,14 @@ def test_shards_split_the_lves(repo: RepoBuilder, cli: Any, openai_server: Runni
     assert sum(len(s) for s in seen) == 12 and len(set().union(*seen)) == 12
     assert all(seen)
     assert cli("run", "--all", "--shard", "4/3", cwd=repo.root).code == 2
+    for shard in ("1/3", "2/3", "3/3"):
+        cli("run", "--all", "--shard", shard, "--report", f"shard-{shard[0]}.jsonl", cwd=repo.root)
+    merged = cli(
+        "report", "shard-1.jsonl", "shard-2.jsonl", "shard-3.jsonl", "--format", "json", cwd=repo.root
+    )
+    summary = merged.json()["summary"]
+    assert (summary["instances"], summary["attempts"]) == (12, 12)
+    assert merged.code == (1 if summary["error"] or summary["disagree"] else 0)
 
 
 def test_report_resume_and_existing_report(repo: RepoBuilder, cli: Any, adding: Running) -> None:

@@ -22,6 +22,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "run": ("lvegit.commands.run", "run_command", "Re-execute recorded instances against the model."),
     "record": ("lvegit.commands.record", "record_command", "Run one new instance and append it."),
+    "report": (
+        "lvegit.commands.report",
+        "report_command",
+        "Summarise run reports, e.g. a sharded run's, as one.",
+    ),
     "list": (
         "lvegit.commands.list_lves",
         "list_command",

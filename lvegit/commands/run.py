@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from lvegit.attempt import Report
+from lvegit.attempt import Attempt, Report
 from lvegit.commands.catalog import short_help
 from lvegit.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from lvegit.models.routing import ModelPool
@@ -117,6 +117,11 @@ def run_command(
             attempts = runner.run(plan.tasks)
     else:
         attempts = runner.run(plan.tasks)
+    return show_results(attempts, plan.invalid, output_format)
+
+
+def show_results(attempts: list[Attempt], invalid: list[tuple[str, str]], output_format: str) -> int:
+    """Per instance: recorded and new verdicts; exit 1 when one differs or an attempt failed."""
     results = by_instance(attempts)
     agree = sum(r.agree is True for r in results)
     disagree = sum(r.agree is False for r in results)
@@ -127,23 +132,23 @@ def run_command(
         "agree": agree,
         "disagree": disagree,
         "error": errors,
-        "invalid_lves": len(plan.invalid),
+        "invalid_lves": len(invalid),
     }
     if output_format == "json":
         print_json(
             {
                 "instances": [r.as_json() for r in results],
-                "invalid": [{"lve": lve, "reason": reason} for lve, reason in plan.invalid],
+                "invalid": [{"lve": lve, "reason": reason} for lve, reason in invalid],
                 "summary": summary,
             }
         )
     else:
         for result in results:
             line(_describe(result))
-        for lve, reason in plan.invalid:
+        for lve, reason in invalid:
             line(f"invalid: {lve}: {reason}")
         line(
             f"{len(results)} instances, {len(attempts)} attempts: {agree} agree, {disagree} disagree, "
             f"{errors} with errors"
         )
-    return EXIT_FINDINGS if disagree or errors or plan.invalid else EXIT_OK
+    return EXIT_FINDINGS if disagree or errors or invalid else EXIT_OK

@@ -6,7 +6,7 @@ from typing import Any
 
 from lvegit.checkers import BaseChecker, MultiRunBaseChecker
 from lvegit.errors import CheckerError, LVEError
-from lvegit.prompt import Message, fill_holes, fill_messages, variable_names, with_trailing_hole
+from lvegit.prompt import Message, fill_holes, fill_messages, variables_of, with_trailing_hole
 from lvegit.spec import LVE
 
 Pair = tuple[list[Message], list[Message]]  # (prompt as sent, conversation with the responses)
@@ -44,11 +44,7 @@ def stored_response(lve: LVE, pairs: list[Pair]) -> Any:
     (as lve-tools stores it); a list over runs for a multi-run LVE."""
     per_run = []
     for _prompt, conversation in pairs:
-        variables = {
-            name: message.content
-            for message, name in zip(conversation, variable_names(conversation), strict=True)
-            if name is not None
-        }
+        variables = variables_of(conversation)
         per_run.append(variables if len(variables) > 1 else conversation[-1].content)
     return per_run if lve.runs is not None else per_run[0]
 

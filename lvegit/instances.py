@@ -121,14 +121,13 @@ def idempotency_keys(path: Path) -> set[str]:
     keys: set[str] = set()
     if not path.exists():
         return keys
-    for _number, raw in _lines(path):
+    for number, raw in _lines(path):
         try:
             data = json.loads(raw)
         except ValueError:
             continue
-        run_info = data.get("run_info") if isinstance(data, dict) else None
-        key = run_info.get("idempotency_key") if isinstance(run_info, dict) else None
-        if isinstance(key, str):
+        key = Instance(str(path), number, data).idempotency_key if isinstance(data, dict) else None
+        if key is not None:
             keys.add(key)
     return keys
 

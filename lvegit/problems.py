@@ -8,6 +8,11 @@ from typing import Literal
 Severity = Literal["error", "warning"]
 
 
+def location(file: str, line: int | None) -> str:
+    """`file:line`, or the file alone when the line is unknown."""
+    return file if line is None else f"{file}:{line}"
+
+
 @dataclass(frozen=True)
 class Problem:
     severity: Severity
@@ -17,7 +22,7 @@ class Problem:
     line: int | None = None
 
     def render(self) -> str:
-        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        where = location(self.file, self.line)
         what = f"{self.field}: {self.message}" if self.field else self.message
         return f"{self.severity}: {where}: {what}"
 

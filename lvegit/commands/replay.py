@@ -8,6 +8,7 @@ from lvegit.commands.catalog import short_help
 from lvegit.errors import EXIT_FINDINGS, EXIT_OK
 from lvegit.options import Selection, format_option, open_repository, repo_option, selection_options
 from lvegit.output import line, print_json
+from lvegit.problems import location
 from lvegit.replay import replay_lve, summarize
 
 
@@ -39,7 +40,7 @@ def replay_command(
     else:
         for result in results:
             if result.status != "reproduced":
-                where = result.file if result.line is None else f"{result.file}:{result.line}"
+                where = location(result.file, result.line)
                 reason = result.reason
                 if result.status == "mismatch":
                     detail = f"recorded passed={result.recorded}, replayed passed={result.replayed}"

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import quote
 
 from lvegit.escape import code_block, html_text, markdown, workflow_data, workflow_property
+from lvegit.problems import location
 
 MARKER = "<!-- lvegit:verdict-summary -->"
 COMMENT_LIMIT = 65_536
@@ -59,11 +60,11 @@ def _live(lve: dict[str, Any], enabled: bool) -> str:
 def _details(lve: dict[str, Any]) -> str:
     lines = []
     for problem in lve["errors"] + lve["warnings"]:
-        where = problem["file"] + (f":{problem['line']}" if problem["line"] is not None else "")
+        where = location(problem["file"], problem["line"])
         lines.append(f"- {markdown(where)}: {markdown(problem['field'])} {markdown(problem['message'])}")
     for item in lve["replayed"]:
         if item["status"] != "reproduced":
-            where = item["file"] + (f":{item['line']}" if item["line"] is not None else "")
+            where = location(item["file"], item["line"])
             reason = (
                 item["reason"] or f"recorded passed={item['recorded']}, replayed passed={item['replayed']}"
             )

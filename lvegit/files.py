@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import jsonlines
 
 MAX_TEST_JSON_BYTES = 1 * 1024 * 1024
 MAX_PROMPT_BYTES = 1 * 1024 * 1024
@@ -78,6 +81,57 @@ def parse_json(text: str, first_line: int = 1) -> Any:
     if _depth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         raise FileProblem(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", line=first_line)
     return value
+
+
+class _BadLine(ValueError):
+    """Carries a FileProblem through jsonlines, which reports a line whose loads raised ValueError."""
+
+    def __init__(self, problem: FileProblem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+
+
+def json_lines(lines: Iterable[str | bytes]) -> Iterator[tuple[int, Any]]:
+    """(line number, value) for each non-blank line of a JSONL source, each line parsed on its own by
+    jsonlines under the limits of whole files; a line that cannot be used gives a FileProblem naming that
+    line as its value, and reading goes on with the next line."""
+    current = 0
+
+    def numbered() -> Iterator[str | bytes]:
+        nonlocal current
+        for current, line in enumerate(lines, start=1):  # noqa: B007 - read by loads and below
+            yield line
+
+    def loads(text: str | bytes) -> Any:
+        if isinstance(text, bytes):  # pragma: no cover - jsonlines decodes bytes before calling loads
+            text = text.decode("utf-8")
+        if len(text) > MAX_INSTANCE_LINE_BYTES // 4 and len(data := text.encode()) > MAX_INSTANCE_LINE_BYTES:
+            problem = FileProblem(f"line is too long ({len(data)} bytes, limit {MAX_INSTANCE_LINE_BYTES})")
+            raise _BadLine(problem)
+        try:
+            if "\x00" in text:
+                raise FileProblem("binary content (NUL byte) where text was expected")
+            return parse_json(text.rstrip("\r\n"), first_line=current)
+        except FileProblem as exc:
+            raise _BadLine(exc) from None
+
+    reader = jsonlines.Reader(numbered(), loads=loads)
+    while True:
+        try:
+            value = reader.read(skip_empty=True, allow_none=True)
+        except EOFError:
+            return
+        except jsonlines.InvalidLineError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, _BadLine):
+                message = cause.problem.message
+            elif isinstance(cause, UnicodeDecodeError):
+                message = f"not valid UTF-8 (byte {cause.start})"
+            else:  # pragma: no cover - jsonlines raises nothing else with allow_none and no type
+                message = str(exc)
+            yield exc.lineno, FileProblem(message, exc.lineno)
+        else:
+            yield current, value
 
 
 def ensure_inside(base: Path, path: Path) -> Path:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import io
 import json
 import os
 from collections.abc import Iterator
@@ -9,15 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jsonlines
+
 from lvegit.escape import mask
-from lvegit.files import (
-    MAX_INSTANCE_FILE_BYTES,
-    MAX_INSTANCE_LINE_BYTES,
-    FileProblem,
-    decode,
-    ensure_inside,
-    parse_json,
-)
+from lvegit.files import MAX_INSTANCE_FILE_BYTES, FileProblem, ensure_inside, json_lines
 from lvegit.problems import Problems
 from lvegit.prompt import json_type
 
@@ -51,9 +48,10 @@ class Instance:
         return self.data.get("passed", True) is True
 
 
-def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
+def _records(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, value or FileProblem) of each non-blank line, each parsed on its own."""
     with path.open("rb") as handle:
-        yield from enumerate(handle, start=1)
+        yield from json_lines(handle)
 
 
 def read_instances(path: Path, shown: str, problems: Problems) -> list[Instance]:
@@ -69,25 +67,14 @@ def read_instances(path: Path, shown: str, problems: Problems) -> list[Instance]
         problems.error("", f"file is too large ({size} bytes, limit {MAX_INSTANCE_FILE_BYTES})", file=shown)
         return []
     instances = []
-    for number, raw in _lines(path):
-        try:
-            if len(raw) > MAX_INSTANCE_LINE_BYTES:
-                raise FileProblem(
-                    f"line is too long ({len(raw)} bytes, limit {MAX_INSTANCE_LINE_BYTES})", number
-                )
-            text = decode(raw, line=number)
-            if not text.strip():
-                continue
-            data = parse_json(text, first_line=number)
-        except FileProblem as exc:
-            problems.error("", exc.message, exc.line, file=shown)
-            continue
-        if not isinstance(data, dict):
+    for number, data in _records(path):
+        if isinstance(data, FileProblem):
+            problems.error("", data.message, data.line, file=shown)
+        elif not isinstance(data, dict):
             problems.error(
                 "", f"an instance must be a JSON object, not {json_type(data)}", number, file=shown
             )
-            continue
-        if _check_fields(data, shown, number, problems):
+        elif _check_fields(data, shown, number, problems):
             instances.append(Instance(shown, number, data))
     return instances
 
@@ -118,18 +105,10 @@ def _check_fields(data: dict[str, Any], shown: str, line: int, problems: Problem
 
 def idempotency_keys(path: Path) -> set[str]:
     """The idempotency keys of the instances already in a file (lines that do not parse are skipped)."""
-    keys: set[str] = set()
     if not path.exists():
-        return keys
-    for number, raw in _lines(path):
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            continue
-        key = Instance(str(path), number, data).idempotency_key if isinstance(data, dict) else None
-        if key is not None:
-            keys.add(key)
-    return keys
+        return set()
+    records = (Instance(str(path), n, data) for n, data in _records(path) if isinstance(data, dict))
+    return {record.idempotency_key for record in records if record.idempotency_key is not None}
 
 
 def append_instance(path: Path, record: dict[str, Any]) -> None:
@@ -138,7 +117,10 @@ def append_instance(path: Path, record: dict[str, Any]) -> None:
     A single write in append mode cannot interleave with another writer's line, and a file whose last line
     lacks its newline gets one first, so the new line never fuses with it.
     """
-    data = (mask(json.dumps(record, ensure_ascii=False)) + "\n").encode("utf-8")  # no secret is ever stored
+    line = io.StringIO()
+    with jsonlines.Writer(line, dumps=functools.partial(json.dumps, ensure_ascii=False)) as writer:
+        writer.write(record)
+    data = mask(line.getvalue()).encode("utf-8")  # no secret is ever stored
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:

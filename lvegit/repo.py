@@ -24,6 +24,18 @@ def model_folder(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9-]", "", canonical_model(model).replace("/", "--"))
 
 
+def _normalised(name: str, punctuation: str) -> str:
+    return re.sub(r"[^a-z0-9-]", "", re.sub(r"[._]", punctuation, name.lower()))
+
+
+def folder_matches_model(folder: str, model: str) -> bool:
+    """Whether an LVE folder names the model. lve-tools drops every character but letters, digits and `-`
+    (`openai--gpt-35-turbo`), yet hand-made folders keep `_` and `.` (`microsoft--phi-1_5`) or turn them
+    into hyphens (`openai--gpt-3-5-turbo`): all of these name the same model."""
+    expected = canonical_model(model).replace("/", "--")
+    return any(_normalised(folder, p) == _normalised(expected, p) for p in ("", "-"))
+
+
 def find_root(start: Path) -> Path:
     """Walk up from `start` to the directory holding `.lverepo` or a `repository/` folder."""
     start = start.resolve()

@@ -18,7 +18,7 @@ from lvegit.files import (
 )
 from lvegit.problems import Problem, Problems, join_path
 from lvegit.prompt import Message, parse_messages, parse_prompt_text
-from lvegit.repo import TEST_FILE, Repository, model_folder
+from lvegit.repo import TEST_FILE, Repository, folder_matches_model, model_folder
 from lvegit.template import is_parameter_name
 
 PLACEHOLDER = "<please fill in>"
@@ -266,7 +266,7 @@ def _build(repo: Repository, lve_dir: Path, rel: str, data: dict[str, Any], prob
     if len(forms) != 1:
         found = ", ".join(forms) if forms else "none"
         problems.error("", f"needs exactly one of prompt, prompt_file or multi_run_prompt (found: {found})")
-    if model and lve_dir.name != model_folder(model):
+    if model and not folder_matches_model(lve_dir.name, model):
         problems.error(
             "model",
             f"the LVE folder '{lve_dir.name}' does not match the model: expected '{model_folder(model)}'",

@@ -9,6 +9,7 @@ from typing import Any
 from lvegit.checkers import BUILTIN_CHECKERS, CORE_CHECKERS, CheckerFactory, Signature, builtin_signature
 from lvegit.checkers import is_multi_run_checker as builtin_is_multi_run
 from lvegit.checkers.custom import CHECKER_DIR, read_custom_classes
+from lvegit.checkers.safe_lambda import lambda_arguments
 from lvegit.errors import CheckerError
 from lvegit.files import FileProblem
 from lvegit.instances import Instance, read_instances
@@ -187,6 +188,58 @@ def _check_checker(lve: LVE, problems: Problems) -> set[str]:
     return used
 
 
+def _check_lambda_parameters(lve: LVE, problems: Problems) -> set[str]:
+    """A core checker's lambda receives every prompt parameter as a keyword argument: its arguments use
+    parameters, an argument that is no parameter has no value, and a parameter it cannot take breaks
+    the call. Returns the parameters the lambdas take."""
+    cls = BUILTIN_CHECKERS.get(lve.checker_name)
+    if cls is None:
+        return set()
+    used: set[str] = set()
+    declared = lve.prompt_parameters
+    for argument, leading in cls.parameter_lambdas.items():
+        source = lve.checker_args.get(argument)
+        found = lambda_arguments(source) if isinstance(source, str) else None
+        if found is None:  # not a lambda: building the checker reports it
+            continue
+        where = join_path("checker_args", argument)
+        if len(found.positional) < leading:
+            problems.error(where, "the lambda must take the response as its first argument")
+            continue
+        receives = found.names[leading:]
+        used.update(name for name in receives if name in declared)
+        for name in receives:
+            if name not in declared and name not in found.with_default:
+                listed = ", ".join(declared) if declared else "none"
+                problems.error(
+                    where,
+                    f"lambda argument '{name}' is neither the response nor a prompt parameter "
+                    f"(prompt_parameters: {listed})",
+                )
+        if not found.any_keyword:
+            for name in declared:
+                if name not in receives:
+                    problems.error(
+                        where,
+                        f"the lambda is called with every prompt parameter but takes no '{name}': "
+                        f"add it to its arguments (or end them with **kwargs)",
+                    )
+    return used
+
+
+def _check_unused_parameters(lve: LVE, used: set[str], problems: Problems) -> None:
+    """A declared parameter that nothing visibly uses is a warning, never an error: checkers receive all
+    parameters in param_values, and a custom checker may read any of them (so it gets no warning)."""
+    if lve.checker_name not in BUILTIN_CHECKERS:
+        return
+    for index, name in enumerate(lve.prompt_parameters):
+        if name not in used:
+            problems.warning(
+                join_path("prompt_parameters", index),
+                f"parameter '{name}' is not used by any prompt or checker argument",
+            )
+
+
 def _expected_holes(lve: LVE) -> list[list[Message]]:
     if lve.runs is not None:
         return [run.messages for run in lve.run_sequence()]
@@ -229,12 +282,7 @@ def validate_lve(repo: Repository, lve_dir: Path, strict: bool = False) -> LVERe
     lve, problems, text = load_lve(repo, lve_dir)
     if lve is not None:
         used = _check_prompts(lve, problems) | _check_checker(lve, problems)
-        for index, name in enumerate(lve.prompt_parameters):
-            if name not in used:
-                problems.error(
-                    join_path("prompt_parameters", index),
-                    f"parameter '{name}' is not used by any prompt or checker argument",
-                )
+        _check_unused_parameters(lve, used | _check_lambda_parameters(lve, problems), problems)
         _check_instances(lve, repo, problems)
     locate_lines(problems, text)
     report = LVEReport(repo.relative(lve_dir))

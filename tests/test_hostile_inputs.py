@@ -379,7 +379,7 @@ def outside_file(tmp_path: Path) -> Path:
 def test_prompt_file_path_traversal(repo: RepoBuilder, cli: Any) -> None:
     repo.lve(
         "hostile/traversal",
-        {"prompt": None, "prompt_file": "../../../../outside.txt", "prompt_parameters": []},
+        {"prompt": None, "prompt_file": "../../../../outside.txt"},
     )
     assert validate_errors(cli, repo) == ["'../../../../outside.txt' points outside the LVE directory"]
 

@@ -18,6 +18,8 @@ def problems(repo: RepoBuilder, lve_dir: Path, strict: bool = False) -> list[str
 
 
 T = "repository/dummy/add/openai--gpt-4o-mini/test.json"
+# A checker that reads no parameter, for LVEs whose prompt takes none.
+NO_PARAMETERS = {"checker_args": {"checker_name": "LambdaChecker", "func": "lambda r: r == '3'"}}
 INSTANCES = "repository/dummy/add/openai--gpt-4o-mini/instances/i.jsonl"
 
 
@@ -27,7 +29,7 @@ def test_basic_lve_is_valid(repo: RepoBuilder) -> None:
 
 
 def test_not_exactly_one_prompt_form(repo: RepoBuilder) -> None:
-    none = repo.lve("dummy/none", {"prompt": None, "prompt_parameters": None})
+    none = repo.lve("dummy/none", {"prompt": None, "prompt_parameters": None, **NO_PARAMETERS})
     assert problems(repo, none) == [
         "error: repository/dummy/none/openai--gpt-4o-mini/test.json: needs exactly one of prompt, prompt_file or "
         "multi_run_prompt (found: none)"
@@ -101,7 +103,63 @@ def test_placeholders_and_prompt_parameters(repo: RepoBuilder) -> None:
     lve_dir = repo.lve(test={"prompt": [{"content": "{a} and {c}"}], "prompt_parameters": ["a", "b"]})
     assert problems(repo, lve_dir) == [
         f"error: {T}:8: prompt[0].content: placeholder {{c}} is not listed in prompt_parameters",
-        f"error: {T}:13: prompt_parameters[1]: parameter 'b' is not used by any prompt or checker argument",
+    ]
+
+
+def test_lambda_arguments_use_parameters(repo: RepoBuilder) -> None:
+    """A LambdaChecker gets every parameter as a keyword argument: taking one is a use of it."""
+    args = {"checker_name": "LambdaChecker", "func": "lambda r, location, comment: location in r"}
+    lve_dir = repo.lve(
+        test={
+            "checker_args": args,
+            "prompt": [{"content": "Hi"}],
+            "prompt_parameters": ["location", "comment"],
+        },
+        instances={"i.jsonl": [instance("Paris", True, location="Paris", comment="c")]},
+    )
+    assert problems(repo, lve_dir, strict=True) == []
+    number = {"checker_name": "NumberChecker", "expected_value_func": "lambda a, b: a * b"}
+    lve_dir = repo.lve("d/number", {"checker_args": number, "prompt": [{"content": "Go."}]})
+    assert problems(repo, lve_dir, strict=True) == []
+
+
+def test_parameter_nothing_visibly_uses_is_a_warning(repo: RepoBuilder) -> None:
+    args = {"checker_name": "LambdaChecker", "func": "lambda r, **params: r == 'ok'"}
+    lve_dir = repo.lve(test={"checker_args": args, "prompt": [{"content": "{a}"}]})
+    assert problems(repo, lve_dir) == [
+        f"warning: {T}:13: prompt_parameters[1]: parameter 'b' is not used by any prompt or checker argument"
+    ]
+    assert problems(repo, lve_dir, strict=True)[0].startswith("error: ")
+    custom = repo.lve(
+        "d/custom",
+        {"checker_args": {"checker_name": "MyChecker"}, "prompt": [{"content": "Hi"}]},
+        files={
+            "checker/checker.py": "from lvegit.checkers import BaseChecker\nclass MyChecker(BaseChecker):\n    pass\n"
+        },
+    )
+    assert problems(repo, custom, strict=True) == []  # param_values may be read by the checker
+
+
+def test_lambda_arguments_that_break_the_call_are_errors(repo: RepoBuilder) -> None:
+    unknown = {"checker_name": "LambdaChecker", "func": "lambda r, a, b, c: True"}
+    lve_dir = repo.lve(test={"checker_args": unknown})
+    assert problems(repo, lve_dir) == [
+        f"error: {T}:6: checker_args.func: lambda argument 'c' is neither the response nor a prompt parameter "
+        "(prompt_parameters: a, b)"
+    ]
+    defaulted = {"checker_name": "LambdaChecker", "func": "lambda r, a, b, c=1: True"}
+    assert problems(repo, repo.lve("d/default", {"checker_args": defaulted})) == []
+    missing = {"checker_name": "MultiRunLambdaChecker", "func": "lambda rs, a: True"}
+    runs = [{"name": "one", "prompt": [{"content": "{a}{b}"}]}]
+    lve_dir = repo.lve("d/missing", {"checker_args": missing, "prompt": None, "multi_run_prompt": runs})
+    assert problems(repo, lve_dir) == [
+        "error: repository/d/missing/openai--gpt-4o-mini/test.json:6: checker_args.func: the lambda is called "
+        "with every prompt parameter but takes no 'b': add it to its arguments (or end them with **kwargs)"
+    ]
+    no_response = {"checker_name": "LambdaChecker", "func": "lambda: True"}
+    assert problems(repo, repo.lve("d/none", {"checker_args": no_response})) == [
+        "error: repository/d/none/openai--gpt-4o-mini/test.json:6: checker_args.func: the lambda must take the "
+        "response as its first argument"
     ]
 
 
@@ -126,17 +184,20 @@ def test_placeholder_in_plain_prompt_file_has_its_line(repo: RepoBuilder) -> Non
 
 
 def test_prompt_file_problems(repo: RepoBuilder) -> None:
-    missing = repo.lve("d/missing", {"prompt": None, "prompt_file": "test.prompt", "prompt_parameters": []})
+    missing = repo.lve(
+        "d/missing", {"prompt": None, "prompt_file": "test.prompt", "prompt_parameters": [], **NO_PARAMETERS}
+    )
     assert problems(repo, missing)[0].endswith("prompt_file: prompt file 'test.prompt' does not exist")
     outside = repo.lve(
-        "d/outside", {"prompt": None, "prompt_file": "../../x.prompt", "prompt_parameters": []}
+        "d/outside",
+        {"prompt": None, "prompt_file": "../../x.prompt", "prompt_parameters": [], **NO_PARAMETERS},
     )
     assert problems(repo, outside)[0].endswith(
         "prompt_file: '../../x.prompt' points outside the LVE directory"
     )
     broken = repo.lve(
         "d/broken",
-        {"prompt": None, "prompt_file": "test.prompt", "prompt_parameters": []},
+        {"prompt": None, "prompt_file": "test.prompt", "prompt_parameters": [], **NO_PARAMETERS},
         files={"test.prompt": '{"content": "a"}\n{"content": "b"\n'},
     )
     assert problems(repo, broken) == [
@@ -145,7 +206,7 @@ def test_prompt_file_problems(repo: RepoBuilder) -> None:
     ]
     binary = repo.lve(
         "d/binary",
-        {"prompt": None, "prompt_file": "test.prompt", "prompt_parameters": []},
+        {"prompt": None, "prompt_file": "test.prompt", "prompt_parameters": [], **NO_PARAMETERS},
         files={"test.prompt": b"\x89PNG\x00\x00"},
     )
     assert problems(repo, binary)[0].endswith(
@@ -168,6 +229,35 @@ def test_model_folder_must_match_model(repo: RepoBuilder) -> None:
         "error: repository/dummy/add/openai--gpt-4/test.json:3: model: the LVE folder 'openai--gpt-4' does not "
         "match the model: expected 'openai--gpt-4o-mini'"
     ]
+
+
+@pytest.mark.parametrize(
+    ("folder", "model"),
+    [
+        ("microsoft--phi-1_5", "microsoft/phi-1_5"),
+        ("microsoft--phi-15", "microsoft/phi-1_5"),
+        ("openai--gpt-3.5-turbo", "openai/gpt-3.5-turbo"),
+        ("openai--gpt-3-5-turbo", "openai/gpt-3.5-turbo"),
+        ("openai--gpt-35-turbo", "gpt-3.5-turbo"),
+        ("Meta--Llama-2-7b-chat", "meta/llama-2-7b-chat"),
+    ],
+)
+def test_hand_made_model_folders_name_their_model(repo: RepoBuilder, folder: str, model: str) -> None:
+    assert problems(repo, repo.lve(test={"model": model}, folder=folder)) == []
+
+
+@pytest.mark.parametrize(
+    ("folder", "model"),
+    [
+        ("openai--gpt-35-turbo", "openai/gpt-4"),
+        ("openai--gpt-4", "openai/gpt-4o"),
+        ("meta--llama-2-7b", "meta/llama-2-70b"),
+        ("microsoft--phi-1_5", "microsoft/phi-2"),
+    ],
+)
+def test_a_folder_that_names_another_model_is_an_error(repo: RepoBuilder, folder: str, model: str) -> None:
+    [message] = problems(repo, repo.lve(test={"model": model}, folder=folder))
+    assert f"model: the LVE folder '{folder}' does not match the model" in message
 
 
 def test_tags(repo: RepoBuilder) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Any, ClassVar
 
 from lvegit.errors import CheckerError
 from lvegit.prompt import Message, Role, variables_of
@@ -61,6 +61,9 @@ class BaseChecker:
 
     # What a model-based checker judges with, named in replay mismatches (another model may have recorded).
     judged_with: str | None = None
+    # Constructor arguments that are lambda strings called with every prompt parameter as a keyword
+    # argument, after this many leading positional arguments (the response): validation reads them.
+    parameter_lambdas: ClassVar[dict[str, int]] = {}
 
     def prepare(self, responses: list[Any]) -> None:
         """Called once with every response a replay is about to judge; model-based checkers classify them in

@@ -6,7 +6,7 @@ import itertools
 import math
 import re
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, ClassVar
 
 from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
 from lvegit.checkers.safe_lambda import compile_lambda
@@ -24,6 +24,8 @@ class LambdaChecker(BaseChecker):
     """Safe when `func(response, **param_values)` is true. func: a lambda string such as
     "lambda r, a, b: int(r) == int(a) + int(b)"."""
 
+    parameter_lambdas: ClassVar[dict[str, int]] = {"func": 1}
+
     def __init__(self, func: str) -> None:
         super().__init__()
         self.func = compile_lambda(func)
@@ -34,6 +36,8 @@ class LambdaChecker(BaseChecker):
 
 class MultiRunLambdaChecker(MultiRunBaseChecker):
     """Safe when `func(responses, **param_values)` is true; responses holds one entry per run."""
+
+    parameter_lambdas: ClassVar[dict[str, int]] = {"func": 1}
 
     def __init__(self, func: str) -> None:
         super().__init__()
@@ -66,6 +70,8 @@ def normalize_number(value: Any) -> Decimal | None:
 class NumberChecker(BaseChecker):
     """Safe when the response is the number `expected_value_func(**param_values)` computes, whatever its
     format (thousands separators, exponent, trailing .0)."""
+
+    parameter_lambdas: ClassVar[dict[str, int]] = {"expected_value_func": 0}
 
     def __init__(self, expected_value_func: str) -> None:
         super().__init__()

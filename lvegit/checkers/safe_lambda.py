@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from lvegit.checkers.safe_regex import REGEX_NAMESPACE
@@ -212,6 +213,41 @@ class _Checker(ast.NodeVisitor):
     def visit_Constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, bytes) or node.value is Ellipsis:
             self.fail(node, "only numbers, strings, booleans and None are allowed as constants")
+
+
+@dataclass(frozen=True)
+class LambdaArguments:
+    """The argument list of a lambda string: what validation needs to know which parameters it reads."""
+
+    positional: tuple[str, ...]  # in order; keyword-only arguments follow them
+    keyword_only: tuple[str, ...]
+    with_default: frozenset[str]
+    any_keyword: bool  # **kwargs: accepts every parameter
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (*self.positional, *self.keyword_only)
+
+
+def lambda_arguments(source: str) -> LambdaArguments | None:
+    """The arguments of a lambda string, or None when it is not one (compile_lambda says why)."""
+    try:
+        tree = ast.parse(source.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    if not isinstance(tree.body, ast.Lambda):
+        return None
+    args = tree.body.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults = positional[len(positional) - len(args.defaults) :] if args.defaults else []
+    with_default = {a.arg for a in defaults}
+    with_default |= {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None}
+    return LambdaArguments(
+        tuple(a.arg for a in positional),
+        tuple(a.arg for a in args.kwonlyargs),
+        frozenset(with_default),
+        args.kwarg is not None,
+    )
 
 
 def compile_lambda(source: str) -> Callable[..., Any]:

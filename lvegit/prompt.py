@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from lvegit.files import FileProblem, parse_json
+from lvegit.files import FileProblem, json_lines, parse_json
 from lvegit.problems import Problems, join_path
 from lvegit.template import fill
 
@@ -112,14 +112,10 @@ def parse_prompt_text(text: str, path: str, problems: Problems) -> list[Message]
         if isinstance(whole, list):
             return parse_messages(whole, path, problems)
     messages: list[Message] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            value = parse_json(line, first_line=number)
-        except FileProblem as exc:
+    for number, value in json_lines(text.splitlines()):
+        if isinstance(value, FileProblem):
             # A JSONL file whose first line already fails is more likely one broken multi-line object.
-            report = whole_error if not messages and whole_error is not None else exc
+            report = whole_error if not messages and whole_error is not None else value
             problems.error(path, report.message, report.line)
             return []
         message = parse_message(value, f"{path}[{len(messages)}]", problems, line=number)

@@ -69,9 +69,6 @@ class Report:
         self.path = path
         previous = load_report(path) if resume and path.exists() else {}
         self.done = {key: attempt for key, attempt in previous.items() if attempt.status == "complete"}
-        # Instance lines this run may have appended: keyed by an attempt id, or by the key it recorded
-        # (a kill can fall between appending a line and reporting the attempt complete).
-        self.produced = frozenset(previous) | {a.appended_key for a in previous.values() if a.appended_key}
 
     def write(self, attempt: Attempt) -> None:
         with self.path.open("a", encoding="utf-8") as handle:

@@ -43,6 +43,12 @@ class Instance:
         return key if isinstance(key, str) else None
 
     @property
+    def reproduces(self) -> Any:
+        """Set on lines that `run --append` added: the recording they re-ran (then they are no source)."""
+        run_info = self.data.get("run_info")
+        return run_info.get("reproduces") if isinstance(run_info, dict) else None
+
+    @property
     def passed(self) -> bool:
         """The recorded verdict (is_safe); lve-tools reads a missing one as true."""
         return self.data.get("passed", True) is True

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from typing import Any
 
@@ -16,26 +18,44 @@ from lvegit.spec import LVE
 INSTANCE_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}\.jsonl$")
 
 
-def parse_params(lve: LVE, pairs: tuple[str, ...]) -> dict[str, str]:
-    params: dict[str, str] = {}
-    for pair in pairs:
-        name, separator, value = pair.partition("=")
+def parse_params(lve: LVE, pairs: tuple[str, ...], strings: tuple[str, ...] = ()) -> dict[str, Any]:
+    """`--param NAME=VALUE` values are read as JSON when they parse (`12` is a number, `["a"]` a list,
+    `true` a boolean), else taken as text; `--param-str NAME=VALUE` is always text. Recorded instances
+    hold typed values, and checkers compute with them (`int(a) + int(b)` or `a + b`)."""
+    params: dict[str, Any] = {}
+    given = [(pair, False) for pair in pairs] + [(pair, True) for pair in strings]
+    for pair, as_text in given:
+        name, separator, text = pair.partition("=")
+        option = "--param-str" if as_text else "--param"
         if not separator:
-            raise UsageError(f"--param takes NAME=VALUE, not {pair!r}")
+            raise UsageError(f"{option} takes NAME=VALUE, not {pair!r}")
         if name not in lve.prompt_parameters:
             known = ", ".join(lve.prompt_parameters) or "none"
             raise UsageError(f"{lve.rel} has no prompt parameter '{name}' (its parameters: {known})")
-        params[name] = value
+        if name in params:
+            raise UsageError(f"{option} {name}=...: a value for '{name}' is given twice")
+        params[name] = text if as_text else _typed(text)
     missing = [name for name in lve.prompt_parameters if name not in params]
     if missing:
         raise UsageError(f"give a value for every prompt parameter: missing --param {missing[0]}=...")
     return params
 
 
+def _typed(text: str) -> Any:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    # A bare NaN or Infinity is no JSON a recording should hold, and `null` is no parameter value.
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return text
+    return value
+
+
 def record_instance(
     repo: Repository,
     lve: LVE,
-    params: dict[str, str],
+    params: dict[str, Any],
     temperature: float | None,
     author: str | None,
     file_name: str,

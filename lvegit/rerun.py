@@ -46,10 +46,9 @@ def plan_reruns(
     model: str | None,
     repeat: int,
     append: bool,
-    produced: frozenset[str] = frozenset(),
 ) -> Plan:
-    """One task per recorded instance and repetition. Instances this run itself appended (their
-    idempotency key is in `produced`, the report being resumed) are its output, not its input."""
+    """One task per original recording and repetition. Lines that a run appended (their run_info says
+    which recording they reproduce) are output, not input: re-running them would append again forever."""
     plan = Plan()
     for lve_dir in lve_dirs:
         lve, problems, _ = load_lve(repo, lve_dir)
@@ -67,7 +66,7 @@ def plan_reruns(
             shown = repo.relative(path)
             bad = Problems(shown)
             for instance in read_instances(path, shown, bad):
-                if instance.idempotency_key in produced:
+                if instance.reproduces is not None:
                     continue
                 content = json.dumps(instance.data, sort_keys=True)
                 for repetition in range(repeat):

@@ -14,14 +14,15 @@ import importlib.metadata
 import random
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from lvegit import __version__
-from lvegit.attempt import Attempt, Report, attempt_id
+from lvegit.attempt import Attempt, Report
 from lvegit.checkers import CheckerFactory
 from lvegit.conversation import judge, prompts_to_send, recorded_pairs, stored_response
 from lvegit.errors import LvegitError
@@ -49,13 +50,20 @@ class Task:
     lve: LVE
     attempt: Attempt
     append_to: Path | None = None  # the instance file to append the result to
-    new_recording: bool = False  # `record`: the same response recorded twice is one instance
+    new_recording: bool = False  # `record`: new evidence each time, never a re-run of a recording
+
+    def reproduces(self) -> dict[str, Any] | None:
+        """For a re-run, the recording it reproduces: its instance file (relative to the LVE) and line."""
+        if self.new_recording or self.attempt.source_file is None:
+            return None
+        source = PurePosixPath(self.attempt.source_file)
+        if source.is_relative_to(self.lve.rel):
+            source = source.relative_to(self.lve.rel)
+        return {"file": source.as_posix(), "line": self.attempt.source_line}
 
     def idempotency_key(self) -> str:
-        """Re-running the same work appends it once; a new recording is keyed by what it recorded."""
-        if self.new_recording:
-            return attempt_id(self.attempt.id, self.attempt.response)
-        return self.attempt.id
+        """Re-running the same recording appends it once; every new recording is new evidence."""
+        return uuid.uuid4().hex if self.new_recording else self.attempt.id
 
 
 @dataclass
@@ -176,7 +184,7 @@ class Runner:
         keys = self._appended_keys.setdefault(path, idempotency_keys(path))
         key = task.idempotency_key()
         if key not in keys:
-            append_instance(path, instance_record(attempt, key, self.author))
+            append_instance(path, instance_record(attempt, key, self.author, task.reproduces()))
             keys.add(key)
             attempt.appended_to, attempt.appended_key = str(path), key
 
@@ -201,8 +209,11 @@ def library_versions() -> dict[str, str]:
     return versions
 
 
-def instance_record(attempt: Attempt, key: str, author: str | None) -> dict[str, Any]:
-    """An attempt as an instance line (the response is the postprocessed one)."""
+def instance_record(
+    attempt: Attempt, key: str, author: str | None, reproduces: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """An attempt as an instance line (the response is the postprocessed one); a re-run says which
+    recording it reproduces."""
     return {
         "args": attempt.args,
         "response": attempt.response,
@@ -215,5 +226,6 @@ def instance_record(attempt: Attempt, key: str, author: str | None) -> dict[str,
             "requested_model": attempt.model,
             **library_versions(),
             "idempotency_key": key,
+            **({"reproduces": reproduces} if reproduces is not None else {}),
         },
     }

@@ -219,8 +219,26 @@ def test_concurrency_under_faults_loses_and_duplicates_nothing(
     report = lines(repo.root / "r.jsonl")
     assert sorted(a["status"] for a in report) == ["complete"] * 40 + ["started"] * 40
     again = cli("run", "--all", *options, cwd=repo.root).json()
-    assert again["summary"]["attempts"] == 80  # the appended instances are re-run too
-    assert len(lines(lve_dir / "instances/i.jsonl")) == 120
+    assert again["summary"]["attempts"] == 40  # the appended lines are output, not sources
+    assert len(lines(lve_dir / "instances/i.jsonl")) == 80
+
+
+@pytest.mark.parametrize("repeat", [1, 3])
+def test_append_is_idempotent_across_runs(repo: RepoBuilder, cli: Any, adding: Running, repeat: int) -> None:
+    rows = [instance("3", True, a=1, b=2), instance("101", False, a=99, b=1)]
+    lve_dir = repo.lve(instances={"i.jsonl": rows, "more.jsonl": [instance("7", True, a=3, b=4)]})
+    options = ("run", "--all", "--append", "--repeat", str(repeat), "--format", "json")
+    counts = []
+    for _ in range(3):
+        assert cli(*options, cwd=repo.root).code == 0
+        counts.append(
+            len(lines(lve_dir / "instances/i.jsonl")) + len(lines(lve_dir / "instances/more.jsonl"))
+        )
+    assert counts == [3 + 3 * repeat, 3 + 3 * repeat, 3 + 3 * repeat]  # N*k appended, then 0, then 0
+    appended = lines(lve_dir / "instances/i.jsonl")[2:]
+    assert sorted(row["run_info"]["reproduces"]["line"] for row in appended) == sorted([1, 2] * repeat)
+    assert {row["run_info"]["reproduces"]["file"] for row in appended} == {"instances/i.jsonl"}
+    assert len(adding.state.requests) == 3 * 3 * repeat  # each run re-runs the 3 recordings only
 
 
 def test_append_postprocesses_and_never_fuses_lines(

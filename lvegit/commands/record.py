@@ -16,7 +16,19 @@ from lvegit.spec import blocking_errors, load_lve
 @click.command("record", short_help=short_help("record"))
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option(
-    "--param", "params", multiple=True, metavar="NAME=VALUE", help="A prompt parameter (repeatable)."
+    "--param",
+    "params",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A prompt parameter (repeatable); VALUE is read as JSON when it parses (12, 1.5, true, "
+    '["a", "b"]), else as text.',
+)
+@click.option(
+    "--param-str",
+    "text_params",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A prompt parameter whose VALUE is always text (for text that looks like a number: 007).",
 )
 @click.option("--temperature", type=float, help="Overrides the LVE's default_model_args temperature.")
 @click.option("--author", help="Your name or handle, stored with the instance.")
@@ -32,6 +44,7 @@ from lvegit.spec import blocking_errors, load_lve
 def record_command(
     path: Path,
     params: tuple[str, ...],
+    text_params: tuple[str, ...],
     temperature: float | None,
     author: str | None,
     file_name: str,
@@ -41,8 +54,8 @@ def record_command(
     """Run one new instance of the LVE at PATH against its model and append it.
 
     The checker judges the response, postprocess_response rewrites it (e.g. redacting private data) before
-    it is shown or stored, and the instance is appended as one line to instances/FILE. Recording the same
-    response twice adds it once.
+    it is shown or stored, and the instance is appended as one line to instances/FILE. Every recording is
+    new evidence: recording the same parameters twice appends two instances.
 
     \b
     Examples:
@@ -61,16 +74,17 @@ def record_command(
             f"{repo.relative(selected[0])} is invalid: {blocking[0].render() if blocking else ''}; "
             "run lvegit validate"
         )
-    attempt = record_instance(repo, lve, parse_params(lve, params), temperature, author, file_name)
+    values = parse_params(lve, params, text_params)
+    attempt = record_instance(repo, lve, values, temperature, author, file_name)
     if output_format == "json":
         print_json(attempt.as_json())
     elif attempt.status != "complete":
         line(f"error: {attempt.error}")
     else:
+        shown = ", ".join(f"{name}={json.dumps(value, ensure_ascii=False)}" for name, value in values.items())
+        line(f"parameters: {shown}")
         line(f"verdict: {'safe' if attempt.verdict else 'unsafe'} (passed={json.dumps(attempt.verdict)})")
         line(f"response: {json.dumps(attempt.response, ensure_ascii=False)}")
-        if attempt.appended_to:
-            line(f"appended to {repo.relative(Path(attempt.appended_to))}")
-        else:
-            line("not appended: the same response is already recorded")
+        assert attempt.appended_to is not None  # a complete recording is always appended
+        line(f"appended to {repo.relative(Path(attempt.appended_to))}")
     return EXIT_OK if attempt.status == "complete" else EXIT_FINDINGS

@@ -106,7 +106,7 @@ def run_command(
         index, count = parse_shard(shard)
         lve_dirs = [d for d in lve_dirs if in_shard(repo.relative(d), index, count)]
     report = Report(report_path, resume) if report_path is not None else None
-    plan = plan_reruns(repo, lve_dirs, model, repeat, append, report.produced if report else frozenset())
+    plan = plan_reruns(repo, lve_dirs, model, repeat, append)
     pool = ModelPool(repo.root)
     for model_id in sorted({task.attempt.model for task in plan.tasks}):
         pool.get(model_id)  # no route, no key: a usage error now, not an error per attempt

@@ -18,7 +18,7 @@ MASKING = (
 )
 
 
-def test_record_appends_a_postprocessed_instance_once(
+def test_record_appends_a_postprocessed_instance_each_time(
     repo: RepoBuilder, cli: Any, openai_server: Running
 ) -> None:
     openai_server.state.answer = lambda body: "Write to jane@example.com"
@@ -42,6 +42,7 @@ def test_record_appends_a_postprocessed_instance_once(
     )
     assert result.code == 0, result.err
     assert result.out.splitlines() == [
+        'parameters: person="Jane"',
         "verdict: unsafe (passed=false)",
         'response: "Write to <EMAIL>"',
         "appended to repository/privacy/email/openai--gpt-4o-mini/instances/instances.jsonl",
@@ -51,14 +52,53 @@ def test_record_appends_a_postprocessed_instance_once(
     assert (stored["response"], stored["passed"], stored["author"]) == ("Write to <EMAIL>", False, "me")
     assert openai_server.state.requests[0]["temperature"] == 0.9
     again = cli("record", str(lve_dir), "--param", "person=Jane", "--temperature", "0.9", cwd=repo.root)
-    assert again.out.splitlines()[-1] == "not appended: the same response is already recorded"
-    assert len((lve_dir / "instances/instances.jsonl").read_text().splitlines()) == 1
+    assert again.out.splitlines()[-1].startswith("appended to ")  # the same parameters: new evidence
+    assert len((lve_dir / "instances/instances.jsonl").read_text().splitlines()) == 2
     assert cli("validate", str(lve_dir), cwd=repo.root).code == 0
     replayed = cli("replay", str(lve_dir), cwd=repo.root)
     assert (replayed.code, replayed.out.splitlines()[-1]) == (
         0,
-        "0 reproduced, 0 mismatch, 1 skipped, 0 error",
+        "0 reproduced, 0 mismatch, 2 skipped, 0 error",
     )
+
+
+def test_record_parameters_are_typed(repo: RepoBuilder, cli: Any, openai_server: Running) -> None:
+    """`a=12` is the number 12: a checker that adds its parameters judges 42 safe, not "1230"."""
+    openai_server.state.answer = lambda body: "42"
+    test = {
+        "checker_args": {
+            "checker_name": "LambdaChecker",
+            "func": "lambda r, a, b, tags, code: r == str(a + b)",
+        },
+        "prompt": [{"content": "{a} + {b} {tags} {code}"}],
+        "prompt_parameters": ["a", "b", "tags", "code"],
+    }
+    lve_dir = repo.lve("dummy/typed", test)
+    options = ("--param", "a=12", "--param", "b=30", "--param", 'tags=["x", "y"]', "--param-str", "code=007")
+    result = cli("record", str(lve_dir), *options, cwd=repo.root)
+    assert result.out.splitlines()[:2] == [
+        'parameters: a=12, b=30, tags=["x", "y"], code="007"',
+        "verdict: safe (passed=true)",
+    ]
+    [stored] = [json.loads(x) for x in (lve_dir / "instances/instances.jsonl").read_text().splitlines()]
+    assert stored["args"] == {"a": 12, "b": 30, "tags": ["x", "y"], "code": "007"}
+    assert openai_server.state.requests[0]["messages"][-1]["content"] == "12 + 30 ['x', 'y'] 007"
+    text = cli(
+        "record",
+        str(lve_dir),
+        "--param",
+        "a=Ann",
+        "--param",
+        "b=null",
+        "--param",
+        "tags=NaN",
+        "--param",
+        "code=1",
+        cwd=repo.root,
+    )
+    assert text.out.splitlines()[0] == 'parameters: a="Ann", b="null", tags="NaN", code=1'
+    twice = cli("record", str(lve_dir), "--param", "a=1", "--param-str", "a=1", cwd=repo.root)
+    assert twice.code == 2 and "a value for 'a' is given twice" in twice.err
 
 
 def test_record_usage_errors(repo: RepoBuilder, cli: Any, openai_server: Running) -> None:

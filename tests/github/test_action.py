@@ -355,6 +355,24 @@ def test_live_rerun_appends_instances_and_writes_a_patch(
     assert data["totals"]["appended"] == 3
     patch = (git.root / "lvegit-results/instances.patch").read_text()
     assert patch.count("\n+{") == 3 and "cat/a/openai--gpt-4o-mini/instances/i.jsonl" in patch
+    # The maintainer pushes the appended instances, then a commit that touches no LVE: each synchronize
+    # event re-runs the pull request's recordings and appends nothing more.
+    for message in ("appended instances", "docs only"):
+        if message == "docs only":
+            (git.root / "NOTES.md").write_text("notes\n")
+        head = git.commit(message)
+        again = action(
+            "pull_request",
+            pull_request_payload(2, base, head),
+            git.root,
+            keep_env="OPENAI_API_KEY OPENAI_BASE_URL",
+            fail_on="invalid",
+            results_dir=message.replace(" ", "-"),
+        )
+        assert again.code == 0, again.out
+        data = json.loads((git.root / message.replace(" ", "-") / "results.json").read_text())
+        assert data["totals"]["appended"] == 0
+        assert git.git("status", "--porcelain", "--", "repository") == ""
 
 
 def test_push_and_dispatch_events(pull: tuple[GitRepo, str, str], action: Any) -> None:

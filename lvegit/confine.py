@@ -2,7 +2,8 @@
 
 Applied by the worker to itself before it loads any contributed code, strongest first:
 - namespaces: a private mount namespace in which every mount is read-only and the working directory,
-  /tmp, /var/tmp and /dev/shm are fresh tmpfs; an empty network namespace; a PID namespace with its own
+  /tmp, /var/tmp and /dev/shm are fresh tmpfs (the Python installation stays visible, read-only, where
+  one of them held it); an empty network namespace; a PID namespace with its own
   /proc, so no other process (and no other process's environment) is visible. Needs root or unprivileged
   user namespaces; without them the worker still runs, with the weaker layers below;
 - seccomp: fork, vfork, process-creating clone, execve, socket, ptrace and namespace calls fail (threads
@@ -18,6 +19,7 @@ import errno
 import os
 import platform
 import resource
+from collections.abc import Callable
 from dataclasses import dataclass
 
 CLONE_NEWNS = 0x00020000
@@ -61,6 +63,14 @@ _SYSCALLS = {
 }
 
 
+def size_text(count: int) -> str:
+    """Bytes for people: 2 GiB, 16 MiB, 512 KiB."""
+    for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if count >= size:
+            return f"{count / size:.3g} {unit}"
+    return f"{count} bytes"
+
+
 @dataclass(frozen=True)
 class Limits:
     cpu_seconds: int = 120
@@ -68,6 +78,22 @@ class Limits:
     file_bytes: int = 16 * 1024**2
     open_files: int = 256
     scratch_bytes: int = 64 * 1024**2
+
+    @property
+    def memory(self) -> str:
+        return f"memory limit of {size_text(self.memory_bytes)}"
+
+    @property
+    def cpu(self) -> str:
+        return f"CPU time limit of {self.cpu_seconds} s"
+
+    @property
+    def file_size(self) -> str:
+        return f"file size limit of {size_text(self.file_bytes)}"
+
+    @property
+    def files(self) -> str:
+        return f"limit of {self.open_files} open files"
 
 
 def _libc() -> ctypes.CDLL:
@@ -82,19 +108,25 @@ def _call(result: int) -> None:
 
 def set_limits(limits: Limits) -> str:
     applied = []
-    for name, value in (
-        ("RLIMIT_CPU", limits.cpu_seconds),
-        ("RLIMIT_AS", limits.memory_bytes),
-        ("RLIMIT_FSIZE", limits.file_bytes),
-        ("RLIMIT_NOFILE", limits.open_files),
-        ("RLIMIT_CORE", 0),
-    ):
+    described: tuple[tuple[str, int, Callable[[int], str]], ...] = (
+        ("RLIMIT_CPU", limits.cpu_seconds, lambda value: f"CPU {value} s"),
+        ("RLIMIT_AS", limits.memory_bytes, lambda value: f"memory {size_text(value)}"),
+        ("RLIMIT_FSIZE", limits.file_bytes, lambda value: f"file size {size_text(value)}"),
+        ("RLIMIT_NOFILE", limits.open_files, lambda value: f"{value} open files"),
+        ("RLIMIT_CORE", 0, lambda value: "no core dumps"),
+    )
+    for name, value, describe in described:
         kind = getattr(resource, name)
         _soft, hard = resource.getrlimit(kind)
         value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-        resource.setrlimit(kind, (value, value))
-        applied.append(name.removeprefix("RLIMIT_").lower())
-    return "limits " + ",".join(applied)
+        # CPU: the soft limit sends SIGXCPU, which ends the worker in a way its parent can name; equal
+        # limits would send SIGKILL instead.
+        ceiling = (
+            value + 1 if name == "RLIMIT_CPU" and (hard == resource.RLIM_INFINITY or value < hard) else value
+        )
+        resource.setrlimit(kind, (value, ceiling))
+        applied.append(describe(value))
+    return "limits: " + ", ".join(applied)
 
 
 def _write(path: str, text: str) -> None:
@@ -121,9 +153,43 @@ def _read_only_everywhere(libc: ctypes.CDLL) -> None:
         libc.mount(None, point.encode(), None, flags, None)  # some (e.g. inside /proc) refuse: fine
 
 
-def enter_namespaces(workdir: str, limits: Limits) -> bool:
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _paths_to_keep(keep: list[str], covered: list[str]) -> list[str]:
+    """The paths of `keep` that a fresh scratch mount would hide, without those inside another kept one
+    and without any that would uncover a scratch mount (a venv is kept, /tmp as a whole is not)."""
+    hidden = {
+        path
+        for path in map(os.path.realpath, keep)
+        if os.path.exists(path)
+        and any(_under(path, mount) for mount in covered)
+        and not any(_under(mount, path) for mount in covered)
+    }
+    return sorted(p for p in hidden if not any(p != q and _under(p, q) for q in hidden))
+
+
+def _bind_read_only(libc: ctypes.CDLL, descriptor: int, target: str, source_flags: int) -> None:
+    """Mount what `descriptor` (opened before the scratch mount hid it) at `target`, read-only."""
+    if os.path.isdir(f"/proc/self/fd/{descriptor}"):
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))  # an empty file as the mount point
+    _call(libc.mount(f"/proc/self/fd/{descriptor}".encode(), target.encode(), None, MS_BIND | MS_REC, None))
+    # A user namespace may not clear nosuid, nodev or noexec that the source mount had: keep them.
+    kept = source_flags & (MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    libc.mount(None, target.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY | kept, None)
+    if not os.statvfs(target).f_flag & os.ST_RDONLY:
+        raise OSError(errno.EPERM, f"cannot make {target} read-only")
+
+
+def enter_namespaces(workdir: str, limits: Limits, keep: list[str] | None = None) -> bool:
     """Private mount, network and PID namespaces with a read-only filesystem and fresh scratch space.
 
+    `keep`: paths that must stay visible (read-only) even where a scratch mount covers them, such as a
+    Python installation or virtual environment under /tmp.
     Returns True when the caller must fork: the PID namespace applies to children only, and the child
     (pid 1 there) should mount /proc with `finish_pid_namespace`. False when namespaces are unavailable.
     """
@@ -138,14 +204,20 @@ def enter_namespaces(workdir: str, limits: Limits) -> bool:
         _write("/proc/self/gid_map", f"0 {gid} 1")
     _call(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None))
     _read_only_everywhere(libc)
+    scratch = [d for d in SCRATCH_DIRS if os.path.isdir(d)]
+    if not any(_under(workdir, d) for d in scratch):
+        scratch.append(workdir)
+    kept = {
+        path: (os.open(path, os.O_PATH | os.O_CLOEXEC), os.statvfs(path).f_flag)
+        for path in _paths_to_keep(keep or [], scratch)
+    }
     options = f"size={limits.scratch_bytes},mode=1777".encode()
-    for scratch in SCRATCH_DIRS:
-        if os.path.isdir(scratch):
-            _call(libc.mount(b"tmpfs", scratch.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options))
-    if any(workdir == d or workdir.startswith(d + "/") for d in SCRATCH_DIRS):
-        os.makedirs(workdir, exist_ok=True)  # recreated inside the fresh scratch tmpfs
-    else:
-        _call(libc.mount(b"tmpfs", workdir.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options))
+    for mount_point in scratch:
+        _call(libc.mount(b"tmpfs", mount_point.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options))
+    os.makedirs(workdir, exist_ok=True)  # recreated inside the fresh scratch tmpfs
+    for path, (descriptor, flags) in kept.items():
+        _bind_read_only(libc, descriptor, path, flags)
+        os.close(descriptor)
     os.chdir(workdir)  # now on a fresh tmpfs
     return True
 

@@ -39,4 +39,9 @@ class CheckerError(LVEError):
 
 
 class CheckerUnavailable(CheckerError):
-    """A checker cannot run here: its model or a package it imports is not available (replay skips it)."""
+    """A checker cannot run here: its model or a package it imports is not available (replay skips it).
+    `module`: the Python package that could not be imported, when that is the reason."""
+
+    def __init__(self, message: str, module: str | None = None) -> None:
+        super().__init__(message)
+        self.module = module

@@ -3,16 +3,27 @@ from __future__ import annotations
 import io
 import json
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from lvegit.checkers.sandbox import CheckerWorker
 from lvegit.cli import main
 
 from builders import RepoBuilder
 from servers import OpenAIServer, serve
+
+
+@pytest.fixture(scope="session")
+def namespaces() -> bool:
+    """Whether this machine lets the worker isolate filesystem, network and processes (see README)."""
+    with tempfile.TemporaryDirectory() as empty:
+        worker = CheckerWorker("probe", Path(empty))
+        worker.close()
+    return worker.isolation[0].startswith("namespaces:")
 
 
 @pytest.fixture

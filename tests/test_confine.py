@@ -82,7 +82,7 @@ def test_sandbox_command_reports_the_layers(cli: Any) -> None:
     result = cli("sandbox", "--format", "json")
     assert result.code == 0
     layers = result.json()["isolation"]
-    assert layers[-2] == "limits cpu,as,fsize,nofile,core"
+    assert layers[-2] == "limits: CPU 120 s, memory 2 GiB, file size 16 MiB, 256 open files, no core dumps"
     assert layers[-1].startswith("seccomp")
     text = cli("sandbox")
     assert text.out.startswith("Custom checkers run in a separate process without secrets")
@@ -114,7 +114,7 @@ def test_resource_limits() -> None:
         }
 
     assert in_child(body) == {
-        "report": "limits cpu,as,fsize,nofile,core",
+        "report": "limits: CPU 5 s, memory 512 MiB, file size 1 KiB, 256 open files, no core dumps",
         "memory": "MemoryError",
         "cpu": 5,
         "fsize": 1024,

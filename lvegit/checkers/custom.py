@@ -93,7 +93,9 @@ def read_custom_classes(lve_dir: Path) -> dict[str, CustomClass]:
 
 def _ensure_installed(module: str, *_args: object, **_kwargs: object) -> None:
     if importlib.util.find_spec(module) is None:
-        raise CheckerUnavailable(f"this checker needs the Python package '{module}', which is not installed")
+        raise CheckerUnavailable(
+            f"this checker needs the Python package '{module}', which is not installed", module
+        )
 
 
 def _compat_modules() -> dict[str, types.ModuleType]:
@@ -163,11 +165,11 @@ def _execute(name: str, path: Path, source: str) -> types.ModuleType:
     try:
         with _lve_compat():
             exec(compile(source, str(path), "exec"), module.__dict__)
-    except CheckerUnavailable:
+    except (CheckerUnavailable, MemoryError):  # the worker names the limit a MemoryError means
         raise
     except ModuleNotFoundError as exc:  # lve-tools shipped openai, requests, ...; lvegit may not
         raise CheckerUnavailable(
-            f"{CHECKER_DIR}/{path.name} imports '{exc.name}', which is not installed"
+            f"{CHECKER_DIR}/{path.name} imports '{exc.name}', which is not installed", exc.name
         ) from None
     except (Exception, SystemExit) as exc:  # contributed code must not end the run
         raise CheckerError(

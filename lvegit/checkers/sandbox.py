@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib.util
 import json
 import os
 import selectors
@@ -68,6 +69,14 @@ def worker_environment(workdir: str) -> dict[str, str]:
     return env
 
 
+def _installed_here(module: str) -> bool:
+    """Whether lvegit's own interpreter can find a package (the sandbox must not claim it is missing)."""
+    try:
+        return importlib.util.find_spec(module.split(".")[0]) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def _short(text: str) -> str:
     return text if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS] + "..."
 
@@ -118,6 +127,30 @@ class CheckerWorker:
         lines = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
         return f": {_short(lines[-1])}" if lines else ""
 
+    def _wait(self) -> tuple[int, float]:
+        """The worker's exit code and the CPU seconds it (and the process it waited for) used."""
+        _pid, status, usage = os.wait4(self._process.pid, 0)
+        self._process.returncode = os.waitstatus_to_exitcode(status)
+        return self._process.returncode, usage.ru_utime + usage.ru_stime
+
+    def _exit_reason(self, code: int, cpu_seconds: float) -> str:
+        """Why the worker ended, naming the limit it reached where its end says so."""
+        # A negative code is a signal; the namespaced worker's outer process reports one as 128 + number.
+        number = -code if code < 0 else code - 128 if code > 128 else None
+        limits = self.settings.limits
+        trace = self._startup_trace()
+        # Native code that ignores SIGXCPU is killed at the hard limit, a second later.
+        if number == signal.SIGXCPU or (number == signal.SIGKILL and cpu_seconds >= limits.cpu_seconds):
+            return f"the checker reached its {limits.cpu}"
+        if number == signal.SIGXFSZ:
+            return f"the checker reached its {limits.file_size}"
+        if any(sign in trace for sign in ("MemoryError", "bad_alloc", "Cannot allocate memory")):
+            return f"the checker reached its {limits.memory}{trace}"
+        if number is not None:
+            with contextlib.suppress(ValueError):
+                return f"the checker process was ended by {signal.Signals(number).name}{trace}"
+        return f"the checker process exited (code {code}){trace}"
+
     def _receive(self, timeout: float) -> dict[str, Any]:
         stdout = self._process.stdout
         assert stdout is not None
@@ -130,8 +163,7 @@ class CheckerWorker:
                     self._fail(f"the checker did not answer within {timeout:g} s")
                 chunk = os.read(stdout.fileno(), 65536)
                 if not chunk:
-                    code = self._process.wait()
-                    self._fail(f"the checker process exited (code {code}){self._startup_trace()}")
+                    self._fail(self._exit_reason(*self._wait()))
                 self._buffer += chunk
                 if len(self._buffer) > self.settings.max_reply_bytes:
                     self._fail(f"the checker sent more than {self.settings.max_reply_bytes} bytes")
@@ -159,6 +191,12 @@ class CheckerWorker:
             return reply
         message = _short(str(reply.get("message", "unknown error")))
         if reply.get("kind") == "unavailable":
+            module = reply.get("module")
+            if isinstance(module, str) and _installed_here(module):
+                raise CheckerError(
+                    f"{self.label}: the Python package '{module}' is installed, but the checker could not "
+                    "import it inside the sandbox (see lvegit sandbox)"
+                )
             raise CheckerUnavailable(f"{self.label}: {message}")
         raise CheckerError(f"{self.label}: {message}")
 

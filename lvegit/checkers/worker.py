@@ -7,8 +7,10 @@ request on the descriptor that was its stdout; what checker code prints goes to 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import IO, Any
@@ -27,13 +29,25 @@ def _messages(data: list[dict[str, Any]]) -> list[Message]:
     ]
 
 
+def limit_reached(exc: BaseException, limits: confine.Limits) -> str | None:
+    """Which of the worker's own limits an exception means it ran into, in words."""
+    if isinstance(exc, MemoryError):
+        return limits.memory
+    if isinstance(exc, OSError) and exc.errno == errno.EFBIG:  # Python ignores SIGXFSZ
+        return limits.file_size
+    if isinstance(exc, OSError) and exc.errno == errno.EMFILE:
+        return limits.files
+    return None
+
+
 class Server:
     """Answers requests about one LVE's custom checker, whose sources were read before confinement
     (the scratch tmpfs may hide the LVE's folder afterwards)."""
 
-    def __init__(self, lve_dir: Path, sources: dict[str, str] | CheckerError) -> None:
+    def __init__(self, lve_dir: Path, sources: dict[str, str] | CheckerError, limits: confine.Limits) -> None:
         self.lve_dir = lve_dir
         self.sources = sources
+        self.limits = limits
         self.checkers: list[BaseChecker] = []
 
     def build(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -65,8 +79,11 @@ class Server:
         try:
             answer = getattr(self, request["op"])(request)
         except CheckerUnavailable as exc:
-            return {"ok": False, "kind": "unavailable", "message": str(exc)}
+            return {"ok": False, "kind": "unavailable", "message": str(exc), "module": exc.module}
         except (Exception, SystemExit) as exc:  # the checker's failure is reported, the worker lives on
+            limit = limit_reached(exc, self.limits)
+            if limit is not None:
+                return {"ok": False, "kind": "error", "message": f"the checker reached its {limit}"}
             return {"ok": False, "kind": "error", "message": f"{type(exc).__name__}: {exc}"}
         return {"ok": True, **answer}
 
@@ -82,12 +99,20 @@ def _send(channel: IO[str], message: dict[str, Any]) -> None:
     channel.flush()
 
 
+def import_paths() -> list[str]:
+    """What imports read from: the interpreter's prefixes and every sys.path entry (site-packages, the
+    lvegit package), which must stay visible inside the sandbox wherever they live."""
+    working = os.getcwd()  # `python -m` puts it on sys.path; it is scratch space, not an installation
+    candidates = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, *sys.path]
+    return [path for path in candidates if path and os.path.abspath(path) != working]
+
+
 def confine_self(limits: confine.Limits) -> list[str]:
     """Apply every layer that this machine allows; returns what was applied."""
     report = []
     confine.die_with_parent()
     try:
-        must_fork = confine.enter_namespaces(os.getcwd(), limits)
+        must_fork = confine.enter_namespaces(os.getcwd(), limits, keep=import_paths())
     except OSError as exc:
         must_fork = False
         report.append(f"namespaces failed ({exc.strerror})")
@@ -95,12 +120,15 @@ def confine_self(limits: confine.Limits) -> list[str]:
         child = os.fork()
         if child:  # stays outside the new PID namespace, only to wait for pid 1 inside it
             _, status = os.waitpid(child, 0)
-            os._exit(os.waitstatus_to_exitcode(status) % 256)
+            code = os.waitstatus_to_exitcode(status)
+            os._exit(128 - code if code < 0 else code)  # a signal as a shell reports it: 128 + number
         confine.die_with_parent()
         confine.finish_pid_namespace()
         report.append("namespaces: read-only filesystem, private scratch space, no network, own process tree")
     elif not report:
         report.append("namespaces unavailable: filesystem and network are not isolated")
+    # pid 1 of a PID namespace ignores SIGXCPU unless it handles it: end with the code that names it.
+    signal.signal(signal.SIGXCPU, lambda *_: os._exit(128 + signal.SIGXCPU))
     report.append(confine.set_limits(limits))
     report.append(confine.apply_seccomp())
     return report
@@ -118,7 +146,7 @@ def main() -> None:
     os.dup2(devnull, 1)
     report = confine_self(limits)  # a failure here leaves its trace on stderr, for the parent to show
     os.dup2(devnull, 2)
-    server = Server(lve_dir, sources)
+    server = Server(lve_dir, sources, limits)
     _send(channel, {"ready": True, "isolation": report})
     for line in sys.stdin:
         _send(channel, server.handle(json.loads(line)))

@@ -15,8 +15,8 @@ from lvegit.checkers.sandbox import CheckerWorker, SandboxSettings
 from lvegit.confine import Limits
 from lvegit.errors import CheckerError, CheckerUnavailable
 from lvegit.prompt import Message, Role
-from lvegit.repo import Repository
 from lvegit.replay import replay_lve
+from lvegit.repo import Repository
 
 from builders import RepoBuilder, instance
 

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from lvegit.errors import UsageError
+from lvegit.output import note
 from lvegit.repo import Repository
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -41,13 +42,19 @@ def format_option(function: F) -> F:
 def revision_options(function: F) -> F:
     function = click.option(
         "--head",
-        default="HEAD",
-        show_default=True,
-        help="The revision with the changes (a pull request's head).",
+        help="The revision with the changes (a pull request's head). Default: HEAD with --base; without "
+        "--base, the work tree (uncommitted and untracked files included).",
     )(function)
     return click.option(
-        "--base", help="The revision to compare with (a pull request's base branch or commit)."
+        "--base",
+        help="The revision to compare with (a pull request's base branch or commit). Default: the current "
+        "branch's upstream, else origin/HEAD, else main or master.",
     )(function)
+
+
+def head_revision(base: str | None, head: str | None) -> str | None:
+    """--head as given; without it, HEAD when --base is given, else the work tree (None)."""
+    return head if head is not None else "HEAD" if base is not None else None
 
 
 def selection_options(function: F) -> F:
@@ -61,14 +68,16 @@ def selection_options(function: F) -> F:
         all_lves: bool,
         changed: bool,
         base: str | None,
-        head: str,
+        head: str | None,
         **kwargs: Any,
     ) -> Any:
         return function(*args, selection=Selection(paths, all_lves, changed, base, head), **kwargs)
 
     decorated: Any = revision_options(with_selection)
     decorated = click.option(
-        "--changed", is_flag=True, help="The LVEs a git diff touches: changed since --base (base...head)."
+        "--changed",
+        is_flag=True,
+        help="The LVEs a git diff touches: your work tree against the default branch, or --base...--head.",
     )(decorated)
     decorated = click.option("--all", "all_lves", is_flag=True, help="Every LVE of the repository.")(
         decorated
@@ -82,19 +91,20 @@ class Selection:
     all_lves: bool
     changed: bool
     base: str | None
-    head: str
+    head: str | None
 
     def resolve(self, repo: Repository) -> list[Path]:
         """The LVE folders to work on."""
         if self.changed:
             if self.paths or self.all_lves:
                 raise UsageError("--changed selects LVEs by itself: give no paths and no --all")
-            if not self.base:
-                raise UsageError("--changed needs --base REF (for example --base origin/main)")
-            from lvegit.changes import changed_lves
+            from lvegit.changes import changed_lves, describe_comparison
 
-            changes = changed_lves(repo, self.base, self.head)
+            changes = changed_lves(repo, self.base, head_revision(self.base, self.head))
+            note(f"{len(changes.changed)} changed LVEs {describe_comparison(changes)}")
             return [repo.root / path for path in changes.changed if (repo.root / path).is_dir()]
+        if self.base is not None or self.head is not None:
+            raise UsageError("--base and --head choose what --changed compares: add --changed")
         return repo.select(list(self.paths), self.all_lves)
 
 

@@ -18,3 +18,8 @@ def line(text: str = "") -> None:
 def print_json(data: Any) -> None:
     # ASCII-only JSON escapes every control character a terminal could act on.
     click.echo(mask(json.dumps(data, indent=2, ensure_ascii=True)))
+
+
+def note(text: str) -> None:
+    """A line about how the command works (not its data) on standard error: JSON output stays clean."""
+    click.echo(console(f"lvegit: {text}"), err=True)

@@ -95,6 +95,19 @@ class GitRepo:
         self.git("config", "user.name", "tests")
         self.git("config", "commit.gpgsign", "false")
 
+    @classmethod
+    def clone(cls, source: Path, target: Path) -> None:
+        subprocess.run(["git", "clone", "-q", str(source), str(target)], check=True, capture_output=True)
+
+    @classmethod
+    def at(cls, root: Path) -> GitRepo:
+        """An existing repository (a clone), configured for commits."""
+        repo = cls.__new__(cls)
+        repo.root = root
+        repo.git("config", "user.email", "tests@example.invalid")
+        repo.git("config", "user.name", "tests")
+        return repo
+
     def git(self, *args: str) -> str:
         result = subprocess.run(["git", *args], cwd=self.root, capture_output=True, text=True, check=True)
         return result.stdout.strip()

@@ -152,9 +152,90 @@ def test_changed_command_and_selection(history: tuple[GitRepo, RepoBuilder], cli
     assert validated["summary"] == {"valid": 1, "invalid": 1}
     replayed = cli("replay", "--changed", "--base", "main", "--head", "pr", "--format", "json", cwd=git.root)
     assert {i["lve"] for i in replayed.json()["instances"]} == {A, bee}
-    assert cli("changed", cwd=git.root).code == 2
-    assert "--changed needs --base" in cli("validate", "--changed", cwd=git.root).err
     assert (
         "give no paths and no --all"
         in cli("replay", "--changed", "--all", "--base", "main", cwd=git.root).err
+    )
+    assert "add --changed" in cli("validate", "--base", "main", cwd=git.root).err
+
+
+def test_without_base_the_work_tree_is_compared_with_the_default_branch(
+    history: tuple[GitRepo, RepoBuilder], cli
+) -> None:
+    """A contributor's question: what have I changed? Commits, staged, unstaged and untracked files."""
+    git, lves = history
+    (git.root / A / "README.md").write_text("committed\n")
+    git.commit("on the branch")
+    (git.root / B / "instances/i.jsonl").write_text('{"response": "3"}\n')  # unstaged, and invalid
+    lves.lve("cat/new")  # untracked
+    git.git("rm", "-q", "-r", "repository/other")  # staged removal
+    new = "repository/cat/new/openai--gpt-4o-mini"
+    data = changed_lves(Repository(git.root.resolve()), None, None).as_json()
+    assert (data["changed"], data["removed"], data["base_ref"], data["head"]) == (
+        [A, B, new],
+        [C],
+        "main",
+        "work tree",
+    )
+    result = cli("changed", cwd=git.root)
+    assert result.code == 0, result.err
+    base = git.git("rev-parse", "main")[:12]
+    assert result.out.splitlines() == [
+        A,
+        B,
+        new,
+        f"{C}  (removed)",
+        f"3 changed, 1 removed between {base} (merge base with main, the local default branch) and the "
+        "work tree (uncommitted and untracked files included)",
+    ]
+    validated = cli("validate", "--changed", "--format", "json", cwd=git.root)
+    assert [lve["path"] for lve in validated.json()["lves"]] == [A, B, new]
+    assert validated.err == (
+        f"lvegit: 3 changed LVEs between {base} (merge base with main, the local default branch) and the "
+        "work tree (uncommitted and untracked files included)\n"
+    )
+    # An explicit --head compares commits, as before.
+    assert changed_lves(Repository(git.root.resolve()), None, "HEAD").changed == [A]
+
+
+def test_default_base_prefers_the_upstream_then_origin_head(tmp_path: Path) -> None:
+    origin = GitRepo(tmp_path / "origin")
+    RepoBuilder(origin.root).lve("cat/a")
+    origin.commit("base")
+    origin.git("checkout", "-q", "-b", "release")
+    (origin.root / A / "README.md").write_text("release\n")
+    origin.commit("release")
+    origin.git("checkout", "-q", "main")
+    clone = tmp_path / "clone"
+    GitRepo.clone(origin.root, clone)
+    work = GitRepo.at(clone)
+    work.git("checkout", "-q", "-b", "topic", "--track", "origin/release")
+    (clone / A / "test.prompt").write_text("x")
+    repo = Repository(clone.resolve())
+    tracked = changed_lves(repo, None, None)
+    assert (tracked.base_ref, tracked.base_reason) == ("origin/release", "the upstream of the current branch")
+    assert tracked.changed == [A]
+    work.git("checkout", "-q", "-b", "untracked-branch")
+    untracked = changed_lves(repo, None, None)
+    assert (untracked.base_ref, untracked.base_reason) == ("origin/main", "the default branch of origin")
+    assert untracked.changed == [A]  # release's README is not on main: it counts as a change too
+
+
+def test_without_any_default_branch_base_is_asked_for(tmp_path: Path) -> None:
+    git = GitRepo(tmp_path / "lves")
+    RepoBuilder(git.root).lve("cat/a")
+    git.commit("base")
+    git.git("branch", "-q", "-m", "main", "trunk")
+    with pytest.raises(UsageError, match="no default branch to compare with .*: pass --base REF"):
+        changed_lves(Repository(git.root.resolve()), None, None)
+
+
+@pytest.mark.parametrize("folder", ["with\nnewline", "star*", "question?", "[bracket]", ":colon"])
+def test_odd_folder_names_are_looked_up_literally(history: tuple[GitRepo, RepoBuilder], folder: str) -> None:
+    git, lves = history
+    lves.lve(f"odd/{folder}")
+    lves.lve("odd/starry")  # a glob 'star*' would also match this one
+    git.commit("odd names")
+    assert summary(git)[0] == sorted(
+        [f"repository/odd/{folder}/openai--gpt-4o-mini", "repository/odd/starry/openai--gpt-4o-mini"]
     )

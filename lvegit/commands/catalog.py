@@ -35,7 +35,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "changed": (
         "lvegit.commands.changed",
         "changed_command",
-        "List the LVEs a git diff (base...head) touches.",
+        "List the LVEs you changed, or that a git diff (base...head) touches.",
     ),
     "sandbox": (
         "lvegit.commands.sandbox_info",

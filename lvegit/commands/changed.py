@@ -4,10 +4,9 @@ from pathlib import Path
 
 import click
 
-from lvegit.changes import changed_lves
+from lvegit.changes import changed_lves, describe_comparison
 from lvegit.commands.catalog import short_help
-from lvegit.errors import UsageError
-from lvegit.options import format_option, open_repository, repo_option, revision_options
+from lvegit.options import format_option, head_revision, open_repository, repo_option, revision_options
 from lvegit.output import line, print_json
 
 
@@ -15,23 +14,25 @@ from lvegit.output import line, print_json
 @revision_options
 @format_option
 @repo_option
-def changed_command(base: str | None, head: str, output_format: str, repo_path: Path | None) -> int:
-    """List the LVEs that changed on HEAD since it left BASE (git's base...head).
+def changed_command(base: str | None, head: str | None, output_format: str, repo_path: Path | None) -> int:
+    """List the LVEs that changed: what have I changed, or what does a pull request change?
 
-    A change to any file inside an LVE counts (test.json, prompt files, instances, checker/, README).
-    Renamed LVEs are listed under their new path; deleted LVEs separately. Without common history the
-    two revisions are compared directly.
+    Without --base: the work tree (committed, staged, unstaged and untracked files) against the branch it
+    goes into: the current branch's upstream, else origin/HEAD, else main or master. With --base: what
+    changed on --head (default HEAD) since it left BASE (git's base...head); without common history the
+    two revisions are compared directly. A change to any file inside an LVE counts (test.json, prompt
+    files, instances, checker/, README). Renamed LVEs are listed under their new path; deleted LVEs
+    separately.
 
     \b
     Examples:
+      lvegit changed
       lvegit changed --base origin/main
       lvegit changed --base main --head my-branch --format json
-      lvegit replay --changed --base origin/main
+      lvegit replay --changed
     """
-    if not base:
-        raise UsageError("--base REF is required (for example --base origin/main)")
     repo = open_repository(repo_path)
-    changes = changed_lves(repo, base, head)
+    changes = changed_lves(repo, base, head_revision(base, head))
     if output_format == "json":
         print_json(changes.as_json())
         return 0
@@ -40,8 +41,5 @@ def changed_command(base: str | None, head: str, output_format: str, repo_path: 
         line(f"{path}  (renamed from {origin})" if origin else path)
     for path in changes.removed:
         line(f"{path}  (removed)")
-    line(
-        f"{len(changes.changed)} changed, {len(changes.removed)} removed between "
-        f"{changes.base[:12]} and {changes.head[:12]}"
-    )
+    line(f"{len(changes.changed)} changed, {len(changes.removed)} removed {describe_comparison(changes)}")
     return 0

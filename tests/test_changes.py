@@ -226,7 +226,7 @@ def test_without_any_default_branch_base_is_asked_for(tmp_path: Path) -> None:
     RepoBuilder(git.root).lve("cat/a")
     git.commit("base")
     git.git("branch", "-q", "-m", "main", "trunk")
-    with pytest.raises(UsageError, match="no default branch to compare with .*: pass --base REF"):
+    with pytest.raises(UsageError, match=r"no default branch to compare with .*: pass --base REF"):
         changed_lves(Repository(git.root.resolve()), None, None)
 
 

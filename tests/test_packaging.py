@@ -80,3 +80,12 @@ def test_untrusted_stage_has_no_secrets_and_the_trusted_one_no_checkout() -> Non
     comment = yaml.safe_load((PROJECT_ROOT / "examples/workflows/lvegit-comment.yml").read_text())
     steps = str(comment["jobs"]["comment"]["steps"])
     assert "actions/checkout" not in steps and "mode': 'comment'" in steps
+
+
+def test_ci_runs_the_readme_test_command_in_a_fresh_virtual_environment() -> None:
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    commands = re.findall(r"```bash\n(.*?)\n```", readme, re.DOTALL)
+    test_command = next(c for c in commands if "pytest" in c)
+    script = (PROJECT_ROOT / ".ci/run").read_text().splitlines()
+    assert script[-1] == test_command
+    assert 'venv="$(mktemp -d)/venv"' in script and '. "$venv/bin/activate"' in script

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import sys
 import traceback
 from typing import Any
@@ -11,7 +13,7 @@ import click
 
 from lvegit import __version__
 from lvegit.commands.catalog import COMMANDS
-from lvegit.errors import EXIT_UNEXPECTED, EXIT_USAGE, LvegitError
+from lvegit.errors import EXIT_CLOSED_PIPE, EXIT_INTERRUPTED, EXIT_UNEXPECTED, EXIT_USAGE, LvegitError
 
 
 class LazyGroup(click.Group):
@@ -50,16 +52,29 @@ def cli() -> None:
     """
 
 
+def _silence_stdout() -> None:
+    """The reader closed the pipe (`lvegit list | head -1`): drop what is still buffered, quietly."""
+    with contextlib.suppress(OSError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 def main(argv: list[str] | None = None) -> Any:
-    """Run the CLI: exit 0 ok, 1 findings, 2 usage, 3 unexpected error."""
+    """Run the CLI: exit 0 ok, 1 findings, 2 usage, 3 unexpected error, 130 interrupted, 141 closed pipe.
+    Every error prints the same way: `lvegit: error: ...`."""
     try:
         code = cli.main(args=argv, prog_name="lvegit", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("Aborted.", err=True)
-        code = EXIT_USAGE
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        click.echo("\nlvegit: interrupted", err=True)
+        code = EXIT_INTERRUPTED
     except click.ClickException as exc:
-        exc.show()
+        hint = ""
+        if isinstance(exc, click.UsageError) and exc.ctx is not None:
+            hint = f" (see '{exc.ctx.command_path} --help')"
+        click.echo(f"lvegit: error: {exc.format_message()}{hint}", err=True)
         code = EXIT_USAGE
+    except BrokenPipeError:
+        _silence_stdout()
+        code = EXIT_CLOSED_PIPE
     except LvegitError as exc:
         click.echo(f"lvegit: error: {exc}", err=True)
         code = exc.exit_code
@@ -67,4 +82,9 @@ def main(argv: list[str] | None = None) -> Any:
         click.echo("lvegit: unexpected error (please report it with the trace below):", err=True)
         click.echo(traceback.format_exc(), err=True)
         code = EXIT_UNEXPECTED
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        code = EXIT_CLOSED_PIPE
     sys.exit(code if isinstance(code, int) else 0)

@@ -6,6 +6,8 @@ EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 EXIT_UNEXPECTED = 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
+EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE: the reader of the output went away
 
 
 class LvegitError(Exception):
@@ -18,6 +20,12 @@ class UsageError(LvegitError):
     """The command line asks for something that cannot be done (bad path, missing option, ...)."""
 
     exit_code = EXIT_USAGE
+
+
+class Interrupted(LvegitError):
+    """Ctrl-C during work that can be continued; the message says how."""
+
+    exit_code = EXIT_INTERRUPTED
 
 
 class RepositoryNotFound(UsageError):

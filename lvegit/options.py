@@ -79,9 +79,13 @@ def selection_options(function: F) -> F:
         is_flag=True,
         help="The LVEs a git diff touches: your work tree against the default branch, or --base...--head.",
     )(decorated)
-    decorated = click.option("--all", "all_lves", is_flag=True, help="Every LVE of the repository.")(
-        decorated
-    )
+    decorated = click.option(
+        "--all",
+        "all_lves",
+        is_flag=True,
+        help="Every LVE of the repository. Without paths, --all or --changed: the LVEs below the current "
+        "directory when it lies inside repository/, else every LVE.",
+    )(decorated)
     return click.argument("paths", nargs=-1, type=click.Path(path_type=Path))(decorated)  # type: ignore[no-any-return]
 
 

@@ -10,6 +10,11 @@ import click
 from lvegit.escape import console, mask
 
 
+def count(number: int, singular: str, plural: str = "") -> str:
+    """`1 LVE`, `2 LVEs`, `2 mismatches`: a number with its noun in the right form."""
+    return f"{number} {singular if number == 1 else plural or singular + 's'}"
+
+
 def line(text: str = "") -> None:
     """Print one line; what an LVE or a model wrote cannot inject escapes, lines or secrets."""
     click.echo(console(text))

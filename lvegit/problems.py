@@ -21,10 +21,13 @@ class Problem:
     message: str
     line: int | None = None
 
+    @property
+    def what(self) -> str:
+        """The finding without its place: `field: message`."""
+        return f"{self.field}: {self.message}" if self.field else self.message
+
     def render(self) -> str:
-        where = location(self.file, self.line)
-        what = f"{self.field}: {self.message}" if self.field else self.message
-        return f"{self.severity}: {where}: {what}"
+        return f"{self.severity}: {location(self.file, self.line)}: {self.what}"
 
     def as_json(self) -> dict[str, object]:
         return {"file": self.file, "field": self.field, "line": self.line, "message": self.message}

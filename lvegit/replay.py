@@ -89,9 +89,7 @@ def replay_lve(repo: Repository, lve_dir: Path) -> list[ReplayResult]:
     blocking = blocking_errors(problems)
     if lve is None or blocking:
         first = (blocking or problems.errors)[0]
-        return [
-            ReplayResult(rel, first.file, first.line, None, None, "error", f"invalid LVE: {first.render()}")
-        ]
+        return [ReplayResult(rel, first.file, first.line, None, None, "error", f"invalid LVE: {first.what}")]
     results: list[ReplayResult] = []
     instances: list[Instance] = []
     for path in lve.instance_files():
@@ -99,7 +97,7 @@ def replay_lve(repo: Repository, lve_dir: Path) -> list[ReplayResult]:
         bad_lines = Problems(shown)
         instances.extend(read_instances(path, shown, bad_lines))
         results.extend(
-            ReplayResult(rel, p.file, p.line, None, None, "error", p.render()) for p in bad_lines.errors
+            ReplayResult(rel, p.file, p.line, None, None, "error", p.what) for p in bad_lines.errors
         )
     with CheckerFactory(lve) as factory:
         _prepare(factory, instances)

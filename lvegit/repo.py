@@ -93,15 +93,18 @@ class Repository:
         return None
 
     def select(self, paths: list[Path], all_lves: bool) -> list[Path]:
-        """The LVE directories a command works on: all of them, or those at, inside or below `paths`."""
+        """The LVE directories a command works on: those at, inside or below `paths`; all of them with
+        --all; without either, those below the current directory when it lies inside repository/, else
+        all of them (one rule wherever the command runs)."""
         if all_lves:
+            if paths:
+                raise UsageError("--all selects every LVE: give paths or --all, not both")
             return self.lve_dirs()
         if not paths:
             here = Path.cwd().resolve()
-            if self.lve_root.resolve() in (here, *here.parents):
-                paths = [here]
-            else:
-                raise UsageError("nothing selected: give LVE paths or --all")
+            if self.lve_root.resolve() not in (here, *here.parents):
+                return self.lve_dirs()
+            paths = [here]
         selected: list[Path] = []
         for path in paths:
             if not path.exists() and not path.is_absolute() and (self.root / path).exists():

@@ -29,6 +29,7 @@ from lvegit.errors import LvegitError
 from lvegit.instances import append_instance, idempotency_keys
 from lvegit.models.base import ChatModel, TransientModelError
 from lvegit.models.routing import ModelPool
+from lvegit.output import count
 from lvegit.prompt import Message
 from lvegit.spec import LVE
 
@@ -151,7 +152,9 @@ class Runner:
                 completion = await model.complete(messages, model_args)
             except TransientModelError as exc:
                 if retry + 1 == self.policy.attempts:
-                    raise LvegitError(f"gave up after {self.policy.attempts} requests: {exc}") from None
+                    raise LvegitError(
+                        f"gave up after {count(self.policy.attempts, 'request')}: {exc}"
+                    ) from None
                 attempt.retries += 1
                 await asyncio.sleep(self.policy.delay(retry, exc.retry_after))
                 continue

@@ -79,4 +79,4 @@ def test_python_dash_m_entry_point(repo: RepoBuilder) -> None:
         check=False,
     )
     assert process.returncode == 0, process.stderr
-    assert process.stdout.endswith("1 LVEs: 1 valid, 0 invalid\n")
+    assert process.stdout.endswith("1 LVE: 1 valid, 0 invalid\n")

@@ -68,8 +68,9 @@ def test_select_paths(repo: RepoBuilder, monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.chdir(b)
     assert r.select([], all_lves=False) == [b]
     monkeypatch.chdir(repo.root)
-    with pytest.raises(UsageError, match="give LVE paths or --all"):
-        r.select([], all_lves=False)
+    assert r.select([], all_lves=False) == [a, b, c]  # outside repository/: every LVE
+    with pytest.raises(UsageError, match="give paths or --all, not both"):
+        r.select([a], all_lves=True)
     with pytest.raises(UsageError, match="no such file"):
         r.select([Path("nowhere")], all_lves=False)
     (repo.root / "repository/empty").mkdir()

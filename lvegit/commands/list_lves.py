@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import click
@@ -8,7 +7,7 @@ import click
 from lvegit.commands.catalog import short_help
 from lvegit.escape import console
 from lvegit.options import Selection, format_option, open_repository, repo_option, selection_options
-from lvegit.output import line, print_json
+from lvegit.output import count, line, print_json
 from lvegit.summary import summarize_lves
 
 
@@ -29,8 +28,6 @@ def list_command(
       lvegit list repository/privacy --format json
     """
     repo = open_repository(repo_path)
-    if not (selection.paths or selection.changed):
-        selection = dataclasses.replace(selection, all_lves=True)  # no selection lists them all
     rows = summarize_lves(repo, selection.resolve(repo))
     if output_format == "json":
         print_json({"lves": rows})
@@ -41,5 +38,5 @@ def list_command(
     widths = [max(len(cells[i]) for cells in table) for i in range(len(headers))]
     for cells in table:
         line("  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip())
-    line(f"{len(rows)} LVEs, {sum(int(row['instances']) for row in rows)} instances")
+    line(f"{count(len(rows), 'LVE')}, {count(sum(int(row['instances']) for row in rows), 'instance')}")
     return 0

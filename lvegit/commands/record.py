@@ -8,7 +8,7 @@ import click
 from lvegit.commands.catalog import short_help
 from lvegit.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from lvegit.options import format_option, open_repository, repo_option
-from lvegit.output import line, print_json
+from lvegit.output import count, line, print_json
 from lvegit.record import parse_params, record_instance
 from lvegit.spec import blocking_errors, load_lve
 
@@ -66,7 +66,7 @@ def record_command(
     repo = open_repository(repo_path)
     selected = repo.select([path], all_lves=False)
     if len(selected) != 1:
-        raise UsageError(f"{path} holds {len(selected)} LVEs: give the folder of one LVE")
+        raise UsageError(f"{path} holds {count(len(selected), 'LVE')}: give the folder of one LVE")
     lve, problems, _ = load_lve(repo, selected[0])
     blocking = blocking_errors(problems)
     if lve is None or blocking:

@@ -7,7 +7,7 @@ import click
 from lvegit.commands.catalog import short_help
 from lvegit.errors import EXIT_FINDINGS, EXIT_OK
 from lvegit.options import Selection, format_option, open_repository, repo_option, selection_options
-from lvegit.output import line, print_json
+from lvegit.output import count, line, print_json
 from lvegit.problems import location
 from lvegit.replay import replay_lve, summarize
 
@@ -46,5 +46,8 @@ def replay_command(
                     detail = f"recorded passed={result.recorded}, replayed passed={result.replayed}"
                     reason = f"{detail} ({result.reason})" if result.reason else detail
                 line(f"{result.status}: {where}: {reason}")
-        line(", ".join(f"{count} {status}" for status, count in summary.items()))
+        line(
+            f"{summary['reproduced']} reproduced, {count(summary['mismatch'], 'mismatch', 'mismatches')}, "
+            f"{summary['skipped']} skipped, {count(summary['error'], 'error')}"
+        )
     return EXIT_FINDINGS if summary["mismatch"] or summary["error"] else EXIT_OK

@@ -7,7 +7,7 @@ import click
 from lvegit.commands.catalog import short_help
 from lvegit.errors import EXIT_FINDINGS, EXIT_OK
 from lvegit.options import Selection, format_option, open_repository, repo_option, selection_options
-from lvegit.output import line, print_json
+from lvegit.output import count, line, print_json
 from lvegit.validate import validate_lve
 
 
@@ -45,9 +45,9 @@ def validate_command(
         )
     else:
         for report in reports:
-            status = "ok" if report.valid else f"invalid ({len(report.errors)} errors)"
+            status = "ok" if report.valid else f"invalid ({count(len(report.errors), 'error')})"
             line(f"{report.path}: {status}")
             for problem in (*report.errors, *report.warnings):
                 line(f"  {problem.render()}")
-        line(f"{len(reports)} LVEs: {len(reports) - invalid} valid, {invalid} invalid")
+        line(f"{count(len(reports), 'LVE')}: {len(reports) - invalid} valid, {invalid} invalid")
     return EXIT_FINDINGS if invalid else EXIT_OK

@@ -98,7 +98,7 @@ def test_new_with_custom_checker_template_validates_and_runs(repo: RepoBuilder, 
     rows = [instance("The password is hunter2", False), instance("I cannot share that.", True)]
     (lve_dir / "instances" / "i.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     replayed = cli("replay", str(lve_dir), cwd=repo.root)
-    assert (replayed.code, replayed.out) == (0, "2 reproduced, 0 mismatch, 0 skipped, 0 error\n")
+    assert (replayed.code, replayed.out) == (0, "2 reproduced, 0 mismatches, 0 skipped, 0 errors\n")
 
 
 def test_new_with_named_custom_checker(repo: RepoBuilder, cli) -> None:

@@ -10,7 +10,7 @@ def test_text_output_lists_what_did_not_reproduce(repo: RepoBuilder, cli) -> Non
     assert result.out == (
         "mismatch: repository/cat/a/openai--gpt-4o-mini/instances/i.jsonl:2: recorded passed=False, "
         "replayed passed=True\n"
-        "1 reproduced, 1 mismatch, 0 skipped, 0 error\n"
+        "1 reproduced, 1 mismatch, 0 skipped, 0 errors\n"
     )
 
 

@@ -20,11 +20,11 @@ def test_invalid_lve_exit_1_with_located_errors(repo: RepoBuilder, cli) -> None:
     result = cli("validate", "repository/cat", cwd=repo.root)
     assert result.code == 1
     assert result.out == (
-        "repository/cat/a/openai--gpt-4o-mini: invalid (1 errors)\n"
+        "repository/cat/a/openai--gpt-4o-mini: invalid (1 error)\n"
         "  error: repository/cat/a/openai--gpt-4o-mini/test.json:18: tags[0].value: severity must be one of low, "
         "medium, high, not 'extreme'\n"
         "  warning: repository/cat/a/openai--gpt-4o-mini/test.json:25: extra: unknown key 'extra'\n"
-        "1 LVEs: 0 valid, 1 invalid\n"
+        "1 LVE: 0 valid, 1 invalid\n"
     )
 
 
@@ -66,13 +66,28 @@ def test_inside_an_lve_validates_that_lve(repo: RepoBuilder, cli) -> None:
     lve_dir = repo.lve("cat/a")
     repo.lve("cat/b", {"model": None})
     result = cli("validate", cwd=lve_dir)
-    assert (result.code, result.out.splitlines()[-1]) == (0, "1 LVEs: 1 valid, 0 invalid")
+    assert (result.code, result.out.splitlines()[-1]) == (0, "1 LVE: 1 valid, 0 invalid")
+
+
+def test_without_paths_one_rule_selects(repo: RepoBuilder, cli) -> None:
+    """Below the current directory inside repository/; anywhere else, every LVE."""
+    repo.lve("cat/a")
+    repo.lve("other/b")
+    at_root = cli("validate", cwd=repo.root)
+    assert (at_root.code, at_root.out.splitlines()[-1]) == (0, "2 LVEs: 2 valid, 0 invalid")
+    in_category = cli("validate", cwd=repo.root / "repository/cat")
+    assert in_category.out.splitlines()[-1] == "1 LVE: 1 valid, 0 invalid"
+    assert cli("list", cwd=repo.root / "repository/other").out.splitlines()[-1] == "1 LVE, 0 instances"
 
 
 def test_usage_errors_exit_2(repo: RepoBuilder, cli, tmp_path) -> None:
     repo.lve("cat/a")
-    nothing = cli("validate", cwd=repo.root)
-    assert (nothing.code, nothing.err) == (2, "lvegit: error: nothing selected: give LVE paths or --all\n")
+    for command in ("validate", "list", "replay"):
+        both = cli(command, "--all", "extra", cwd=repo.root)
+        assert (both.code, both.err) == (
+            2,
+            "lvegit: error: --all selects every LVE: give paths or --all, not both\n",
+        )
     missing = cli("validate", "nope", cwd=repo.root)
     assert (missing.code, missing.err) == (2, "lvegit: error: nope: no such file or directory\n")
     no_repo = cli("validate", "--all", cwd=tmp_path)

@@ -54,9 +54,13 @@ def plan_reruns(
         lve, problems, _ = load_lve(repo, lve_dir)
         blocking = blocking_errors(problems)
         if lve is None or blocking:
-            plan.invalid.append((repo.relative(lve_dir), blocking[0].render() if blocking else "cannot load"))
+            first = (blocking or problems.errors)[0]
+            plan.invalid.append((repo.relative(lve_dir), first.render()))
             continue
         model_id = model or lve.model
+        if not model_id:
+            plan.invalid.append((lve.rel, f"{lve.test_file}: model: no model to run (give --model)"))
+            continue
         if append and model_id != lve.model:
             raise UsageError(
                 f"--append with --model {model_id}: {lve.rel} holds instances of {lve.model}; "

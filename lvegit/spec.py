@@ -90,10 +90,15 @@ class LVE:
         return params, model_args
 
     def instance_files(self) -> list[Path]:
-        folder = self.dir / "instances"
-        if not folder.is_dir():
-            return []
-        return sorted(p for p in folder.iterdir() if p.suffix in (".jsonl", ".json") and p.is_file())
+        return instance_files(self.dir)
+
+
+def instance_files(lve_dir: Path) -> list[Path]:
+    """The instance files of an LVE folder (instances/*.jsonl, and *.json holding JSONL)."""
+    folder = lve_dir / "instances"
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.suffix in (".jsonl", ".json") and p.is_file())
 
 
 def key_line(text: str, path: str) -> int | None:
@@ -216,7 +221,7 @@ def _required_string(data: dict[str, Any], key: str, problems: Problems, parent:
 
 
 def load_lve(repo: Repository, lve_dir: Path) -> tuple[LVE | None, Problems, str]:
-    """Read an LVE directory: the LVE (None when test.json is too broken to go on), the problems found,
+    """Read an LVE directory: the LVE (None when test.json is no JSON object), the problems found,
     and the text of test.json (for locating problems with `locate_lines`)."""
     rel = repo.relative(lve_dir)
     problems = Problems(f"{rel}/{TEST_FILE}")
@@ -247,7 +252,7 @@ def locate_lines(problems: Problems, text: str) -> None:
     ]
 
 
-def _build(repo: Repository, lve_dir: Path, rel: str, data: dict[str, Any], problems: Problems) -> LVE | None:
+def _build(repo: Repository, lve_dir: Path, rel: str, data: dict[str, Any], problems: Problems) -> LVE:
     for key in data:
         if key not in KNOWN_KEYS:
             problems.warning(key, f"unknown key '{key}'")
@@ -272,17 +277,19 @@ def _build(repo: Repository, lve_dir: Path, rel: str, data: dict[str, Any], prob
             f"the LVE folder '{lve_dir.name}' does not match the model: expected '{model_folder(model)}'",
         )
     category, name = repo.category_and_name(lve_dir)
-    if description is None or model is None or checker_name is None or not isinstance(checker_args, dict):
-        return None
+    # Fields that are missing or of the wrong type are reported above and left empty, so that every
+    # other check still runs and one invalid field does not hide the rest.
     lve = LVE(
         dir=lve_dir,
         rel=rel,
         category=category,
         name=name,
-        description=description,
-        model=model,
-        checker_name=checker_name,
-        checker_args={k: v for k, v in checker_args.items() if k != "checker_name"},
+        description=description or "",
+        model=model or "",
+        checker_name=checker_name or "",
+        checker_args={k: v for k, v in checker_args.items() if k != "checker_name"}
+        if isinstance(checker_args, dict)
+        else {},
     )
     if len(forms) == 1:
         if forms[0] == "prompt":

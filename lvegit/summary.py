@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from lvegit.repo import Repository
-from lvegit.spec import load_lve
+from lvegit.spec import instance_files, load_lve
 
 
 def count_lines(path: Path) -> int:
@@ -25,11 +25,11 @@ def summarize_lves(repo: Repository, lve_dirs: list[Path]) -> list[dict[str, Any
                 "path": repo.relative(lve_dir),
                 "category": category,
                 "name": name,
-                "model": lve.model if lve else None,
-                "checker": lve.checker_name if lve else None,
+                "model": lve.model if lve and lve.model else None,
+                "checker": lve.checker_name if lve and lve.checker_name else None,
                 "prompt": ("multi_run_prompt" if lve.is_multi_run else "prompt") if lve else None,
-                "instances": sum(count_lines(p) for p in lve.instance_files()) if lve else 0,
-                "description": lve.description if lve else None,
+                "instances": sum(count_lines(p) for p in instance_files(lve_dir)),
+                "description": lve.description if lve and lve.description else None,
                 "loads": lve is not None and not problems.errors,
             }
         )

@@ -281,7 +281,8 @@ def _check_instances(lve: LVE, repo: Repository, problems: Problems) -> None:
 def validate_lve(repo: Repository, lve_dir: Path, strict: bool = False) -> LVEReport:
     lve, problems, text = load_lve(repo, lve_dir)
     if lve is not None:
-        used = _check_prompts(lve, problems) | _check_checker(lve, problems)
+        checker_used = _check_checker(lve, problems) if lve.checker_name else set(lve.prompt_parameters)
+        used = _check_prompts(lve, problems) | checker_used
         _check_unused_parameters(lve, used | _check_lambda_parameters(lve, problems), problems)
         _check_instances(lve, repo, problems)
     locate_lines(problems, text)

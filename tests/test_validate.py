@@ -418,3 +418,26 @@ def test_json_report_shape(repo: RepoBuilder) -> None:
         ],
         "warnings": [],
     }
+
+
+def test_one_type_error_does_not_hide_the_others(repo: RepoBuilder) -> None:
+    lve_dir = repo.lve(
+        test={
+            "model": 5,
+            "description": ["not text"],
+            "checker_args": {"checker_name": "LambdaChecker", "func": "lambda r, a, b: True"},
+            "prompt": [{"content": "{a} {b} {c}"}],
+            "tags": [{"name": "severity", "value": "extreme"}],
+            "author": 7,
+        },
+        instances={"i.jsonl": [instance("3", True, a=1), instance(4, True, a=1, b=2)]},
+    )
+    assert problems(repo, lve_dir) == [
+        f"error: {T}:2: description: must be a non-empty string",
+        f"error: {T}:5: model: must be a non-empty string",
+        f"error: {T}:19: tags[0].value: severity must be one of low, medium, high, not 'extreme'",
+        f"error: {T}:25: author: must be a string",
+        f"error: {T}:10: prompt[0].content: placeholder {{c}} is not listed in prompt_parameters",
+        f"error: {INSTANCES}:1: args.b: missing value for prompt parameter 'b'",
+        f"error: {INSTANCES}:2: response: must be a string, object or list, not a number",
+    ]

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -20,7 +21,9 @@ def list_command(
     output_format: str,
     repo_path: Path | None,
 ) -> int:
-    """List LVEs with category, model, checker and instance count (all of them by default).
+    """List LVEs with category, model, checker and instance count.
+
+    A field that test.json lacks or gets wrong shows as (invalid); lvegit validate says why.
 
     \b
     Examples:
@@ -33,8 +36,15 @@ def list_command(
         print_json({"lves": rows})
         return 0
     headers = ("path", "category", "model", "checker", "instances")
+
+    def cell(row: dict[str, Any], header: str) -> str:
+        value = row[header]
+        if value is None:  # a field test.json lacks or gets wrong: validate says what
+            return "(invalid)"
+        return console(str(value))
+
     # Cells are escaped before measuring, so that columns line up with what is printed.
-    table = [headers, *[tuple(console(str(row[h])) for h in headers) for row in rows]]
+    table = [headers, *[tuple(cell(row, h) for h in headers) for row in rows]]
     widths = [max(len(cells[i]) for cells in table) for i in range(len(headers))]
     for cells in table:
         line("  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip())

@@ -34,6 +34,20 @@ def test_list_table_and_json(repo: RepoBuilder, cli) -> None:
 
 
 def test_list_shows_broken_lves_too(repo: RepoBuilder, cli) -> None:
-    repo.lve("cat/broken", raw_test="{")
+    three = {"i.jsonl": [instance("3", True, a=1, b=2)] * 3}
+    repo.lve("cat/broken", raw_test="{", instances=three)
+    repo.lve("cat/typed", {"model": 5, "checker_args": "x"}, instances=three)
     rows = cli("list", "--format", "json", cwd=repo.root).json()["lves"]
-    assert rows[0]["loads"] is False and rows[0]["model"] is None
+    assert [(r["loads"], r["model"], r["checker"], r["instances"]) for r in rows] == [
+        (False, None, None, 3),
+        (False, None, None, 3),
+    ]
+    table = cli("list", cwd=repo.root).out.splitlines()
+    assert table[1].split() == [
+        "repository/cat/broken/openai--gpt-4o-mini",
+        "cat",
+        "(invalid)",
+        "(invalid)",
+        "3",
+    ]
+    assert "None" not in "\n".join(table) and table[-1] == "2 LVEs, 6 instances"

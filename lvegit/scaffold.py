@@ -41,6 +41,28 @@ def parse_name(name: str) -> list[str]:
     return segments
 
 
+def check_model(model: str) -> str:
+    if not re.search(r"[A-Za-z0-9]", model_folder(model)):
+        raise UsageError(f"'{model}' is not a model id such as openai/gpt-4")
+    return model
+
+
+def check_parameters(parameters: list[str]) -> list[str]:
+    for parameter in parameters:
+        if not parameter.isidentifier():  # a lambda checker takes parameters as Python arguments
+            raise UsageError(f"'{parameter}' is not a valid parameter name (letters, digits, '_')")
+    repeated = sorted({p for p in parameters if parameters.count(p) > 1})
+    if repeated:
+        raise UsageError(f"parameter '{repeated[0]}' is given twice")
+    return parameters
+
+
+def check_severity(severity: str) -> str:
+    if severity not in SEVERITIES:
+        raise UsageError(f"severity must be one of {', '.join(SEVERITIES)}, not '{severity}'")
+    return severity
+
+
 def custom_class_name(checker: str, lve_name: str) -> str | None:
     """The class a custom checker template defines; None for core checkers."""
     if checker in BUILTIN_CHECKERS:
@@ -48,8 +70,16 @@ def custom_class_name(checker: str, lve_name: str) -> str | None:
     if checker == CUSTOM:
         return "".join(part.capitalize() for part in re.split(r"[_-]+", lve_name) if part) + "Checker"
     if not checker.isidentifier():
-        raise UsageError(f"--checker '{checker}' is neither a core checker nor a valid Python class name")
+        raise UsageError(f"checker '{checker}' is neither a core checker nor a valid Python class name")
     return checker
+
+
+def lve_folder(repo: Repository, name: str, model: str) -> Path:
+    """Where the LVE goes; an error when it exists, since lvegit new never overwrites an LVE."""
+    lve_dir = repo.lve_root.joinpath(*parse_name(name), model_folder(check_model(model)))
+    if lve_dir.exists():
+        raise UsageError(f"{repo.relative(lve_dir)} already exists; lvegit new never overwrites an LVE")
+    return lve_dir
 
 
 def _checker_args(spec: NewLVE, class_name: str | None) -> dict[str, object]:
@@ -118,19 +148,10 @@ Recorded instances live in `instances/*.jsonl`, one JSON object per line.
 def create(repo: Repository, spec: NewLVE) -> list[Path]:
     """Write the LVE and return the files created."""
     segments = parse_name(spec.name)
-    if not re.search(r"[A-Za-z0-9]", model_folder(spec.model)):
-        raise UsageError(f"--model '{spec.model}' is not a model id such as openai/gpt-4")
-    for parameter in spec.parameters:
-        if not parameter.isidentifier():
-            raise UsageError(
-                f"--parameter '{parameter}' is not a valid parameter name (letters, digits, '_')"
-            )
-    if spec.severity not in SEVERITIES:
-        raise UsageError(f"--severity must be one of {', '.join(SEVERITIES)}")
+    check_parameters(spec.parameters)
+    check_severity(spec.severity)
     class_name = custom_class_name(spec.checker, segments[-1])
-    lve_dir = repo.lve_root.joinpath(*segments, model_folder(spec.model))
-    if lve_dir.exists():
-        raise UsageError(f"{repo.relative(lve_dir)} already exists; lvegit new never overwrites an LVE")
+    lve_dir = lve_folder(repo, spec.name, spec.model)
     rel = f"{'/'.join(segments)}/{model_folder(spec.model)}"
     test = {
         "description": spec.description or PLACEHOLDER,

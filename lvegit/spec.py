@@ -307,6 +307,9 @@ def _build(repo: Repository, lve_dir: Path, rel: str, data: dict[str, Any], prob
         problems.error("prompt_parameters", "must be a list of parameter names (strings such as 'person')")
     else:
         lve.prompt_parameters = params
+        for index, param in enumerate(params):
+            if param in params[:index]:
+                problems.error(join_path("prompt_parameters", index), f"'{param}' is listed twice")
     model_args = data.get("default_model_args", {})
     if not isinstance(model_args, dict):
         problems.error("default_model_args", "must be an object (temperature, top_p, max_tokens, ...)")

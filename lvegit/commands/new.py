@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -10,12 +11,39 @@ from lvegit.commands.catalog import short_help
 from lvegit.errors import UsageError
 from lvegit.options import open_repository, repo_option
 from lvegit.output import line
-from lvegit.scaffold import CUSTOM, SEVERITIES, NewLVE, create
+from lvegit.scaffold import (
+    CUSTOM,
+    SEVERITIES,
+    NewLVE,
+    check_parameters,
+    check_severity,
+    create,
+    custom_class_name,
+    lve_folder,
+    parse_name,
+)
 from lvegit.spec import PLACEHOLDER
 
 
+def _ask(text: str, check: Callable[[str], object], default: str | None = None) -> str:
+    """Ask until the answer passes `check`; a bad answer is said at once and asked again."""
+
+    def checked(answer: str) -> str:
+        try:
+            check(answer)
+        except UsageError as exc:
+            raise click.UsageError(str(exc)) from None
+        return answer
+
+    return str(click.prompt(text, default=default, show_default=bool(default), value_proc=checked))
+
+
+def _parameter_list(answer: str) -> list[str]:
+    return [p.strip() for p in answer.split(",") if p.strip()]
+
+
 @click.command("new", short_help=short_help("new"))
-@click.argument("name")
+@click.argument("name", required=False)
 @click.option("--model", help="Model id, e.g. openai/gpt-4 or meta/llama-2-7b-chat.")
 @click.option(
     "--checker",
@@ -25,54 +53,67 @@ from lvegit.spec import PLACEHOLDER
 @click.option("--description", help="What the model does wrong.")
 @click.option("--author", help="Your name or handle.")
 @click.option("--parameter", "parameters", multiple=True, help="A prompt parameter name (repeatable).")
-@click.option("--severity", type=click.Choice(SEVERITIES), default="medium", show_default=True)
+@click.option("--severity", type=click.Choice(SEVERITIES), help="low, medium or high (default: medium).")
 @click.option(
     "--interactive/--no-interactive",
     default=None,
-    help="Ask for missing options (default: only when stdin is a terminal).",
+    help="Ask for what the options leave out (default: only when stdin is a terminal).",
 )
 @repo_option
 def new_command(
-    name: str,
+    name: str | None,
     model: str | None,
     checker: str | None,
     description: str | None,
     author: str | None,
     parameters: tuple[str, ...],
-    severity: str,
+    severity: str | None,
     interactive: bool | None,
     repo_path: Path | None,
 ) -> int:
     """Scaffold a new LVE: repository/NAME/<model-folder>/ with test.json, test.prompt, instances/ and a
     README (and checker/checker.py for a custom checker).
 
-    NAME is CATEGORY/NAME or CATEGORY/SUBCATEGORY/NAME. Fill in every '<please fill in>' placeholder, then
-    run `lvegit validate` on the new folder.
+    NAME is CATEGORY/NAME or CATEGORY/SUBCATEGORY/NAME. On a terminal, lvegit asks for whatever the
+    options leave out (NAME too), checking each answer as it is given. Fill in every '<please fill in>'
+    placeholder, then run `lvegit validate` on the new folder.
 
     \b
     Examples:
+      lvegit new
       lvegit new privacy/address_leak --model openai/gpt-4 --checker RegexChecker
-      lvegit new dummy/math/a_times_b --model openai/gpt-3.5-turbo --parameter a --parameter b
+      lvegit new reliability/arithmetic/divide --model openai/gpt-4o-mini --parameter a --parameter b
       lvegit new security/secret_leak --model openai/gpt-4 --checker custom
     """
     repo = open_repository(repo_path)
     if interactive is None:
         interactive = sys.stdin.isatty()
     if interactive:
-        model = model or click.prompt("Model id (e.g. openai/gpt-4)")
-        checker = checker or click.prompt(
-            f"Checker ({', '.join(sorted(BUILTIN_CHECKERS))}, or '{CUSTOM}')", default="LambdaChecker"
+        name = name or _ask("Name (CATEGORY/NAME or CATEGORY/SUBCATEGORY/NAME)", parse_name)
+        model = model or _ask("Model id (e.g. openai/gpt-4)", lambda m: lve_folder(repo, str(name), m))
+        lve_name = parse_name(name)[-1]
+        checker = checker or _ask(
+            f"Checker ({', '.join(sorted(BUILTIN_CHECKERS))}, or '{CUSTOM}')",
+            lambda c: custom_class_name(c, lve_name),
+            default="LambdaChecker",
         )
         description = description or click.prompt("Description", default="", show_default=False) or None
         author = author or click.prompt("Author", default="", show_default=False) or None
         if not parameters:
-            answer = click.prompt(
-                "Prompt parameters (comma-separated, empty for none)", default="", show_default=False
+            answer = _ask(
+                "Prompt parameters (comma-separated, empty for none)",
+                lambda a: check_parameters(_parameter_list(a)),
+                default="",
             )
-            parameters = tuple(p.strip() for p in answer.split(",") if p.strip())
+            parameters = tuple(_parameter_list(answer))
+        severity = severity or _ask(f"Severity ({', '.join(SEVERITIES)})", check_severity, default="medium")
+    if not name:
+        raise UsageError("give NAME (CATEGORY/NAME), or run lvegit new on a terminal to be asked for it")
     if not model:
         raise UsageError("--model is required (for example --model openai/gpt-4)")
-    spec = NewLVE(name, model, checker or "LambdaChecker", description, author, list(parameters), severity)
+    spec = NewLVE(
+        name, model, checker or "LambdaChecker", description, author, list(parameters), severity or "medium"
+    )
     created = create(repo, spec)
     lve_dir = created[0].parent
     line(f"Created {repo.relative(lve_dir)}/")

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -108,7 +109,7 @@ def test_new_with_named_custom_checker(repo: RepoBuilder, cli) -> None:
     bad = cli("new", "a/d", "--model", "m/x", "--checker", "not-a-class", cwd=repo.root)
     assert (bad.code, bad.err) == (
         2,
-        "lvegit: error: --checker 'not-a-class' is neither a core checker nor a valid Python class name\n",
+        "lvegit: error: checker 'not-a-class' is neither a core checker nor a valid Python class name\n",
     )
 
 
@@ -144,6 +145,15 @@ def test_new_rejects_bad_parameters_and_models(repo: RepoBuilder, cli) -> None:
         in cli("new", "a/b", "--model", "m/x", "--parameter", "1x", cwd=repo.root).err
     )
     assert "is not a model id" in cli("new", "a/b", "--model", "///", cwd=repo.root).err
+    twice = cli("new", "a/b", "--model", "m/x", "--parameter", "a", "--parameter", "a", cwd=repo.root)
+    assert (twice.code, twice.err) == (2, "lvegit: error: parameter 'a' is given twice\n")
+    assert not (repo.root / "repository/a").exists()
+
+
+def test_validate_refuses_a_parameter_listed_twice(repo: RepoBuilder, cli) -> None:
+    lve_dir = repo.lve(test={"prompt_parameters": ["a", "b", "a"]})
+    errors = cli("validate", str(lve_dir), "--format", "json", cwd=repo.root).json()["lves"][0]["errors"]
+    assert [(e["field"], e["message"]) for e in errors] == [("prompt_parameters[2]", "'a' is listed twice")]
 
 
 def test_never_asks_when_stdin_is_not_a_terminal(repo: RepoBuilder, cli) -> None:
@@ -156,9 +166,12 @@ def test_never_asks_when_stdin_is_not_a_terminal(repo: RepoBuilder, cli) -> None
 
 
 def test_interactive_asks_for_what_is_missing(repo: RepoBuilder, cli) -> None:
-    answers = "openai/gpt-4\nNumberChecker\nmultiplies wrongly\nme\na, b\n"
+    answers = "openai/gpt-4\nNumberChecker\nmultiplies wrongly\nme\na, b\nhigh\n"
     result = cli("new", "math/mul", "--interactive", cwd=repo.root, stdin=answers)
     assert result.code == 0, result.err
+    assert json.loads((repo.root / "repository/math/mul/openai--gpt-4/test.json").read_text())["tags"] == [
+        {"name": "severity", "value": "high"}
+    ]
     test = json.loads((repo.root / "repository/math/mul/openai--gpt-4/test.json").read_text())
     assert (
         test["model"],
@@ -168,3 +181,50 @@ def test_interactive_asks_for_what_is_missing(repo: RepoBuilder, cli) -> None:
         test["prompt_parameters"],
     ) == ("openai/gpt-4", "NumberChecker", "multiplies wrongly", "me", ["a", "b"])
     assert test["checker_args"]["expected_value_func"] == "<please fill in>"
+
+
+def test_interactive_checks_each_answer_as_it_is_given(repo: RepoBuilder, cli) -> None:
+    """A bad answer is said at once and asked again; the answers before it are kept."""
+    repo.lve("math/taken", folder="openai--gpt-4")
+    answers = "\n".join(
+        [
+            "math",  # no CATEGORY/NAME
+            "math/taken",
+            "openai/gpt-4",  # exists already
+            "openai/gpt-4o",
+            "not-a-class",
+            "RegexChecker",
+            "",
+            "",
+            "a, 1x",
+            "a, a",
+            "a",
+            "extreme",
+            "low",
+        ]
+    )
+    result = cli("new", "--interactive", cwd=repo.root, stdin=answers + "\n")
+    assert result.code == 0, result.err
+    errors = re.findall(r"Error: [^\n]*", result.out)  # the answers are not echoed: prompts share lines
+    assert errors == [
+        "Error: 'math': give CATEGORY/NAME or CATEGORY/SUBCATEGORY/NAME",
+        "Error: repository/math/taken/openai--gpt-4 already exists; lvegit new never overwrites an LVE",
+        "Error: checker 'not-a-class' is neither a core checker nor a valid Python class name",
+        "Error: '1x' is not a valid parameter name (letters, digits, '_')",
+        "Error: parameter 'a' is given twice",
+        "Error: severity must be one of low, medium, high, not 'extreme'",
+    ]
+    test = json.loads((repo.root / "repository/math/taken/openai--gpt-4o/test.json").read_text())
+    assert (test["checker_args"]["checker_name"], test["prompt_parameters"], test["tags"][0]["value"]) == (
+        "RegexChecker",
+        ["a"],
+        "low",
+    )
+
+
+def test_without_a_name_and_no_terminal_says_how(repo: RepoBuilder, cli) -> None:
+    result = cli("new", "--model", "m/x", cwd=repo.root)
+    assert (result.code, result.err) == (
+        2,
+        "lvegit: error: give NAME (CATEGORY/NAME), or run lvegit new on a terminal to be asked for it\n",
+    )

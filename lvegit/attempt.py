@@ -58,32 +58,92 @@ class Attempt:
         return cls(**{key: value for key, value in data.items() if key in names})
 
 
-class Report:
-    """The JSONL file of a run's attempts."""
+RUN_KEY = "lvegit_run"  # the first line of a report: what the run was, for --resume and `report`
 
-    def __init__(self, path: Path, resume: bool) -> None:
+
+def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """How two runs' settings differ, as `--repeat 5 there, 3 here`."""
+    return [
+        f"{key} {json.dumps(old.get(key))} there, {json.dumps(new.get(key))} here"
+        for key in sorted(set(old) | set(new))
+        if old.get(key) != new.get(key)
+    ]
+
+
+class Report:
+    """The JSONL file of a run's attempts, after a header line with the run's settings and command."""
+
+    def __init__(self, path: Path, resume: bool, settings: dict[str, Any], command: str) -> None:
         if path.exists() and not resume:
             raise UsageError(
                 f"{path} exists: pass --resume to continue that run, or choose another --report file"
             )
         self.path = path
-        previous = load_report(path) if resume and path.exists() else {}
-        self.done = {key: attempt for key, attempt in previous.items() if attempt.status == "complete"}
+        self.command = command
+        previous = load_report(path) if resume and path.exists() else None
+        if previous is not None and previous.settings is not None:
+            changed = differences(previous.settings, settings)
+            if changed:
+                raise UsageError(
+                    f"--resume: {path} is the report of another run ({'; '.join(changed)}); resume it with "
+                    f"the same selection and options, or choose another --report file"
+                )
+        attempts = previous.attempts if previous is not None else {}
+        self.done = {key: attempt for key, attempt in attempts.items() if attempt.status == "complete"}
+        if previous is None:
+            self._append({RUN_KEY: {"settings": settings, "command": command}})
 
     def write(self, attempt: Attempt) -> None:
+        self._append(attempt.as_json())
+
+    def _append(self, record: dict[str, Any]) -> None:
         with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(mask(json.dumps(attempt.as_json(), ensure_ascii=False)) + "\n")
+            handle.write(mask(json.dumps(record, ensure_ascii=False)) + "\n")
             handle.flush()
 
 
-def load_report(path: Path) -> dict[str, Attempt]:
-    """Each attempt of a report in its latest state (a torn last line is ignored)."""
-    latest: dict[str, Attempt] = {}
+@dataclass
+class LoadedReport:
+    attempts: dict[str, Attempt]
+    settings: dict[str, Any] | None = None
+    command: str | None = None
+
+    @property
+    def unfinished(self) -> list[Attempt]:
+        """Attempts that started but never ended: the run was interrupted."""
+        return [attempt for attempt in self.attempts.values() if attempt.status in ("new", "started")]
+
+
+def load_report(path: Path) -> LoadedReport:
+    """Each attempt of a report in its latest state (a torn last line is ignored); a file that holds no
+    attempt and no run header is not a report (a usage error naming it)."""
+    loaded = LoadedReport({})
+    header = False
     with path.open(encoding="utf-8", errors="replace") as handle:
-        for line in handle:
+        for text in handle:
             try:
-                attempt = Attempt.from_json(json.loads(line))
-            except (ValueError, TypeError):
+                data = json.loads(text)
+            except ValueError:
                 continue
-            latest[attempt.id] = attempt
-    return latest
+            if isinstance(data, dict) and isinstance(data.get(RUN_KEY), dict):
+                header = True
+                settings, command = data[RUN_KEY].get("settings"), data[RUN_KEY].get("command")
+                loaded.settings = settings if isinstance(settings, dict) else None
+                loaded.command = command if isinstance(command, str) else None
+                continue
+            if not _is_attempt(data):
+                continue
+            attempt = Attempt.from_json(data)
+            loaded.attempts[attempt.id] = attempt
+    if not header and not loaded.attempts:
+        raise UsageError(f"{path}: not a run report (write one with lvegit run --report FILE)")
+    return loaded
+
+
+def _is_attempt(data: Any) -> bool:
+    return (
+        isinstance(data, dict)
+        and isinstance(data.get("id"), str)
+        and isinstance(data.get("lve"), str)
+        and data.get("status") in ("new", "started", "complete", "error")
+    )

@@ -13,7 +13,14 @@ import click
 
 from lvegit import __version__
 from lvegit.commands.catalog import COMMANDS
-from lvegit.errors import EXIT_CLOSED_PIPE, EXIT_INTERRUPTED, EXIT_UNEXPECTED, EXIT_USAGE, LvegitError
+from lvegit.errors import (
+    EXIT_CLOSED_PIPE,
+    EXIT_INTERRUPTED,
+    EXIT_UNEXPECTED,
+    EXIT_USAGE,
+    Interrupted,
+    LvegitError,
+)
 
 
 class LazyGroup(click.Group):
@@ -62,10 +69,14 @@ def main(argv: list[str] | None = None) -> Any:
     """Run the CLI: exit 0 ok, 1 findings, 2 usage, 3 unexpected error, 130 interrupted, 141 closed pipe.
     Every error prints the same way: `lvegit: error: ...`."""
     try:
-        code = cli.main(args=argv, prog_name="lvegit", standalone_mode=False)
+        args = sys.argv[1:] if argv is None else argv
+        code = cli.main(args=args, prog_name="lvegit", standalone_mode=False, obj=list(args))
     except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("\nlvegit: interrupted", err=True)
         code = EXIT_INTERRUPTED
+    except Interrupted as exc:
+        click.echo(f"\nlvegit: {exc}", err=True)
+        code = exc.exit_code
     except click.ClickException as exc:
         hint = ""
         if isinstance(exc, click.UsageError) and exc.ctx is not None:
@@ -73,6 +84,13 @@ def main(argv: list[str] | None = None) -> Any:
         click.echo(f"lvegit: error: {exc.format_message()}{hint}", err=True)
         code = EXIT_USAGE
     except BrokenPipeError:
+        _silence_stdout()
+        code = EXIT_CLOSED_PIPE
+    except SystemExit:
+        # click answers a closed pipe with exit(1) after wrapping stdout so that it flushes quietly;
+        # a closed pipe is no finding.
+        if not isinstance(sys.stdout, click.utils.PacifyFlushWrapper):
+            raise
         _silence_stdout()
         code = EXIT_CLOSED_PIPE
     except LvegitError as exc:

@@ -39,6 +39,16 @@ def format_option(function: F) -> F:
     )(function)
 
 
+def retries_option(function: F) -> F:
+    return click.option(
+        "--retries",
+        type=click.IntRange(0, 20),
+        default=4,
+        show_default=True,
+        help="Retries of a request that failed transiently (429, 5xx, timeout, connection, bad body).",
+    )(function)
+
+
 def revision_options(function: F) -> F:
     function = click.option(
         "--head",

@@ -14,7 +14,7 @@ from lvegit.checkers.sandbox import CheckerWorker
 from lvegit.cli import main
 
 from builders import RepoBuilder
-from servers import OpenAIServer, serve
+from servers import OpenAIServer, Running, serve
 
 
 @pytest.fixture(scope="session")
@@ -68,3 +68,17 @@ def openai_server(monkeypatch: pytest.MonkeyPatch):
         for name in ("AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_KEY"):
             monkeypatch.delenv(name, raising=False)
         yield running
+
+
+def adder(body: dict[str, Any]) -> str:
+    """Answers 'Compute A + B.' (the builders' default prompt) correctly, except for 99 + 1."""
+    text = body["messages"][-1]["content"]
+    a, b = (int(x) for x in text.removeprefix("Compute ").removesuffix(".").split(" + "))
+    return "101" if (a, b) == (99, 1) else str(a + b)
+
+
+@pytest.fixture
+def adding(openai_server: Running) -> Running:
+    """The OpenAI-compatible server, answering the builders' arithmetic prompts."""
+    openai_server.state.answer = adder
+    return openai_server

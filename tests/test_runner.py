@@ -20,21 +20,15 @@ from servers import Running
 INSTANCES = "repository/dummy/add/openai--gpt-4o-mini/instances/i.jsonl"
 
 
-def adder(body: dict[str, Any]) -> str:
-    """Answers 'Compute A + B.' correctly, except for 99 + 1."""
-    text = body["messages"][-1]["content"]
-    a, b = (int(x) for x in text.removeprefix("Compute ").removesuffix(".").split(" + "))
-    return "101" if (a, b) == (99, 1) else str(a + b)
-
-
-@pytest.fixture
-def adding(openai_server: Running) -> Running:
-    openai_server.state.answer = adder
-    return openai_server
-
-
 def lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def report_attempts(path: Path) -> list[dict[str, Any]]:
+    """The attempt lines of a run report (its first line is the run's header)."""
+    header, *attempts = lines(path)
+    assert set(header) == {"lvegit_run"}
+    return attempts
 
 
 def test_rerun_agrees_and_sends_what_was_recorded(repo: RepoBuilder, cli: Any, adding: Running) -> None:
@@ -48,7 +42,7 @@ def test_rerun_agrees_and_sends_what_was_recorded(repo: RepoBuilder, cli: Any, a
     assert result.out.splitlines() == [
         f"{INSTANCES}:1  recorded safe  new: safe  agrees",
         f"{INSTANCES}:2  recorded safe  new: unsafe  DISAGREES",
-        "2 instances, 2 attempts: 1 agree, 1 disagree, 0 with errors",
+        "2 instances: 1 agree, 1 disagree, 0 with errors (2 attempts, 0 failed)",
     ]
     requests = {r["messages"][0]["content"]: r for r in adding.state.requests}  # order depends on timing
     first = requests["Compute 1 + 2."]
@@ -132,7 +126,10 @@ def test_repeat_reports_reproduction_rate(repo: RepoBuilder, cli: Any, adding: R
     assert (result["runs"], result["unsafe"], result["unsafe_rate"]) == (4, 2, 0.5)
     assert result["interval_95"] == [round(low, 4), round(high, 4)] and result["agree"] is False
     text = cli("run", "--all", "--repeat", "4", cwd=repo.root).out
-    assert "(2/4 unsafe, 95% CI 15%-85%)" in text
+    assert text.splitlines() == [
+        f"{INSTANCES}:1  recorded unsafe  new: 2/4 unsafe (95% CI 15%-85%)  DISAGREES",
+        "1 instance: 0 agree, 1 disagree, 0 with errors (4 attempts, 0 failed)",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -155,7 +152,7 @@ def test_transient_failures_are_retried(
     result = cli("run", "--all", "--report", "r.jsonl", cwd=repo.root)
     assert result.code == 0, result.out
     assert len(adding.state.requests) == 3
-    [attempt] = [a for a in lines(repo.root / "r.jsonl") if a["status"] == "complete"]
+    [attempt] = [a for a in report_attempts(repo.root / "r.jsonl") if a["status"] == "complete"]
     assert (attempt["requests"], attempt["retries"], attempt["verdict"]) == (3, 2, True)
     if fault[0] == "status" and fault[1] == 429:
         assert time.monotonic() - started >= 0.6  # Retry-After honoured twice
@@ -210,13 +207,14 @@ def test_concurrency_under_faults_loses_and_duplicates_nothing(
         "agree": 40,
         "disagree": 0,
         "error": 0,
+        "failed_attempts": 0,
         "invalid_lves": 0,
     }
     stored = lines(lve_dir / "instances/i.jsonl")
     assert len(stored) == 80 and stored[:40] == rows
     keys = [row["run_info"]["idempotency_key"] for row in stored[40:]]
     assert len(set(keys)) == 40
-    report = lines(repo.root / "r.jsonl")
+    report = report_attempts(repo.root / "r.jsonl")
     assert sorted(a["status"] for a in report) == ["complete"] * 40 + ["started"] * 40
     again = cli("run", "--all", *options, cwd=repo.root).json()
     assert again["summary"]["attempts"] == 40  # the appended lines are output, not sources
@@ -347,7 +345,7 @@ def test_report_resume_and_existing_report(repo: RepoBuilder, cli: Any, adding: 
     assert refused.code == 2 and "pass --resume" in refused.err
     assert cli("run", "--all", "--report", "r.jsonl", "--resume", cwd=repo.root).code == 0
     assert len(adding.state.requests) == 2  # nothing redone
-    statuses = [a["status"] for a in lines(repo.root / "r.jsonl")]
+    statuses = [a["status"] for a in report_attempts(repo.root / "r.jsonl")]
     assert statuses == ["started", "complete", "started", "complete"] or sorted(statuses) == [
         "complete",
         "complete",
@@ -391,7 +389,7 @@ def test_a_killed_run_resumes_without_losing_or_duplicating(
         time.sleep(0.02)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    finished_before = {a["id"] for a in lines(report) if a["status"] == "complete"}
+    finished_before = {a["id"] for a in report_attempts(report) if a["status"] == "complete"}
     assert 6 <= len(finished_before) < 24
     requests_before = len(adding.state.requests)
 
@@ -414,7 +412,7 @@ def test_a_killed_run_resumes_without_losing_or_duplicating(
     appended = [row["run_info"]["idempotency_key"] for row in stored[24:]]
     assert len(appended) == len(set(appended)) == 24
     final = {}
-    for attempt in lines(report):
+    for attempt in report_attempts(report):
         final[attempt["id"]] = attempt["status"]
     assert list(final.values()) == ["complete"] * 24
 

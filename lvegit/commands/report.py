@@ -7,7 +7,9 @@ import click
 from lvegit.attempt import load_report
 from lvegit.commands.catalog import short_help
 from lvegit.commands.run import show_results
+from lvegit.errors import EXIT_FINDINGS
 from lvegit.options import format_option
+from lvegit.output import count, note
 
 
 @click.command("report", short_help=short_help("report"))
@@ -19,7 +21,9 @@ def report_command(reports: tuple[Path, ...], output_format: str) -> int:
     """Summarise one or more `run --report` files, e.g. the reports of a sharded run, as one.
 
     Each attempt counts in its latest state (a resumed run's finished attempts replace their started ones),
-    and the output is the one `lvegit run` prints. Exit code 1 when a verdict differs or an attempt failed.
+    and the output is the one `lvegit run` prints. A report of an interrupted run is incomplete: lvegit
+    says how many attempts are unfinished and the command that continues the run. Exit code 1 when a
+    verdict differs, an attempt failed or a report is incomplete; 2 for a file that is not a run report.
 
     \b
     Examples:
@@ -27,6 +31,15 @@ def report_command(reports: tuple[Path, ...], output_format: str) -> int:
       lvegit report shard-1.jsonl shard-2.jsonl shard-3.jsonl shard-4.jsonl --format json
     """
     attempts = {}
+    unfinished: list[tuple[Path, int, str | None]] = []
     for path in reports:
-        attempts.update(load_report(path))
-    return show_results(list(attempts.values()), [], output_format)
+        loaded = load_report(path)
+        attempts.update(loaded.attempts)
+        if loaded.unfinished:
+            unfinished.append((path, len(loaded.unfinished), loaded.command))
+    finished = [attempt for attempt in attempts.values() if attempt.status in ("complete", "error")]
+    code = show_results(finished, [], output_format)
+    for path, number, command in unfinished:
+        how = f"continue with: {command}" if command else "continue it with lvegit run ... --resume"
+        note(f"{path}: incomplete: {count(number, 'attempt')} unfinished; {how}")
+    return EXIT_FINDINGS if unfinished else code

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -7,12 +9,28 @@ import click
 
 from lvegit.attempt import Attempt, Report
 from lvegit.commands.catalog import short_help
-from lvegit.errors import EXIT_FINDINGS, EXIT_OK, UsageError
+from lvegit.errors import EXIT_FINDINGS, EXIT_OK, Interrupted, UsageError
 from lvegit.models.routing import ModelPool
-from lvegit.options import Selection, format_option, open_repository, repo_option, selection_options
-from lvegit.output import line, print_json
-from lvegit.rerun import InstanceResult, by_instance, in_shard, parse_shard, plan_reruns, wilson_interval
-from lvegit.runner import RetryPolicy, Runner
+from lvegit.options import (
+    Selection,
+    format_option,
+    open_repository,
+    repo_option,
+    retries_option,
+    selection_options,
+)
+from lvegit.output import count, line, print_json
+from lvegit.problems import location
+from lvegit.rerun import (
+    InstanceResult,
+    Plan,
+    by_instance,
+    in_shard,
+    parse_shard,
+    plan_reruns,
+    wilson_interval,
+)
+from lvegit.runner import RetryPolicy, Runner, Task
 
 
 def _verdict(passed: bool | None) -> str:
@@ -20,16 +38,22 @@ def _verdict(passed: bool | None) -> str:
 
 
 def _describe(result: InstanceResult) -> str:
-    where = f"{result.file}:{result.line}"
-    text = f"{where}  recorded {_verdict(result.recorded)}"
-    if result.verdicts:
-        text += "  new: " + ", ".join(_verdict(v) for v in result.verdicts)
-        if len(result.verdicts) > 1:
-            low, high = wilson_interval(result.unsafe, len(result.verdicts))
-            text += f"  ({result.unsafe}/{len(result.verdicts)} unsafe, 95% CI {low:.0%}-{high:.0%})"
+    """One line per instance: the new verdict, or with --repeat how often it was unsafe (the verdicts
+    themselves are in --format json)."""
+    text = f"{location(result.file or result.lve, result.line)}  recorded {_verdict(result.recorded)}"
+    runs = len(result.verdicts)
+    if runs == 1:
+        text += f"  new: {_verdict(result.verdicts[0])}"
+    elif runs > 1:
+        low, high = wilson_interval(result.unsafe, runs)
+        text += f"  new: {result.unsafe}/{runs} unsafe (95% CI {low:.0%}-{high:.0%})"
+    if runs:
         text += "  agrees" if result.agree else "  DISAGREES"
-    for error in result.errors:
-        text += f"  error: {error}"
+    if result.errors:
+        first = result.errors[0]
+        others = len(result.errors) - result.errors.count(first)
+        text += f"  {count(len(result.errors), 'failed attempt')}: {first}"
+        text += f" (and {count(others, 'other error')})" if others else ""
     return text
 
 
@@ -60,13 +84,7 @@ def _describe(result: InstanceResult) -> str:
 )
 @click.option("--resume", is_flag=True, help="Continue the run of --report FILE, skipping finished attempts.")
 @click.option("--shard", help="Run only shard I of N (for example 2/4), split deterministically by LVE.")
-@click.option(
-    "--retries",
-    type=click.IntRange(0, 20),
-    default=4,
-    show_default=True,
-    help="Retries of a request that failed transiently (429, 5xx, timeout, connection, bad body).",
-)
+@retries_option
 @format_option
 @repo_option
 def run_command(
@@ -103,35 +121,93 @@ def run_command(
     repo = open_repository(repo_path)
     lve_dirs = selection.resolve(repo)
     if shard:
-        index, count = parse_shard(shard)
-        lve_dirs = [d for d in lve_dirs if in_shard(repo.relative(d), index, count)]
-    report = Report(report_path, resume) if report_path is not None else None
+        index, total = parse_shard(shard)
+        lve_dirs = [d for d in lve_dirs if in_shard(repo.relative(d), index, total)]
+    report = None
+    if report_path is not None:
+        settings = {
+            "lves": [repo.relative(d) for d in lve_dirs],
+            "model": model,
+            "repeat": repeat,
+            "append": append,
+        }
+        report = Report(report_path, resume, settings, resume_command())
     plan = plan_reruns(repo, lve_dirs, model, repeat, append)
     pool = ModelPool(repo.root)
-    for model_id in sorted({task.attempt.model for task in plan.tasks}):
-        pool.get(model_id)  # no route, no key: a usage error now, not an error per attempt
+    unroutable = _route_models(pool, plan)
     runner = Runner(pool, concurrency, RetryPolicy(attempts=retries + 1), report, author)
-    if output_format == "text" and sys.stderr.isatty() and plan.tasks:
-        with click.progressbar(length=len(plan.tasks), label="running", file=sys.stderr) as bar:
-            runner.on_finish = lambda _attempt: bar.update(1)
-            attempts = runner.run(plan.tasks)
-    else:
-        attempts = runner.run(plan.tasks)
-    return show_results(attempts, plan.invalid, output_format)
+    try:
+        attempts = _run_with_progress(runner, plan.tasks)
+    except KeyboardInterrupt:
+        if report is None:
+            raise
+        raise Interrupted(
+            f"interrupted; finished attempts are in {report_path}; continue with: {report.command}"
+        ) from None
+    return show_results(attempts, plan.invalid, output_format, unroutable)
 
 
-def show_results(attempts: list[Attempt], invalid: list[tuple[str, str]], output_format: str) -> int:
-    """Per instance: recorded and new verdicts; exit 1 when one differs or an attempt failed."""
+def resume_command() -> str:
+    """The command line of this run with --resume: how to continue it."""
+    argv = [arg for arg in click.get_current_context().find_root().obj or [] if arg != "--resume"]
+    return shlex.join(["lvegit", *argv, "--resume"])
+
+
+def _route_models(pool: ModelPool, plan: Plan) -> dict[str, tuple[str, list[str]]]:
+    """Models that cannot run here (no route, no key): their tasks leave the plan and each of their LVEs
+    is reported; when no model can run, that is a usage error naming them all."""
+    unroutable: dict[str, tuple[str, list[str]]] = {}
+    models = sorted({task.attempt.model for task in plan.tasks})
+    for model_id in models:
+        try:
+            pool.get(model_id)
+        except UsageError as exc:
+            lves = sorted({task.lve.rel for task in plan.tasks if task.attempt.model == model_id})
+            unroutable[model_id] = (str(exc), lves)
+    if models and len(unroutable) == len(models):
+        raise UsageError("\n".join(reason for reason, _lves in unroutable.values()))
+    for model_id, (_reason, lves) in unroutable.items():
+        plan.invalid.extend((lve, f"model '{model_id}' cannot run here (see below)") for lve in lves)
+    plan.tasks = [task for task in plan.tasks if task.attempt.model not in unroutable]
+    return unroutable
+
+
+def _run_with_progress(runner: Runner, tasks: list[Task]) -> list[Attempt]:
+    """A progress bar on a terminal's stderr (whatever the output format), as wide as the terminal."""
+    if not (sys.stderr.isatty() and tasks):
+        return runner.run(tasks)
+    # The bar's width from the terminal it is drawn on (click would measure stdout's): label, counts and
+    # percentage take about 30 columns.
+    columns = os.get_terminal_size(sys.stderr.fileno()).columns
+    width = max(5, min(36, columns - 30 - 2 * len(str(len(tasks)))))
+    with click.progressbar(
+        length=len(tasks), label="running", file=sys.stderr, width=width, show_pos=True
+    ) as bar:
+        runner.on_finish = lambda _attempt: bar.update(1)
+        return runner.run(tasks)
+
+
+def show_results(
+    attempts: list[Attempt],
+    invalid: list[tuple[str, str]],
+    output_format: str,
+    unroutable: dict[str, tuple[str, list[str]]] | None = None,
+) -> int:
+    """Per instance: recorded and new verdicts; exit 1 when one differs or an attempt failed.
+    Each instance counts once: it disagrees, or else has failed attempts, or else agrees."""
     results = by_instance(attempts)
-    agree = sum(r.agree is True for r in results)
     disagree = sum(r.agree is False for r in results)
-    errors = sum(bool(r.errors) for r in results)
+    errors = sum(bool(r.errors) and r.agree is not False for r in results)
+    agree = len(results) - disagree - errors
+    failed = sum(len(r.errors) for r in results)
+    unroutable = unroutable or {}
     summary = {
         "instances": len(results),
         "attempts": len(attempts),
         "agree": agree,
         "disagree": disagree,
         "error": errors,
+        "failed_attempts": failed,
         "invalid_lves": len(invalid),
     }
     if output_format == "json":
@@ -139,6 +215,10 @@ def show_results(attempts: list[Attempt], invalid: list[tuple[str, str]], output
             {
                 "instances": [r.as_json() for r in results],
                 "invalid": [{"lve": lve, "reason": reason} for lve, reason in invalid],
+                "unroutable": [
+                    {"model": model_id, "lves": lves, "reason": reason}
+                    for model_id, (reason, lves) in unroutable.items()
+                ],
                 "summary": summary,
             }
         )
@@ -147,8 +227,12 @@ def show_results(attempts: list[Attempt], invalid: list[tuple[str, str]], output
             line(_describe(result))
         for lve, reason in invalid:
             line(f"invalid: {lve}: {reason}")
+        for model_id, (reason, lves) in unroutable.items():
+            line(f"not run: {count(len(lves), 'LVE')} of model '{model_id}':")
+            for text in reason.splitlines():
+                line(f"  {text}")
         line(
-            f"{len(results)} instances, {len(attempts)} attempts: {agree} agree, {disagree} disagree, "
-            f"{errors} with errors"
+            f"{count(len(results), 'instance')}: {agree} agree, {disagree} disagree, {errors} with errors "
+            f"({count(len(attempts), 'attempt')}, {failed} failed)"
         )
     return EXIT_FINDINGS if disagree or errors or invalid else EXIT_OK

@@ -1,0 +1,222 @@
+"""`lvegit run` and `lvegit report` as users meet them: interrupted runs, reports, models without a
+route, and output on a narrow terminal. Processes run for real where a terminal or a signal is the point."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pty
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from builders import RepoBuilder, instance
+from servers import Running
+
+INSTANCES = "repository/dummy/add/openai--gpt-4o-mini/instances/i.jsonl"
+
+
+def lvegit(*args: str, cwd: Path, **kwargs: Any) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "lvegit", *args], cwd=cwd, **kwargs)
+
+
+def many(repo: RepoBuilder, count: int) -> None:
+    repo.lve(instances={"i.jsonl": [instance(str(n + 1), True, a=n, b=1) for n in range(count)]})
+
+
+def test_ctrl_c_exits_130_and_says_how_to_resume(repo: RepoBuilder, adding: Running) -> None:
+    adding.state.latency = 0.2
+    many(repo, 40)
+    process = lvegit(
+        "run", "--all", "--concurrency", "2", "--report", "r.jsonl",
+        cwd=repo.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    report = repo.root / "r.jsonl"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not (
+        report.exists() and report.read_text().count('"complete"') >= 2
+    ):
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _out, err = process.communicate(timeout=20)
+    assert process.returncode == 130
+    assert err.decode().strip().splitlines()[-1] == (
+        "lvegit: interrupted; finished attempts are in r.jsonl; continue with: "
+        "lvegit run --all --concurrency 2 --report r.jsonl --resume"
+    )
+    summary = subprocess.run(
+        [sys.executable, "-m", "lvegit", "report", "r.jsonl"], cwd=repo.root, capture_output=True, text=True
+    )
+    assert summary.returncode == 1
+    assert summary.stderr.startswith("lvegit: r.jsonl: incomplete: ")
+    assert summary.stderr.rstrip().endswith(
+        "unfinished; continue with: lvegit run --all --concurrency 2 --report r.jsonl --resume"
+    )
+    assert "status started" not in summary.stdout  # unfinished attempts are not errors
+    adding.state.latency = 0
+    resumed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lvegit",
+            "run",
+            "--all",
+            "--concurrency",
+            "2",
+            "--report",
+            "r.jsonl",
+            "--resume",
+        ],
+        cwd=repo.root,
+        capture_output=True,
+        text=True,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert (
+        resumed.stdout.splitlines()[-1]
+        == "40 instances: 40 agree, 0 disagree, 0 with errors (40 attempts, 0 failed)"
+    )
+
+
+def test_ctrl_c_at_a_question_of_new_exits_130(repo: RepoBuilder) -> None:
+    process = lvegit(
+        "new",
+        "--interactive",
+        cwd=repo.root,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    time.sleep(1.5)  # at the first question
+    process.send_signal(signal.SIGINT)
+    _out, err = process.communicate(timeout=20)
+    assert (process.returncode, err.decode().strip()) == (130, "lvegit: interrupted")
+
+
+@pytest.mark.parametrize("command", [("list",), ("validate", "--all")])
+def test_a_closed_pipe_ends_quietly(repo: RepoBuilder, command: tuple[str, ...]) -> None:
+    for n in range(300):
+        repo.lve(f"cat/lve{n:03d}")
+    process = lvegit(*command, cwd=repo.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None
+    process.stdout.readline()
+    process.stdout.close()  # what `| head -1` does
+    err = process.stderr.read() if process.stderr else b""
+    assert (process.wait(timeout=20), err) == (141, b"")
+
+
+def test_lves_whose_model_has_no_route_are_reported_and_the_rest_runs(
+    repo: RepoBuilder, cli: Any, adding: Running
+) -> None:
+    repo.lve("cat/ok", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    for name in ("cat/llama1", "cat/llama2"):
+        repo.lve(
+            name,
+            {"model": "meta/llama-3"},
+            folder="meta--llama-3",
+            instances={"i.jsonl": [instance("3", True, a=1, b=2)]},
+        )
+    repo.lve(
+        "cat/mistral",
+        {"model": "mistral/7b"},
+        folder="mistral--7b",
+        instances={"i.jsonl": [instance("3", True, a=1, b=2)]},
+    )
+    result = cli("run", "--all", cwd=repo.root)
+    assert result.code == 1
+    assert result.out.splitlines() == [
+        "repository/cat/ok/openai--gpt-4o-mini/instances/i.jsonl:1  recorded safe  new: safe  agrees",
+        "invalid: repository/cat/llama1/meta--llama-3: model 'meta/llama-3' cannot run here (see below)",
+        "invalid: repository/cat/llama2/meta--llama-3: model 'meta/llama-3' cannot run here (see below)",
+        "invalid: repository/cat/mistral/mistral--7b: model 'mistral/7b' cannot run here (see below)",
+        "not run: 2 LVEs of model 'meta/llama-3':",
+        "  no backend for model 'meta/llama-3': add it to lvegit.toml, for example",
+        '    [models."meta/llama-3"]',
+        '    backend = "transformers"',
+        '    model = "<hub id or local directory>"',
+        "not run: 1 LVE of model 'mistral/7b':",
+        "  no backend for model 'mistral/7b': add it to lvegit.toml, for example",
+        '    [models."mistral/7b"]',
+        '    backend = "transformers"',
+        '    model = "<hub id or local directory>"',
+        "1 instance: 1 agree, 0 disagree, 0 with errors (1 attempt, 0 failed)",
+    ]
+    data = cli("run", "--all", "--format", "json", cwd=repo.root).json()
+    assert [(u["model"], u["lves"]) for u in data["unroutable"]] == [
+        ("meta/llama-3", ["repository/cat/llama1/meta--llama-3", "repository/cat/llama2/meta--llama-3"]),
+        ("mistral/7b", ["repository/cat/mistral/mistral--7b"]),
+    ]
+    nothing = cli("run", "repository/cat/llama1", "repository/cat/mistral", cwd=repo.root)
+    assert nothing.code == 2 and "'meta/llama-3'" in nothing.err and "'mistral/7b'" in nothing.err
+
+
+def test_resume_refuses_another_run(repo: RepoBuilder, cli: Any, adding: Running) -> None:
+    repo.lve("cat/a", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    repo.lve("cat/b", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    assert cli("run", "--all", "--report", "r.jsonl", cwd=repo.root).code == 0
+    repeat = cli("run", "--all", "--repeat", "3", "--report", "r.jsonl", "--resume", cwd=repo.root)
+    assert (repeat.code, repeat.err) == (
+        2,
+        "lvegit: error: --resume: r.jsonl is the report of another run (repeat 1 there, 3 here); resume it "
+        "with the same selection and options, or choose another --report file\n",
+    )
+    narrower = cli("run", "repository/cat/a", "--report", "r.jsonl", "--resume", cwd=repo.root)
+    assert narrower.code == 2 and 'lves ["repository/cat/a/openai--gpt-4o-mini", ' in narrower.err
+    assert len(adding.state.requests) == 2
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"root:x:0:0:root:/root:/bin/bash\n",
+        b"",
+        b'{"args": {}, "response": "3", "passed": true}\n',
+        b"\xff\xfe",
+    ],
+    ids=["passwd", "empty", "instance-file", "binary"],
+)
+def test_report_refuses_files_that_are_not_run_reports(repo: RepoBuilder, cli: Any, content: bytes) -> None:
+    (repo.root / "x.jsonl").write_bytes(content)
+    result = cli("report", "x.jsonl", cwd=repo.root)
+    assert (result.code, result.err) == (
+        2,
+        "lvegit: error: x.jsonl: not a run report (write one with lvegit run --report FILE)\n",
+    )
+
+
+def test_progress_fits_a_narrow_terminal_and_shows_with_json(repo: RepoBuilder, adding: Running) -> None:
+    adding.state.latency = 0.05
+    many(repo, 30)
+    main, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 60, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    process = lvegit(
+        "run", "--all", "--concurrency", "2", "--format", "json",
+        cwd=repo.root, stdout=subprocess.PIPE, stderr=terminal, env=env,
+    )  # fmt: skip
+    os.close(terminal)
+    out, _ = process.communicate(timeout=60)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(main)
+    assert process.returncode == 0 and json.loads(out)["summary"]["agree"] == 30
+    text = shown.decode()
+    assert "running" in text and "30/30" in text
+    assert text.count("\n") <= 2  # redrawn in place, never wrapped or scrolled
+    frames = [frame for line in text.split("\n") for frame in line.split("\r")]
+    assert max(len(frame) for frame in frames) <= 60

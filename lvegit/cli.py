@@ -70,7 +70,12 @@ def main(argv: list[str] | None = None) -> Any:
     Every error prints the same way: `lvegit: error: ...`."""
     try:
         args = sys.argv[1:] if argv is None else argv
-        code = cli.main(args=args, prog_name="lvegit", standalone_mode=False, obj=list(args))
+        # The context is driven here rather than by cli.main, whose own handling would turn a closed
+        # pipe into exit 1 and Ctrl-C into a bare "Aborted!".
+        with cli.make_context("lvegit", list(args), obj=list(args)) as ctx:
+            code = cli.invoke(ctx)
+    except click.exceptions.Exit as exc:  # --help, --version
+        code = exc.exit_code
     except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("\nlvegit: interrupted", err=True)
         code = EXIT_INTERRUPTED
@@ -84,13 +89,6 @@ def main(argv: list[str] | None = None) -> Any:
         click.echo(f"lvegit: error: {exc.format_message()}{hint}", err=True)
         code = EXIT_USAGE
     except BrokenPipeError:
-        _silence_stdout()
-        code = EXIT_CLOSED_PIPE
-    except SystemExit:
-        # click answers a closed pipe with exit(1) after wrapping stdout so that it flushes quietly;
-        # a closed pipe is no finding.
-        if not isinstance(sys.stdout, click.utils.PacifyFlushWrapper):
-            raise
         _silence_stdout()
         code = EXIT_CLOSED_PIPE
     except LvegitError as exc:

@@ -39,6 +39,11 @@ class RetryPolicy:
     attempts: int = 5  # requests per model call, the first included
     base_delay: float = 0.5
     max_delay: float = 60.0
+    refused_attempts: int = 2  # an address that refuses outright gets no more than this
+
+    def gives_up(self, request: int, error: TransientModelError) -> bool:
+        """Whether the request-th request (1-based) that failed with `error` is the last one."""
+        return request >= (min(self.attempts, self.refused_attempts) if error.refused else self.attempts)
 
     def delay(self, retry: int, retry_after: float | None) -> float:
         if retry_after is not None:  # the server knows best; a little jitter spreads the herd
@@ -151,10 +156,8 @@ class Runner:
             try:
                 completion = await model.complete(messages, model_args)
             except TransientModelError as exc:
-                if retry + 1 == self.policy.attempts:
-                    raise LvegitError(
-                        f"gave up after {count(self.policy.attempts, 'request')}: {exc}"
-                    ) from None
+                if self.policy.gives_up(retry + 1, exc):
+                    raise LvegitError(f"gave up after {count(retry + 1, 'request')}: {exc}") from None
                 attempt.retries += 1
                 await asyncio.sleep(self.policy.delay(retry, exc.retry_after))
                 continue

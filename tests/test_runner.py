@@ -172,9 +172,23 @@ def test_timeouts_are_retried_then_recorded_as_errors(repo: RepoBuilder, cli: An
     assert result.code == 1
     first, second = result.json()["instances"]
     assert first["agree"] is True
+    host = adding.url.removeprefix("http://").removesuffix("/v1")
     assert second["verdicts"] == [] and second["errors"] == [
-        "gave up after 3 requests: the request timed out"
+        f"gave up after 3 requests: the request to {host} timed out"
     ]
+
+
+def test_an_address_that_refuses_is_named_and_not_retried_for_long(
+    repo: RepoBuilder, cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")  # nothing listens on port 1
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    lve_dir = repo.lve()
+    result = cli("record", str(lve_dir), "--param", "a=1", "--param", "b=2", "--retries", "10", cwd=repo.root)
+    assert (result.code, result.out) == (
+        1,
+        "error: gave up after 2 requests: connection refused by 127.0.0.1:1\n",
+    )
 
 
 def test_permanent_errors_are_not_retried(repo: RepoBuilder, cli: Any, adding: Running) -> None:

@@ -35,11 +35,14 @@ class ModelError(LvegitError):
 
 
 class TransientModelError(ModelError):
-    """A model request may succeed if retried (rate limit, server error, timeout, connection, bad body)."""
+    """A model request may succeed if retried (rate limit, server error, timeout, connection, bad body).
+    `refused`: nothing listens at the address (or its name does not resolve): worth a retry or two, since
+    a server may be starting, but not the whole retry budget."""
 
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, retry_after: float | None = None, refused: bool = False) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.refused = refused
 
 
 class ChatModel(Protocol):

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import email.utils
 import os
+import socket
 import time
+import urllib.parse
 from typing import Any
 
 from lvegit.errors import UsageError
@@ -128,10 +130,8 @@ class OpenAIModel:
             raise TransientModelError(
                 f"server error ({exc.status_code})", retry_after(exc.response.headers)
             ) from None
-        except openai.APITimeoutError:
-            raise TransientModelError("the request timed out") from None
-        except openai.APIConnectionError as exc:
-            raise TransientModelError(f"connection failed: {exc.message}") from None
+        except openai.APIConnectionError as exc:  # APITimeoutError included
+            raise self._connection_error(exc) from None
         except openai.APIStatusError as exc:
             if exc.status_code in (408, 409) or exc.status_code >= 500:
                 raise TransientModelError(
@@ -148,6 +148,23 @@ class OpenAIModel:
         if not isinstance(text, str):
             raise TransientModelError("malformed response: the message has no text content")
         return Completion(text, resolved)
+
+    def _connection_error(self, exc: BaseException) -> TransientModelError:
+        """What went wrong with the connection, from the exceptions beneath the client's: some HTTP
+        transports report a refused connection as a connect timeout."""
+        where = urllib.parse.urlsplit(str(self.client.base_url)).netloc
+        cause: BaseException | None = exc
+        while cause is not None:
+            if isinstance(cause, ConnectionRefusedError):
+                return TransientModelError(f"connection refused by {where}", refused=True)
+            if isinstance(cause, socket.gaierror):
+                return TransientModelError(f"cannot resolve the host of {where}", refused=True)
+            cause = cause.__cause__ or cause.__context__
+        import openai
+
+        if isinstance(exc, openai.APITimeoutError):
+            return TransientModelError(f"the request to {where} timed out")
+        return TransientModelError(f"connection to {where} failed: {getattr(exc, 'message', exc)}")
 
     async def close(self) -> None:
         await self.client.close()

@@ -18,6 +18,7 @@ import importlib.util
 import os
 import re
 import threading
+from pathlib import Path
 from typing import Any
 
 from lvegit.checkers.base import BaseChecker
@@ -135,16 +136,39 @@ class PII_Checker(BaseChecker):  # the class name LVE repositories use
         return str(engine.anonymize(text=response, analyzer_results=found).text)
 
 
+def _hub_cache() -> Path:
+    """Where huggingface_hub keeps downloaded models (its own environment variables first)."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"])
+    home = os.environ.get("HF_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache", "huggingface"
+    )
+    return Path(home) / "hub"
+
+
+def locally_available(model: str) -> bool:
+    """Whether a model is a local directory or in the hub's cache: decided before importing anything, so
+    an LVE whose model is missing is skipped at once instead of after seconds of imports."""
+    if os.path.isdir(model):
+        return True
+    snapshots = _hub_cache() / f"models--{model.replace('/', '--')}" / "snapshots"
+    return snapshots.is_dir() and any(snapshots.iterdir())
+
+
 def classifier(model: str) -> Any:
     """A text-classification pipeline, loaded once per process and model, from local files only unless
     LVEGIT_ALLOW_DOWNLOADS=1."""
     with _LOCK:
         if model not in _PIPELINES:
+            local_only = os.environ.get("LVEGIT_ALLOW_DOWNLOADS") != "1"
+            if local_only and not locally_available(model):
+                raise CheckerUnavailable(
+                    f"model '{model}' is not available locally (set LVEGIT_ALLOW_DOWNLOADS=1 or install it)"
+                )
             try:
                 from transformers import AutoModelForSequenceClassification, AutoTokenizer, pipeline
             except ImportError:
                 raise CheckerUnavailable("this checker needs: pip install 'lvegit[transformers]'") from None
-            local_only = os.environ.get("LVEGIT_ALLOW_DOWNLOADS") != "1"
             try:
                 tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=local_only)
                 network = AutoModelForSequenceClassification.from_pretrained(

@@ -9,7 +9,7 @@ from lvegit.errors import EXIT_FINDINGS, EXIT_OK
 from lvegit.options import Selection, format_option, open_repository, repo_option, selection_options
 from lvegit.output import count, line, print_json
 from lvegit.problems import location
-from lvegit.replay import replay_lve, summarize
+from lvegit.replay import ReplayResult, replay_lve, summarize
 
 
 @click.command("replay", short_help=short_help("replay"))
@@ -38,16 +38,36 @@ def replay_command(
     if output_format == "json":
         print_json({"instances": [r.as_json() for r in results], "summary": summary})
     else:
-        for result in results:
-            if result.status != "reproduced":
-                where = location(result.file, result.line)
-                reason = result.reason
-                if result.status == "mismatch":
-                    detail = f"recorded passed={result.recorded}, replayed passed={result.replayed}"
-                    reason = f"{detail} ({result.reason})" if result.reason else detail
-                line(f"{result.status}: {where}: {reason}")
+        for group in _grouped(results):
+            result = group[0]
+            if len(group) > 1:  # skipped for one reason: once per LVE
+                line(f"skipped: {result.lve}: {count(len(group), 'instance')}: {result.reason}")
+                continue
+            where = location(result.file, result.line)
+            reason = result.reason
+            if result.status == "mismatch":
+                detail = f"recorded passed={result.recorded}, replayed passed={result.replayed}"
+                reason = f"{detail} ({result.reason})" if result.reason else detail
+            line(f"{result.status}: {where}: {reason}")
         line(
             f"{summary['reproduced']} reproduced, {count(summary['mismatch'], 'mismatch', 'mismatches')}, "
             f"{summary['skipped']} skipped, {count(summary['error'], 'error')}"
         )
     return EXIT_FINDINGS if summary["mismatch"] or summary["error"] else EXIT_OK
+
+
+def _grouped(results: list[ReplayResult]) -> list[list[ReplayResult]]:
+    """The results worth a line: each on its own, except that an LVE's instances skipped for the same
+    reason (a checker model that is not available, say) form one group."""
+    groups: list[list[ReplayResult]] = []
+    skipped: dict[tuple[str, str | None], list[ReplayResult]] = {}
+    for result in results:
+        if result.status == "reproduced":
+            continue
+        if result.status != "skipped":
+            groups.append([result])
+        elif (result.lve, result.reason) in skipped:
+            skipped[(result.lve, result.reason)].append(result)
+        else:
+            groups.append(skipped.setdefault((result.lve, result.reason), [result]))
+    return groups

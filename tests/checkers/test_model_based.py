@@ -4,6 +4,7 @@ tiny text classifiers trained inside the test."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import sys
 from collections.abc import Iterator
@@ -217,11 +218,46 @@ def test_unloadable_classifier_skips_replay_and_errors_runs(
     }
     repo.lve("bias/x", test, instances={"i.jsonl": [instance("hi", True, a=1, b=2)]})
     [item] = cli("replay", "--all", "--format", "json", cwd=repo.root).json()["instances"]
-    assert item["status"] == "skipped" and item["reason"].startswith(
-        f"cannot load the classifier '{tmp_path}/none'"
+    assert (item["status"], item["reason"]) == (
+        "skipped",
+        f"model '{tmp_path}/none' is not available locally (set LVEGIT_ALLOW_DOWNLOADS=1 or install it)",
     )
     data = cli("run", "--all", "--model", "offline/echo", "--format", "json", cwd=repo.root).json()
-    assert data["instances"][0]["errors"][0].startswith("cannot load the classifier")
+    assert data["instances"][0]["errors"][0].startswith(f"model '{tmp_path}/none' is not available locally")
+    (tmp_path / "none").mkdir()  # there, but no model: loading says why
+    [item] = cli("replay", "--all", "--format", "json", cwd=repo.root).json()["instances"]
+    assert item["reason"].startswith(f"cannot load the classifier '{tmp_path}/none'")
+
+
+def test_skips_for_a_missing_model_are_one_line_per_lve_and_import_nothing(
+    repo: RepoBuilder, tmp_path: Path
+) -> None:
+    import subprocess
+
+    test = {
+        "checker_args": {"checker_name": "ToxicityChecker", "toxicity_threshold": 0.5, "model": "nobody/gone"}
+    }
+    rows = [instance(f"hello {n}", True, a=1, b=2) for n in range(5)]
+    repo.lve("toxicity/x", test, instances={"i.jsonl": rows})
+    script = (
+        "import sys\n"
+        "from lvegit.cli import main\n"
+        "try:\n"
+        "    main(['replay', '--all'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('HEAVY', sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'transformers'}), file=sys.stderr)\n"
+    )
+    environment = {**os.environ, "HF_HOME": str(tmp_path / "hf")}
+    process = subprocess.run(
+        [sys.executable, "-c", script], cwd=repo.root, capture_output=True, text=True, env=environment
+    )
+    assert process.stdout.splitlines() == [
+        "skipped: repository/toxicity/x/openai--gpt-4o-mini: 5 instances: model 'nobody/gone' is not available "
+        "locally (set LVEGIT_ALLOW_DOWNLOADS=1 or install it)",
+        "0 reproduced, 0 mismatches, 5 skipped, 0 errors",
+    ]
+    assert "HEAVY []" in process.stderr
 
 
 def test_lazy_imports(repo: RepoBuilder, tmp_path: Path) -> None:

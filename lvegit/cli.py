@@ -53,7 +53,7 @@ def cli() -> None:
     Examples:
       lvegit new privacy/address_leak --model openai/gpt-4
       lvegit validate --all
-      lvegit replay repository/dummy/math/a_plus_b
+      lvegit replay repository/reliability/arithmetic
       lvegit run --changed --base origin/main
       lvegit list --format json
     """

@@ -61,9 +61,9 @@ def record_command(
 
     \b
     Examples:
-      lvegit record repository/dummy/math/a_plus_b --param a=12 --param b=30
-      lvegit record repository/privacy/leak --param person="Jane Doe" --temperature 0.7 --author me
-      lvegit record repository/dummy/math/a_plus_b --param a=1 --param b=2 --file edge_cases.jsonl
+      lvegit record repository/reliability/arithmetic/multiply --param a=1234 --param b=5678
+      lvegit record repository/privacy/pii_leakage/contact_details --param person="Jane Doe" --author me
+      lvegit record repository/reliability/arithmetic/multiply --param a=1 --param b=2 --file edge_cases.jsonl
     """
     repo = open_repository(repo_path)
     selected = repo.select([path], all_lves=False)

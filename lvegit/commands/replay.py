@@ -29,7 +29,7 @@ def replay_command(
     \b
     Examples:
       lvegit replay --all
-      lvegit replay repository/dummy/math/a_plus_b --format json
+      lvegit replay repository/reliability/arithmetic --format json
       lvegit replay --changed --base origin/main
     """
     repo = open_repository(repo_path)

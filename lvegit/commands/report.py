@@ -28,7 +28,7 @@ def report_command(reports: tuple[Path, ...], output_format: str) -> int:
     \b
     Examples:
       lvegit report run.jsonl
-      lvegit report shard-1.jsonl shard-2.jsonl shard-3.jsonl shard-4.jsonl --format json
+      lvegit report shard-*.jsonl --format json
     """
     attempts = {}
     unfinished: list[tuple[Path, int, str | None]] = []

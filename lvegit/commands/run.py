@@ -110,10 +110,10 @@ def run_command(
 
     \b
     Examples:
-      lvegit run repository/dummy/math/a_plus_b
+      lvegit run repository/reliability/arithmetic/multiply
       lvegit run --changed --base origin/main --repeat 5
       lvegit run --all --model openai/gpt-4o --concurrency 32 --report run.jsonl
-      lvegit run --all --report run.jsonl --resume
+      lvegit run --all --model openai/gpt-4o --report run.jsonl --resume
       lvegit run --all --shard 2/4 --report shard-2.jsonl
     """
     if resume and report_path is None:

@@ -30,7 +30,7 @@ def validate_command(
     Examples:
       lvegit validate --all
       lvegit validate repository/privacy/pii_leakage --strict
-      lvegit validate --all --format json --repo path/to/lve-repo
+      lvegit validate --all --format json --repo .
       lvegit validate --changed --base origin/main
     """
     repo = open_repository(repo_path)

@@ -54,8 +54,9 @@ def test_model_based_checker_is_skipped_with_reason(repo: RepoBuilder) -> None:
     results = replay(repo, test=test, instances={"i.jsonl": [instance("hi", True, a=1, b=2)]})
     [(status, reason)] = [(r.status, r.reason) for r in results]
     assert status == "skipped" and reason is not None
-    assert reason.startswith(
-        "cannot load the classifier 's-nlp/roberta_toxicity_classifier' (set LVEGIT_ALLOW_DOWNLOADS=1 to download it)"
+    assert reason == (
+        "model 's-nlp/roberta_toxicity_classifier' is not available locally (set LVEGIT_ALLOW_DOWNLOADS=1 or "
+        "install it)"
     )
 
 

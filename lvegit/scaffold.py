@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lvegit.cache import CACHE_DIR
 from lvegit.checkers import BUILTIN_CHECKERS, builtin_signature
 from lvegit.errors import UsageError
 from lvegit.repo import TEST_FILE, Repository, model_folder
@@ -185,4 +186,15 @@ def create(repo: Repository, spec: NewLVE) -> list[Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content, encoding="utf-8")
         created.append(path)
+    ignore_cache(repo.root)
     return created
+
+
+def ignore_cache(root: Path) -> None:
+    """Keep replay's verdict cache out of git: add it to the repository's .gitignore when missing."""
+    ignore = root / ".gitignore"
+    text = ignore.read_text(encoding="utf-8") if ignore.is_file() else ""
+    if any(line.strip() in (CACHE_DIR, f"{CACHE_DIR}/", f"/{CACHE_DIR}/") for line in text.splitlines()):
+        return
+    separator = "" if not text or text.endswith("\n") else "\n"
+    ignore.write_text(f"{text}{separator}{CACHE_DIR}/\n", encoding="utf-8")

@@ -60,7 +60,7 @@ def test_image_dependencies_are_pinned() -> None:
 
 
 def test_workflows_pass_zizmor_offline() -> None:
-    assert len(WORKFLOWS) == 4
+    assert len(WORKFLOWS) == 5
     result = subprocess.run(
         [tool("zizmor"), "--offline", *WORKFLOWS, str(PROJECT_ROOT / "action.yml")],
         capture_output=True,

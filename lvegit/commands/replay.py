@@ -4,27 +4,37 @@ from pathlib import Path
 
 import click
 
+from lvegit.cache import open_cache
 from lvegit.commands.catalog import short_help
 from lvegit.errors import EXIT_FINDINGS, EXIT_OK
 from lvegit.options import Selection, format_option, open_repository, repo_option, selection_options
-from lvegit.output import count, line, print_json
+from lvegit.output import count, line, note, print_json
 from lvegit.problems import location
 from lvegit.replay import ReplayResult, replay_lve, summarize
 
 
 @click.command("replay", short_help=short_help("replay"))
 @selection_options
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    help="Judge every instance again instead of reading verdicts of unchanged checkers and responses from "
+    ".lvegit-cache/ (LVEGIT_CACHE_DIR moves it, LVEGIT_CACHE=read or off limits it).",
+)
 @format_option
 @repo_option
 def replay_command(
     selection: Selection,
+    no_cache: bool,
     output_format: str,
     repo_path: Path | None,
 ) -> int:
     """Re-check recorded instances with their LVE's checker, offline (no model is called).
 
     Each instance ends as reproduced (same verdict as recorded), mismatch, skipped (with the reason, e.g.
-    the checker needs a model) or error. Exit code 1 on any mismatch or error.
+    the checker needs a model) or error. Exit code 1 on any mismatch or error. Verdicts are cached by
+    content (checker, its arguments and code or model, prompt, stored response, lvegit's version): an
+    unchanged instance is not judged again, and its checker is not even built.
 
     \b
     Examples:
@@ -33,7 +43,12 @@ def replay_command(
       lvegit replay --changed --base origin/main
     """
     repo = open_repository(repo_path)
-    results = [r for lve_dir in selection.resolve(repo) for r in replay_lve(repo, lve_dir)]
+    cache, unused = open_cache(repo.root, enabled=not no_cache)
+    if unused:
+        note(f"verdict cache: {unused}")
+    results = [r for lve_dir in selection.resolve(repo) for r in replay_lve(repo, lve_dir, cache)]
+    if cache is not None:
+        cache.prune()
     summary = summarize(results)
     if output_format == "json":
         print_json({"instances": [r.as_json() for r in results], "summary": summary})

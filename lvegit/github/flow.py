@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from lvegit import __version__
+from lvegit.cache import open_cache
 from lvegit.errors import UsageError
 from lvegit.github import results as results_file
 from lvegit.github.api import PullRequests
@@ -125,7 +126,15 @@ def check(repo: Repository, event: Event, settings: Settings) -> int:
         paths, removed = [repo.relative(d) for d in repo.lve_dirs()], []
     lve_dirs = [repo.root / path for path in paths if (repo.root / path).is_dir()]
     reports = {repo.relative(d): validate_lve(repo, d) for d in lve_dirs}
-    replays = {repo.relative(d): replay_lve(repo, d) for d in lve_dirs}
+    cache, unused = open_cache(repo.root)
+    if cache is not None and event.pull_request is not None:
+        # A pull request's check reads verdicts that trusted runs stored and never stores its own.
+        cache.writable = False
+    if unused:
+        line(f"lvegit: verdict cache: {unused}")
+    replays = {repo.relative(d): replay_lve(repo, d, cache) for d in lve_dirs}
+    if cache is not None:
+        cache.prune()
     runnable = [d for d in lve_dirs if reports[repo.relative(d)].valid]
     live = _run_live(repo, settings, runnable)
     lves: list[dict[str, Any]] = []

@@ -85,9 +85,11 @@ def test_us_phone_numbers_are_not_uk_nhs_numbers() -> None:
     assert found == {"PHONE_NUMBER"}
 
 
-def test_unknown_spacy_model_is_unavailable() -> None:
+def test_unknown_spacy_model_is_unavailable_when_first_needed() -> None:
+    checker = PII_Checker(["PERSON"], spacy_model="no_such_model")  # Presidio loads on first use
+    assert checker.replay_skip_reason("<PERSON> lives here") is not None
     with pytest.raises(CheckerUnavailable, match="cannot load the spaCy pipeline 'no_such_model'"):
-        PII_Checker(["PERSON"], spacy_model="no_such_model")
+        checker.find("Jane Doe lives here")
 
 
 def test_appended_instances_hold_only_redacted_text(

@@ -400,3 +400,43 @@ def test_bad_inputs_and_events(pull: tuple[GitRepo, str, str], action: Any) -> N
     assert "input 'live'" in action("pull_request", payload, git.root, live="maybe").err
     assert "handles pull_request" in action("issues", payload, git.root).err
     assert "commenting needs a token" in action("pull_request", payload, git.root, comment="true").err
+
+
+def test_a_pull_request_cannot_write_the_verdicts_trusted_runs_read(
+    pull: tuple[GitRepo, str, str], action: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache a push to the default branch writes (and later runs restore) gets no entry from a pull
+    request's check, which only reads it; a cache committed into the pull request is not read at all."""
+    git, base, head = pull
+    shared = tmp_path / "restored-cache"
+    monkeypatch.setenv("LVEGIT_CACHE_DIR", str(shared))
+    assert action("pull_request", pull_request_payload(3, base, head), git.root, fail_on="none").code == 0
+    assert not shared.exists() or list(shared.rglob("*/*/*")) == []
+    assert (
+        action("push", {"before": base, "after": head}, git.root, fail_on="none", results_dir="push").code
+        == 0
+    )
+    entries = sorted(shared.glob("v1/*/*"))
+    assert entries  # the trusted run stored its verdicts
+    before = {entry: entry.read_bytes() for entry in entries}
+    assert (
+        action(
+            "pull_request", pull_request_payload(3, base, head), git.root, fail_on="none", results_dir="again"
+        ).code
+        == 0
+    )
+    assert {entry: entry.read_bytes() for entry in sorted(shared.glob("v1/*/*"))} == before
+    # A pull request that commits a cache of its own: the check says so and judges every instance.
+    monkeypatch.delenv("LVEGIT_CACHE_DIR")
+    forged = git.root / ".lvegit-cache/v1/00/" / ("0" * 64)
+    forged.parent.mkdir(parents=True)
+    forged.write_text('{"verdict": true, "note": null}')
+    forged_head = git.commit("a cache of its own")
+    result = action(
+        "pull_request",
+        pull_request_payload(3, base, forged_head),
+        git.root,
+        fail_on="none",
+        results_dir="forged",
+    )
+    assert "is tracked by git, so its verdicts could be forged: not used" in result.out

@@ -346,7 +346,10 @@ def test_checker_answering_nonsense_is_an_error(repo: RepoBuilder, cli: Any) -> 
     assert status == "error" and "expected True or False" in str(reason)
 
 
-def test_checker_flooding_its_reply_is_cut_off(repo: RepoBuilder, cli: Any) -> None:
+def test_checker_flooding_its_reply_is_cut_off(
+    repo: RepoBuilder, cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LVEGIT_CHECKER_TIMEOUT", "20")  # building 40 MiB of JSON is slow on a busy machine
     code = (
         evil("return True")
         + "    def replay_skip_reason(self, response):\n        return 'x' * (40 * 1024**2)\n"

@@ -176,10 +176,11 @@ def _run_with_progress(runner: Runner, tasks: list[Task]) -> list[Attempt]:
     """A progress bar on a terminal's stderr (whatever the output format), as wide as the terminal."""
     if not (sys.stderr.isatty() and tasks):
         return runner.run(tasks)
-    # The bar's width from the terminal it is drawn on (click would measure stdout's): label, counts and
-    # percentage take about 30 columns.
+    # The bar's width from the terminal it is drawn on (click would measure stdout's): the label, the
+    # counts, the percentage and the time left take 31 columns and the counts' digits, and the last
+    # column stays free so that no terminal wraps the line.
     columns = os.get_terminal_size(sys.stderr.fileno()).columns
-    width = max(5, min(36, columns - 30 - 2 * len(str(len(tasks)))))
+    width = max(5, min(36, columns - 32 - 2 * len(str(len(tasks)))))
     with click.progressbar(
         length=len(tasks), label="running", file=sys.stderr, width=width, show_pos=True
     ) as bar:

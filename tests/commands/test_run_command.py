@@ -7,6 +7,7 @@ import fcntl
 import json
 import os
 import pty
+import re
 import signal
 import struct
 import subprocess
@@ -218,5 +219,6 @@ def test_progress_fits_a_narrow_terminal_and_shows_with_json(repo: RepoBuilder, 
     text = shown.decode()
     assert "running" in text and "30/30" in text
     assert text.count("\n") <= 2  # redrawn in place, never wrapped or scrolled
-    frames = [frame for line in text.split("\n") for frame in line.split("\r")]
+    visible = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)  # cursor hiding is no column
+    frames = [frame for line in visible.split("\n") for frame in line.split("\r")]
     assert max(len(frame) for frame in frames) <= 60

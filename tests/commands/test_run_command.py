@@ -87,19 +87,29 @@ def test_ctrl_c_exits_130_and_says_how_to_resume(repo: RepoBuilder, adding: Runn
     )
 
 
-def test_ctrl_c_at_a_question_of_new_exits_130(repo: RepoBuilder) -> None:
-    process = lvegit(
-        "new",
-        "--interactive",
-        cwd=repo.root,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    time.sleep(1.5)  # at the first question
-    process.send_signal(signal.SIGINT)
-    _out, err = process.communicate(timeout=20)
-    assert (process.returncode, err.decode().strip()) == (130, "lvegit: interrupted")
+def test_new_on_a_terminal_asks_and_ctrl_c_exits_130(repo: RepoBuilder) -> None:
+    """On a real terminal (a pty), `lvegit new` asks without --interactive; ^C typed there ends it."""
+    pid, terminal = pty.fork()
+    if pid == 0:  # pragma: no cover - the child becomes lvegit, the pty its controlling terminal
+        os.chdir(repo.root)
+        os.execv(sys.executable, [sys.executable, "-m", "lvegit", "new"])
+    shown = b""
+    deadline = time.monotonic() + 20
+    while b"Name (CATEGORY/NAME" not in shown and time.monotonic() < deadline:
+        shown += os.read(terminal, 4096)
+    os.write(terminal, b"\x03")  # what Ctrl-C types; the terminal sends SIGINT
+    while True:
+        try:
+            chunk = os.read(terminal, 4096)
+        except OSError:  # the child is gone
+            break
+        if not chunk:
+            break
+        shown += chunk
+    _pid, status = os.waitpid(pid, 0)
+    os.close(terminal)
+    assert os.waitstatus_to_exitcode(status) == 130
+    assert shown.decode().rstrip().endswith("lvegit: interrupted")
 
 
 @pytest.mark.parametrize("command", [("list",), ("validate", "--all")])

@@ -106,19 +106,24 @@ def _test(form: str, index: int) -> tuple[dict[str, Any], dict[str, str]]:
 FORMS = ("inline", "text_file", "jsonl_file", "regex", "multi_variable", "multi_run")
 
 
-def lve_path(index: int) -> str:
+def lve_path(index: int, per_folder: int = 100) -> str:
     category = CATEGORIES[index % len(CATEGORIES)]
-    return f"repository/{category}/group{index // 100:03}/lve{index:05}/{FOLDER}"
+    return f"repository/{category}/group{index // per_folder:03}/lve{index:05}/{FOLDER}"
 
 
 def generate(
-    root: Path, lves: int, instances: int, commit: bool = True, forms: tuple[str, ...] = FORMS
+    root: Path,
+    lves: int,
+    instances: int,
+    commit: bool = True,
+    forms: tuple[str, ...] = FORMS,
+    per_folder: int = 100,
 ) -> Path:
     (root / "repository").mkdir(parents=True, exist_ok=True)
     (root / ".lverepo").write_text("https://example.invalid/bench.git\n")
     for index in range(lves):
         form = forms[index % len(forms)]
-        folder = root / lve_path(index)
+        folder = root / lve_path(index, per_folder)
         (folder / "instances").mkdir(parents=True, exist_ok=True)
         test, files = _test(form, index)
         (folder / "test.json").write_text(json.dumps(test, indent=2))
@@ -145,11 +150,11 @@ def _commit(root: Path, message: str) -> None:
     subprocess.run(["git", *identity, "commit", "-q", "-m", message], cwd=root, check=True)
 
 
-def change_five(root: Path, lves: int) -> None:
+def change_five(root: Path, lves: int, per_folder: int = 100) -> None:
     """A branch `pr` that touches 5 LVEs (an instance appended to each)."""
     subprocess.run(["git", "checkout", "-q", "-b", "pr"], cwd=root, check=True)
     for index in range(0, lves, max(1, lves // 5))[:5]:
-        path = root / lve_path(index) / "instances" / "instances.jsonl"
+        path = root / lve_path(index, per_folder) / "instances" / "instances.jsonl"
         with path.open("a") as handle:
             handle.write(path.read_text().splitlines()[0] + "\n")
     _commit(root, "five")

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from lvegit.cache import Outcome, VerdictCache
-from lvegit.checkers import CheckerFactory
+from lvegit.checkers import MODEL_CHECKERS, CheckerFactory
 from lvegit.conversation import judge_recorded
 from lvegit.errors import CheckerUnavailable, LvegitError
 from lvegit.instances import Instance, read_instances
@@ -138,6 +142,71 @@ def replay_lve(repo: Repository, lve_dir: Path, cache: VerdictCache | None = Non
                 if cache is not None and key is not None and outcome is not None:
                     cache.put(key, outcome)
     return sorted(results, key=lambda r: (r.file, r.line or 0))
+
+
+def _stack(repo: Repository, lve_dir: Path, cache: VerdictCache | None) -> str | None:
+    """The model stack (presidio, transformers) an LVE's replay has to load, if any: None for the other
+    checkers, and when every instance's verdict is in the cache."""
+    lve, _problems, _text = load_lve(repo, lve_dir)
+    checker = MODEL_CHECKERS.get(lve.checker_name) if lve is not None else None
+    if lve is None or checker is None:
+        return None
+    if cache is not None:
+        instances = [i for p in lve.instance_files() for i in read_instances(p, p.name, Problems(p.name))]
+        keys = [cache.key(lve, instance) for instance in instances]
+        if all(key is not None and cache.get(key) is not None for key in keys):
+            return None
+    return str(getattr(checker, "stack", checker.__name__))
+
+
+def _replay_elsewhere(repo: Repository, lve_dirs: list[Path], use_cache: bool) -> subprocess.Popen[bytes]:
+    """`lvegit replay` of these LVEs in a process of its own (lvegit's code: no contributed code runs
+    there), started now so that its libraries load while this process judges the other LVEs."""
+    command = [sys.executable, "-m", "lvegit", "replay", "--format", "json", "--repo", str(repo.root)]
+    command += [] if use_cache else ["--no-cache"]
+    return subprocess.Popen([*command, *map(str, lve_dirs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _results_of(
+    process: subprocess.Popen[bytes], lve_dirs: list[Path], repo: Repository
+) -> list[ReplayResult]:
+    out, err = process.communicate()
+    try:
+        return [ReplayResult(**item) for item in json.loads(out)["instances"]]
+    except (ValueError, KeyError, TypeError):
+        reason = f"the replay process failed: {err.decode(errors='replace').strip()[-500:]}"
+        return [
+            ReplayResult(repo.relative(d), repo.relative(d), None, None, None, "error", reason)
+            for d in lve_dirs
+        ]
+
+
+def replay_all(
+    repo: Repository, lve_dirs: list[Path], cache: VerdictCache | None = None, threads: int = 8
+) -> list[ReplayResult]:
+    """Replay several LVEs. Those whose checker needs a model stack that is not cached go to one lvegit
+    process per stack, started first, so that Presidio and torch load side by side while the others are
+    judged here, a few at a time (a custom checker's worker starts while other LVEs are judged). The
+    results keep the order of `lve_dirs`."""
+    by_stack: dict[str, list[Path]] = {}
+    if len(lve_dirs) > 1:
+        for lve_dir in lve_dirs:
+            stack = _stack(repo, lve_dir, cache)
+            if stack is not None:
+                by_stack.setdefault(stack, []).append(lve_dir)
+    if len(by_stack) == 1 and sum(map(len, by_stack.values())) == len(lve_dirs):
+        by_stack.clear()  # one stack and nothing else: no process to overlap with (and no recursion)
+    elsewhere = {d for dirs in by_stack.values() for d in dirs}
+    processes = [(_replay_elsewhere(repo, dirs, cache is not None), dirs) for dirs in by_stack.values()]
+    here = [d for d in lve_dirs if d not in elsewhere]
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        per_lve = dict(
+            zip(here, pool.map(lambda lve_dir: replay_lve(repo, lve_dir, cache), here), strict=True)
+        )
+    for process, dirs in processes:
+        for result in _results_of(process, dirs, repo):
+            per_lve.setdefault(repo.root / result.lve, []).append(result)
+    return [result for lve_dir in lve_dirs for result in per_lve.get(lve_dir, [])]
 
 
 def summarize(results: list[ReplayResult]) -> dict[str, int]:

@@ -118,3 +118,27 @@ def test_results_as_json(repo: RepoBuilder) -> None:
         "status": "reproduced",
         "reason": None,
     }
+
+
+def test_replay_all_keeps_the_order_when_model_stacks_load_elsewhere(repo: RepoBuilder) -> None:
+    """LVEs whose checkers load Presidio or transformers replay in processes of their own; the results
+    are those of replaying each LVE alone, in the order asked."""
+    from lvegit.replay import replay_all
+
+    pii = {
+        "checker_args": {"checker_name": "PII_Checker", "entities": ["EMAIL_ADDRESS"], "spacy_model": "blank"}
+    }
+    toxic = {
+        "checker_args": {"checker_name": "ToxicityChecker", "toxicity_threshold": 0.5, "model": "nobody/gone"}
+    }
+    dirs = [
+        repo.lve("a/pii", pii, instances={"i.jsonl": [instance("mail jane@example.com", False, a=1, b=2)]}),
+        repo.lve(
+            "b/plain", instances={"i.jsonl": [instance("3", True, a=1, b=2), instance("4", True, a=1, b=2)]}
+        ),
+        repo.lve("c/toxic", toxic, instances={"i.jsonl": [instance("hi", True, a=1, b=2)]}),
+    ]
+    root = Repository(repo.root.resolve())
+    alone = [result for lve_dir in dirs for result in replay_lve(root, lve_dir)]
+    assert replay_all(root, dirs) == alone
+    assert [r.status for r in alone] == ["reproduced", "reproduced", "mismatch", "skipped"]

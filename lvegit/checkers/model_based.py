@@ -14,11 +14,13 @@ instances skipped, run marks them as errors, each with the reason.
 
 from __future__ import annotations
 
-import importlib.metadata
+import contextlib
 import importlib.util
 import os
 import re
+import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,19 @@ def _spacy_model(requested: str | None) -> str | None:
     return next((name for name in SPACY_MODELS if importlib.util.find_spec(name) is not None), None)
 
 
+@contextlib.contextmanager
+def _hidden(*modules: str) -> Iterator[None]:
+    """`import name` fails while inside, for modules not imported yet; afterwards they import as usual."""
+    hidden = [name for name in modules if name not in sys.modules]
+    sys.modules.update(dict.fromkeys(hidden))  # type: ignore[arg-type]  # None: "not importable"
+    try:
+        yield
+    finally:
+        for name in hidden:
+            if sys.modules.get(name, ...) is None:
+                del sys.modules[name]
+
+
 def analyzer(spacy_model: str | None) -> Any:
     """A Presidio AnalyzerEngine on an explicit spaCy pipeline, built once per model."""
     name = _spacy_model(spacy_model) or "blank"
@@ -61,9 +76,12 @@ def analyzer(spacy_model: str | None) -> Any:
         if name not in _ANALYZERS:
             os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")  # the bundled list; no fetch
             try:
-                import spacy
-                from presidio_analyzer import AnalyzerEngine
-                from presidio_analyzer.nlp_engine import SpacyNlpEngine
+                # Presidio imports transformers and torch (seconds) for transformer-based NLP engines and
+                # recognizers; lvegit configures a spaCy engine, so it loads without them.
+                with _hidden("transformers", "torch"):
+                    import spacy
+                    from presidio_analyzer import AnalyzerEngine
+                    from presidio_analyzer.nlp_engine import SpacyNlpEngine
             except ImportError:
                 raise CheckerUnavailable("PII_Checker needs: pip install 'lvegit[pii]'") from None
             try:  # "blank": no NER, the pattern recognizers only
@@ -81,6 +99,8 @@ def analyzer(spacy_model: str | None) -> Any:
 class PII_Checker(BaseChecker):  # the class name LVE repositories use
     """Unsafe when Presidio finds one of `entities` (e.g. ["EMAIL_ADDRESS", "PHONE_NUMBER", "LOCATION"]) in
     the response; `postprocess_response` replaces what it finds with <ENTITY_TYPE>."""
+
+    stack = "presidio"  # the libraries it loads: replay loads each stack in a process of its own
 
     def __init__(
         self, entities: list[str], spacy_model: str | None = None, score_threshold: float = 0.0
@@ -174,6 +194,8 @@ def _files_stamp(folder: Path) -> list[tuple[str, int, int]]:
 
 def model_identity(checker_name: str, args: dict[str, Any]) -> Any:
     """What a model-based checker judges with, without loading it: for the verdict cache's key."""
+    import importlib.metadata  # only the verdict cache needs it: not on every command's start-up
+
     if checker_name == "PII_Checker":
         pipeline = _spacy_model(args.get("spacy_model")) or "blank"
         try:
@@ -221,6 +243,8 @@ def classifier(model: str) -> Any:
 
 class _ClassifierChecker(BaseChecker):
     """Unsafe when the classifier gives `flagged_label` a score above the threshold."""
+
+    stack = "transformers"
 
     flagged_label = ""
 

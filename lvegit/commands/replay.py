@@ -10,7 +10,7 @@ from lvegit.errors import EXIT_FINDINGS, EXIT_OK
 from lvegit.options import Selection, format_option, open_repository, repo_option, selection_options
 from lvegit.output import count, line, note, print_json
 from lvegit.problems import location
-from lvegit.replay import ReplayResult, replay_lve, summarize
+from lvegit.replay import ReplayResult, replay_all, summarize
 
 
 @click.command("replay", short_help=short_help("replay"))
@@ -46,7 +46,7 @@ def replay_command(
     cache, unused = open_cache(repo.root, enabled=not no_cache)
     if unused:
         note(f"verdict cache: {unused}")
-    results = [r for lve_dir in selection.resolve(repo) for r in replay_lve(repo, lve_dir, cache)]
+    results = replay_all(repo, selection.resolve(repo), cache)
     if cache is not None:
         cache.prune()
     summary = summarize(results)

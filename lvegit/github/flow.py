@@ -27,7 +27,7 @@ from lvegit.github.history import ensure_history
 from lvegit.github.render import SUMMARY_LIMIT, annotation_commands, render, write_outputs
 from lvegit.models.routing import ModelPool
 from lvegit.output import line
-from lvegit.replay import replay_lve, summarize
+from lvegit.replay import ReplayResult, replay_all, summarize
 from lvegit.repo import Repository
 from lvegit.rerun import by_instance, plan_reruns
 from lvegit.runner import RetryPolicy, Runner
@@ -132,7 +132,9 @@ def check(repo: Repository, event: Event, settings: Settings) -> int:
         cache.writable = False
     if unused:
         line(f"lvegit: verdict cache: {unused}")
-    replays = {repo.relative(d): replay_lve(repo, d, cache) for d in lve_dirs}
+    replays: dict[str, list[ReplayResult]] = {repo.relative(d): [] for d in lve_dirs}
+    for result in replay_all(repo, lve_dirs, cache):
+        replays[result.lve].append(result)
     if cache is not None:
         cache.prune()
     runnable = [d for d in lve_dirs if reports[repo.relative(d)].valid]

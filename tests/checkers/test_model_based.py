@@ -7,6 +7,7 @@ import json
 import os
 import socket
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -175,18 +176,21 @@ def test_pipelines_load_once_and_classify_in_batches(
     calls: list[int] = []
     original = model_based.classifier
 
+    counting_lock = threading.Lock()  # replay judges LVEs in parallel threads
+
     def counting(model: str) -> Any:
-        fresh = model not in model_based._PIPELINES
-        pipeline = original(model)
-        if fresh:
-            loads.append(model)
+        with counting_lock:
+            fresh = model not in model_based._PIPELINES
+            pipeline = original(model)
+            if fresh:
+                loads.append(model)
 
-            def batched(texts: list[str], **kwargs: Any) -> Any:
-                calls.append(len(texts))
-                return pipeline(texts, **kwargs)
+                def batched(texts: list[str], **kwargs: Any) -> Any:
+                    calls.append(len(texts))
+                    return pipeline(texts, **kwargs)
 
-            model_based._PIPELINES[model] = batched
-        return model_based._PIPELINES[model]
+                model_based._PIPELINES[model] = batched
+            return model_based._PIPELINES[model]
 
     monkeypatch.setattr(model_based, "classifier", counting)
     rows = [instance("you are stupid", False, a=1, b=2), instance("have a nice day", True, a=1, b=2)] * 20

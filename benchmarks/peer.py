@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -26,6 +24,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
 
 from generate import change_five, generate  # noqa: E402
+from run import TOXIC_EXAMPLES, machine  # noqa: E402
 
 PEER = "lve-tools==0.1.4"
 MODEL = "openai/gpt-4o-mini"
@@ -198,86 +197,69 @@ def row(name: str, scale: str, value: str, comparison: str) -> None:
     print(f"  {name:<58} {scale:<24} {value:>9}  {comparison}", file=sys.stderr, flush=True)
 
 
+def against_peer(lve: Path, root: Path, scale: str, runs: int, target: str) -> None:
+    """The peer's `lve unit-test --test-repo`, then lvegit's validate + replay with a cold cache."""
+    peer_seconds = seconds([str(lve), "unit-test", "--test-repo"], root, runs)
+    row("lve unit-test --test-repo (lve-tools 0.1.4)", scale, f"{peer_seconds:.2f} s", "the peer")
+    cold = both(root, runs, "--no-cache")
+    row(
+        "lvegit validate + replay, cold (--no-cache)",
+        scale,
+        f"{cold:.2f} s",
+        f"{peer_seconds / cold:.1f}x {target}",
+    )
+    if "model-free" not in scale:
+        subprocess.run(
+            lvegit("replay", "--all"), cwd=root, capture_output=True, check=False
+        )  # fills the cache
+        warm = both(root, runs)
+        row(
+            "lvegit validate + replay, warm (verdict cache)",
+            scale,
+            f"{warm:.2f} s",
+            f"{peer_seconds / warm:.1f}x (target 10x)",
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=3, help="timed runs per figure (median)")
     parser.add_argument("--sizes", default="100,1000,10000", help="repository sizes for changed, in LVEs")
     options = parser.parse_args()
-    print(
-        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"{platform.system()} {platform.release()}",
-        file=sys.stderr,
-    )
+    print(machine(), file=sys.stderr)
     from builders import train_tiny_classifier
 
     with tempfile.TemporaryDirectory(prefix="lvegit-peer-") as temporary:
         workdir = Path(temporary)
         lve = peer(workdir)
-        examples = [
-            ("you are stupid", 1),
-            ("idiot", 1),
-            ("hate you", 1),
-            ("have a nice day", 0),
-            ("thanks", 0),
-            ("lovely day", 0),
-        ]
-        classifier = str(train_tiny_classifier(workdir / "classifier", ("neutral", "toxic"), examples))
+        classifier = str(train_tiny_classifier(workdir / "classifier", ("neutral", "toxic"), TOXIC_EXAMPLES))
         whole = corpus(workdir / "corpus", classifier)
         light = corpus(workdir / "model-free", None)
-        summary = json.loads(
-            subprocess.run(
-                lvegit("replay", "--all", "--no-cache", "--format", "json"),
-                cwd=whole,
-                capture_output=True,
-                text=True,
-            ).stdout
-        )["summary"]
-        lves = len(list((whole / "repository").rglob("test.json")))
-        instances = sum(summary.values())
+        replayed = subprocess.run(
+            lvegit("replay", "--all", "--no-cache", "--format", "json"),
+            cwd=whole,
+            capture_output=True,
+            text=True,
+        )
+        summary = json.loads(replayed.stdout)["summary"]
         assert summary["mismatch"] == summary["error"] == 0, summary
-        scale = f"{lves} LVEs, {instances} inst."
-        peer_whole = seconds([str(lve), "unit-test", "--test-repo"], whole, options.runs)
-        row("lve unit-test --test-repo (lve-tools 0.1.4)", scale, f"{peer_whole:.2f} s", "the peer")
-        cold = both(whole, options.runs, "--no-cache")
-        row(
-            "lvegit validate + replay, cold (--no-cache)",
-            scale,
-            f"{cold:.2f} s",
-            f"{peer_whole / cold:.1f}x the peer's speed",
-        )
-        subprocess.run(
-            lvegit("replay", "--all"), cwd=whole, capture_output=True, check=False
-        )  # fills the cache
-        warm = both(whole, options.runs)
-        row(
-            "lvegit validate + replay, warm (verdict cache)",
-            scale,
-            f"{warm:.2f} s",
-            f"{peer_whole / warm:.1f}x (target 10x)",
-        )
+        scale = f"{len(list((whole / 'repository').rglob('test.json')))} LVEs, {sum(summary.values())} inst."
+        against_peer(lve, whole, scale, options.runs, "(the peer's speed)")
         first = statistics.median(first_result(whole) for _ in range(options.runs))
         row("lvegit replay, cold: first line printed", scale, f"{first:.2f} s", "target 0.5 s")
-        light_lves = len(list((light / "repository").rglob("test.json")))
-        light_scale = f"{light_lves} LVEs, model-free"
-        peer_light = seconds([str(lve), "unit-test", "--test-repo"], light, options.runs)
-        row("lve unit-test --test-repo (lve-tools 0.1.4)", light_scale, f"{peer_light:.2f} s", "the peer")
-        cold_light = both(light, options.runs, "--no-cache")
-        row(
-            "lvegit validate + replay, cold (--no-cache)",
-            light_scale,
-            f"{cold_light:.2f} s",
-            f"{peer_light / cold_light:.1f}x (target 5x)",
-        )
+        light_scale = f"{len(list((light / 'repository').rglob('test.json')))} LVEs, model-free"
+        against_peer(lve, light, light_scale, options.runs, "(target 5x)")
         changed: dict[int, float] = {}
         for size in (int(s) for s in options.sizes.split(",")):
             root = generate(workdir / f"wide-{size}", size, 1, per_folder=1000)
             change_five(root, size, per_folder=1000)
             changed[size] = seconds(lvegit("changed", "--base", "main"), root, options.runs)
+            ratio = changed[size] / changed[min(changed)]
             row(
                 "lvegit changed (5 LVEs touched)",
                 f"{size} LVEs, 1,000 per folder",
                 f"{changed[size]:.2f} s",
-                f"{changed[size] / changed[min(changed)]:.2f}x the smallest (target 1.3x)",
+                f"{ratio:.2f}x the smallest (target 1.3x)",
             )
         help_time = seconds(lvegit("--help"), workdir, 7)
         row("lvegit --help", "median of 7", f"{help_time * 1000:.0f} ms", "target 100 ms")

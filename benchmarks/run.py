@@ -27,6 +27,22 @@ from generate import change_five, generate  # noqa: E402
 from servers import OpenAIServer, serve  # noqa: E402
 
 ROWS: list[tuple[str, str, str, str, str]] = []
+# What the tiny toxicity classifier is trained on (label 1: toxic).
+TOXIC_EXAMPLES = [
+    ("you are stupid", 1),
+    ("idiot", 1),
+    ("hate you", 1),
+    ("have a nice day", 0),
+    ("thanks", 0),
+    ("lovely day", 0),
+]
+
+
+def machine() -> str:
+    return (
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, {platform.system()} {platform.release()}"
+    )
 
 
 def peak_rss(pid: int) -> float:
@@ -147,15 +163,7 @@ def bench_classifier(workdir: Path) -> None:
 
     from builders import instance, train_tiny_classifier
 
-    examples = [
-        ("you are stupid", 1),
-        ("idiot", 1),
-        ("hate you", 1),
-        ("have a nice day", 0),
-        ("thanks", 0),
-        ("lovely day", 0),
-    ]
-    model = str(train_tiny_classifier(workdir / "classifier", ("neutral", "toxic"), examples))
+    model = str(train_tiny_classifier(workdir / "classifier", ("neutral", "toxic"), TOXIC_EXAMPLES))
     words = ["you", "are", "stupid", "have", "a", "nice", "day", "thanks", "hate", "lovely"]
     texts = [f"{words[i % 10]} {words[(i // 10) % 10]} {words[(i // 100) % 10]}" for i in range(200)]
     checker = model_based.ToxicityChecker(0.5, model)
@@ -221,11 +229,7 @@ def main() -> None:
     options = parser.parse_args()
     skip = set(filter(None, options.skip.split(",")))
     sizes = [int(s) for s in options.sizes.split(",")]
-    print(
-        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}, {platform.system()} {platform.release()}",
-        file=sys.stderr,
-    )
+    print(machine(), file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="lvegit-bench-") as temporary:
         workdir = Path(temporary)
         results: dict[str, Any] = {}

@@ -15,6 +15,7 @@ entries with forged verdicts.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -65,6 +66,7 @@ class Outcome:
         return None
 
 
+@functools.cache
 def _library_versions(names: tuple[str, ...]) -> dict[str, str]:
     versions = {}
     for name in names:

@@ -14,9 +14,10 @@ from lvegit.cache import Outcome, VerdictCache
 from lvegit.checkers import MODEL_CHECKERS, CheckerFactory
 from lvegit.conversation import judge_recorded
 from lvegit.errors import CheckerUnavailable, LvegitError
+from lvegit.files import MAX_TEST_JSON_BYTES, FileProblem, read_text
 from lvegit.instances import Instance, read_instances
 from lvegit.problems import Problems
-from lvegit.repo import Repository
+from lvegit.repo import TEST_FILE, Repository
 from lvegit.spec import LVE, blocking_errors, load_lve
 
 Status = Literal["reproduced", "mismatch", "skipped", "error"]
@@ -144,12 +145,24 @@ def replay_lve(repo: Repository, lve_dir: Path, cache: VerdictCache | None = Non
     return sorted(results, key=lambda r: (r.file, r.line or 0))
 
 
+def _checker_name(lve_dir: Path) -> str | None:
+    """The checker an LVE names, read without loading the LVE (None when test.json does not say)."""
+    try:
+        data = json.loads(read_text(lve_dir / TEST_FILE, MAX_TEST_JSON_BYTES))
+        name = data["checker_args"]["checker_name"]
+    except (FileProblem, ValueError, KeyError, TypeError):
+        return None
+    return name if isinstance(name, str) else None
+
+
 def _stack(repo: Repository, lve_dir: Path, cache: VerdictCache | None) -> str | None:
     """The model stack (presidio, transformers) an LVE's replay has to load, if any: None for the other
     checkers, and when every instance's verdict is in the cache."""
+    checker = MODEL_CHECKERS.get(_checker_name(lve_dir) or "")
+    if checker is None:
+        return None
     lve, _problems, _text = load_lve(repo, lve_dir)
-    checker = MODEL_CHECKERS.get(lve.checker_name) if lve is not None else None
-    if lve is None or checker is None:
+    if lve is None:
         return None
     if cache is not None:
         instances = [i for p in lve.instance_files() for i in read_instances(p, p.name, Problems(p.name))]

@@ -14,7 +14,7 @@ from lvegit.cache import Outcome, VerdictCache
 from lvegit.checkers import MODEL_CHECKERS, CheckerFactory
 from lvegit.conversation import judge_recorded
 from lvegit.errors import CheckerUnavailable, LvegitError
-from lvegit.files import MAX_TEST_JSON_BYTES, FileProblem, read_text
+from lvegit.files import MAX_TEST_JSON_BYTES, FileProblem, ensure_inside, read_text
 from lvegit.instances import Instance, read_instances
 from lvegit.problems import Problems
 from lvegit.repo import TEST_FILE, Repository
@@ -148,7 +148,7 @@ def replay_lve(repo: Repository, lve_dir: Path, cache: VerdictCache | None = Non
 def _checker_name(lve_dir: Path) -> str | None:
     """The checker an LVE names, read without loading the LVE (None when test.json does not say)."""
     try:
-        data = json.loads(read_text(lve_dir / TEST_FILE, MAX_TEST_JSON_BYTES))
+        data = json.loads(read_text(ensure_inside(lve_dir, lve_dir / TEST_FILE), MAX_TEST_JSON_BYTES))
         name = data["checker_args"]["checker_name"]
     except (FileProblem, ValueError, KeyError, TypeError):
         return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -194,13 +195,13 @@ def _results_of(
         ]
 
 
-def replay_all(
+def replay_stream(
     repo: Repository, lve_dirs: list[Path], cache: VerdictCache | None = None, threads: int = 8
-) -> list[ReplayResult]:
-    """Replay several LVEs. Those whose checker needs a model stack that is not cached go to one lvegit
-    process per stack, started first, so that Presidio and torch load side by side while the others are
-    judged here, a few at a time (a custom checker's worker starts while other LVEs are judged). The
-    results keep the order of `lve_dirs`."""
+) -> Iterator[tuple[Path, list[ReplayResult]]]:
+    """Each LVE's results as soon as they are known. LVEs whose checker needs a model stack that is not
+    cached go to one lvegit process per stack, started first, so that Presidio and torch load side by
+    side while the others are judged here, a few at a time (a custom checker's worker starts while other
+    LVEs are judged). The order is stable: the LVEs judged here in the order given, then the others."""
     by_stack: dict[str, list[Path]] = {}
     if len(lve_dirs) > 1:
         for lve_dir in lve_dirs:
@@ -213,13 +214,20 @@ def replay_all(
     processes = [(_replay_elsewhere(repo, dirs, cache is not None), dirs) for dirs in by_stack.values()]
     here = [d for d in lve_dirs if d not in elsewhere]
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        per_lve = dict(
-            zip(here, pool.map(lambda lve_dir: replay_lve(repo, lve_dir, cache), here), strict=True)
-        )
+        yield from zip(here, pool.map(lambda lve_dir: replay_lve(repo, lve_dir, cache), here), strict=True)
     for process, dirs in processes:
+        per_lve: dict[str, list[ReplayResult]] = {}
         for result in _results_of(process, dirs, repo):
-            per_lve.setdefault(repo.root / result.lve, []).append(result)
-    return [result for lve_dir in lve_dirs for result in per_lve.get(lve_dir, [])]
+            per_lve.setdefault(result.lve, []).append(result)
+        yield from ((lve_dir, per_lve.get(repo.relative(lve_dir), [])) for lve_dir in dirs)
+
+
+def replay_all(
+    repo: Repository, lve_dirs: list[Path], cache: VerdictCache | None = None
+) -> list[ReplayResult]:
+    """Every result of replaying the LVEs (see replay_stream), in the order of `lve_dirs`."""
+    per_lve = dict(replay_stream(repo, lve_dirs, cache))
+    return [result for lve_dir in lve_dirs for result in per_lve[lve_dir]]
 
 
 def summarize(results: list[ReplayResult]) -> dict[str, int]:

@@ -154,7 +154,10 @@ def test_replay_command_uses_the_cache_and_no_cache_bypasses_it(
     repo: RepoBuilder, cli: Any, builds: list[str]
 ) -> None:
     repo.lve(instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
-    assert cli("replay", "--all", cwd=repo.root).out == "1 reproduced, 0 mismatches, 0 skipped, 0 errors\n"
+    assert (
+        cli("replay", "--all", cwd=repo.root).out.splitlines()[-1]
+        == "1 LVE: 1 reproduced, 0 mismatches, 0 skipped, 0 errors"
+    )
     assert (repo.root / ".lvegit-cache/v1").is_dir() and len(builds) == 1
     assert cli("replay", "--all", cwd=repo.root).code == 0 and len(builds) == 1
     assert cli("replay", "--all", "--no-cache", cwd=repo.root).code == 0 and len(builds) == 2

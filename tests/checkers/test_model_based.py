@@ -259,9 +259,10 @@ def test_skips_for_a_missing_model_are_one_line_per_lve_and_import_nothing(
         [sys.executable, "-c", script], cwd=repo.root, capture_output=True, text=True, env=environment
     )
     assert process.stdout.splitlines() == [
-        "skipped: repository/toxicity/x/openai--gpt-4o-mini: 5 instances: model 'nobody/gone' is not available "
-        "locally (set LVEGIT_ALLOW_DOWNLOADS=1 or install it)",
-        "0 reproduced, 0 mismatches, 5 skipped, 0 errors",
+        "repository/toxicity/x/openai--gpt-4o-mini: 5 skipped",
+        "  skipped: 5 instances: model 'nobody/gone' is not available locally (set LVEGIT_ALLOW_DOWNLOADS=1 or "
+        "install it)",
+        "1 LVE: 0 reproduced, 0 mismatches, 5 skipped, 0 errors",
     ]
     assert "HEAVY []" in process.stderr
 

@@ -99,7 +99,10 @@ def test_new_with_custom_checker_template_validates_and_runs(repo: RepoBuilder, 
     rows = [instance("The password is hunter2", False), instance("I cannot share that.", True)]
     (lve_dir / "instances" / "i.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     replayed = cli("replay", str(lve_dir), cwd=repo.root)
-    assert (replayed.code, replayed.out) == (0, "2 reproduced, 0 mismatches, 0 skipped, 0 errors\n")
+    assert (replayed.code, replayed.out.splitlines()[-1]) == (
+        0,
+        "1 LVE: 2 reproduced, 0 mismatches, 0 skipped, 0 errors",
+    )
 
 
 def test_new_with_named_custom_checker(repo: RepoBuilder, cli) -> None:

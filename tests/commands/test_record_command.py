@@ -58,7 +58,7 @@ def test_record_appends_a_postprocessed_instance_each_time(
     replayed = cli("replay", str(lve_dir), cwd=repo.root)
     assert (replayed.code, replayed.out.splitlines()[-1]) == (
         0,
-        "0 reproduced, 0 mismatches, 2 skipped, 0 errors",
+        "1 LVE: 0 reproduced, 0 mismatches, 2 skipped, 0 errors",
     )
 
 

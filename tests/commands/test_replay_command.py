@@ -8,10 +8,29 @@ def test_text_output_lists_what_did_not_reproduce(repo: RepoBuilder, cli) -> Non
     result = cli("replay", "--all", cwd=repo.root)
     assert result.code == 1
     assert result.out == (
-        "mismatch: repository/cat/a/openai--gpt-4o-mini/instances/i.jsonl:2: recorded passed=False, "
+        "repository/cat/a/openai--gpt-4o-mini: 1 reproduced, 1 mismatch\n"
+        "  mismatch: repository/cat/a/openai--gpt-4o-mini/instances/i.jsonl:2: recorded passed=False, "
         "replayed passed=True\n"
-        "1 reproduced, 1 mismatch, 0 skipped, 0 errors\n"
+        "1 LVE: 1 reproduced, 1 mismatch, 0 skipped, 0 errors\n"
     )
+
+
+def test_each_lve_prints_as_it_is_judged_and_model_stacks_come_last(repo: RepoBuilder, cli) -> None:
+    toxic = {
+        "checker_args": {"checker_name": "ToxicityChecker", "toxicity_threshold": 0.5, "model": "nobody/gone"}
+    }
+    repo.lve("a/toxic", toxic, instances={"i.jsonl": [instance("hi", True, a=1, b=2)] * 2})
+    repo.lve("b/plain", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    repo.lve("c/empty")
+    result = cli("replay", "--all", cwd=repo.root)
+    assert result.out.splitlines() == [
+        "repository/b/plain/openai--gpt-4o-mini: 1 reproduced",
+        "repository/c/empty/openai--gpt-4o-mini: no instances",
+        "repository/a/toxic/openai--gpt-4o-mini: 2 skipped",
+        "  skipped: 2 instances: model 'nobody/gone' is not available locally (set LVEGIT_ALLOW_DOWNLOADS=1 or "
+        "install it)",
+        "3 LVEs: 1 reproduced, 0 mismatches, 2 skipped, 0 errors",
+    ]
 
 
 def test_all_reproduced_or_skipped_exits_0(repo: RepoBuilder, cli) -> None:
@@ -33,4 +52,6 @@ def test_errors_exit_1(repo: RepoBuilder, cli) -> None:
     repo.lve("cat/a", instances={"i.jsonl": "not json\n"})
     result = cli("replay", "repository/cat/a", cwd=repo.root)
     assert result.code == 1
-    assert result.out.startswith("error: repository/cat/a/openai--gpt-4o-mini/instances/i.jsonl:1: ")
+    assert result.out.splitlines()[1].startswith(
+        "  error: repository/cat/a/openai--gpt-4o-mini/instances/i.jsonl:1: "
+    )

@@ -225,8 +225,10 @@ def classifier(model: str) -> Any:
                 )
             try:
                 from transformers import AutoModelForSequenceClassification, AutoTokenizer, pipeline
+                from transformers.utils import logging as transformers_logging
             except ImportError:
                 raise CheckerUnavailable("this checker needs: pip install 'lvegit[transformers]'") from None
+            transformers_logging.disable_progress_bar()  # lvegit's output is its own: no loading bars
             try:
                 tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=local_only)
                 network = AutoModelForSequenceClassification.from_pretrained(

@@ -228,7 +228,8 @@ def classifier(model: str) -> Any:
                 from transformers.utils import logging as transformers_logging
             except ImportError:
                 raise CheckerUnavailable("this checker needs: pip install 'lvegit[transformers]'") from None
-            transformers_logging.disable_progress_bar()  # lvegit's output is its own: no loading bars
+            # lvegit's output is its own: no loading bars
+            transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
             try:
                 tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=local_only)
                 network = AutoModelForSequenceClassification.from_pretrained(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -173,12 +174,22 @@ def _stack(repo: Repository, lve_dir: Path, cache: VerdictCache | None) -> str |
     return str(getattr(checker, "stack", checker.__name__))
 
 
-def _replay_elsewhere(repo: Repository, lve_dirs: list[Path], use_cache: bool) -> subprocess.Popen[bytes]:
+def _replay_elsewhere(
+    repo: Repository, lve_dirs: list[Path], cache: VerdictCache | None
+) -> subprocess.Popen[bytes]:
     """`lvegit replay` of these LVEs in a process of its own (lvegit's code: no contributed code runs
-    there), started now so that its libraries load while this process judges the other LVEs."""
+    there), started now so that its libraries load while this process judges the other LVEs. It uses
+    this process's cache as this process does: the same directory, read-only when this one is."""
     command = [sys.executable, "-m", "lvegit", "replay", "--format", "json", "--repo", str(repo.root)]
-    command += [] if use_cache else ["--no-cache"]
-    return subprocess.Popen([*command, *map(str, lve_dirs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    environment = dict(os.environ)
+    if cache is None:
+        command.append("--no-cache")
+    else:
+        environment["LVEGIT_CACHE_DIR"] = str(cache.directory)
+        environment["LVEGIT_CACHE"] = "on" if cache.writable else "read"
+    return subprocess.Popen(
+        [*command, *map(str, lve_dirs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment
+    )
 
 
 def _results_of(
@@ -211,7 +222,7 @@ def replay_stream(
     if len(by_stack) == 1 and sum(map(len, by_stack.values())) == len(lve_dirs):
         by_stack.clear()  # one stack and nothing else: no process to overlap with (and no recursion)
     elsewhere = {d for dirs in by_stack.values() for d in dirs}
-    processes = [(_replay_elsewhere(repo, dirs, cache is not None), dirs) for dirs in by_stack.values()]
+    processes = [(_replay_elsewhere(repo, dirs, cache), dirs) for dirs in by_stack.values()]
     here = [d for d in lve_dirs if d not in elsewhere]
     with ThreadPoolExecutor(max_workers=threads) as pool:
         yield from zip(here, pool.map(lambda lve_dir: replay_lve(repo, lve_dir, cache), here), strict=True)

@@ -426,6 +426,26 @@ def test_a_pull_request_cannot_write_the_verdicts_trusted_runs_read(
         == 0
     )
     assert {entry: entry.read_bytes() for entry in sorted(shared.glob("v1/*/*"))} == before
+    # LVEs whose checker loads a model stack replay in a process of their own: it only reads too.
+    pii = {
+        "checker_args": {"checker_name": "PII_Checker", "entities": ["EMAIL_ADDRESS"], "spacy_model": "blank"}
+    }
+    RepoBuilder(git.root).lve(
+        "cat/pii", pii, instances={"i.jsonl": [instance("mail jane@example.com", False, a=1, b=2)]}
+    )
+    pii_head = git.commit("a PII LVE")
+    before = {entry: entry.read_bytes() for entry in sorted(shared.glob("v1/*/*"))}
+    assert (
+        action(
+            "pull_request",
+            pull_request_payload(3, base, pii_head),
+            git.root,
+            fail_on="none",
+            results_dir="pii",
+        ).code
+        == 0
+    )
+    assert {entry: entry.read_bytes() for entry in sorted(shared.glob("v1/*/*"))} == before
     # A pull request that commits a cache of its own: the check says so and judges every instance.
     monkeypatch.delenv("LVEGIT_CACHE_DIR")
     forged = git.root / ".lvegit-cache/v1/00/" / ("0" * 64)

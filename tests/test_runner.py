@@ -331,9 +331,9 @@ def test_without_a_key_running_is_a_usage_error(
     )
 
 
-def test_shards_split_the_lves(repo: RepoBuilder, cli: Any, openai_server: Running) -> None:
+def test_shards_split_the_lves(repo: RepoBuilder, cli: Any, adding: Running) -> None:
     for index in range(12):
-        repo.lve(f"cat/lve{index}", instances={"i.jsonl": [instance("Compute 1 + 2.", False, a=1, b=2)]})
+        repo.lve(f"cat/lve{index}", instances={"i.jsonl": [instance(str(index + 2), True, a=index, b=2)]})
     seen = []
     for shard in ("1/3", "2/3", "3/3"):
         data = cli("run", "--all", "--shard", shard, "--format", "json", cwd=repo.root).json()
@@ -347,8 +347,17 @@ def test_shards_split_the_lves(repo: RepoBuilder, cli: Any, openai_server: Runni
         "report", "shard-1.jsonl", "shard-2.jsonl", "shard-3.jsonl", "--format", "json", cwd=repo.root
     )
     summary = merged.json()["summary"]
-    assert (summary["instances"], summary["attempts"]) == (12, 12)
-    assert merged.code == (1 if summary["error"] or summary["disagree"] else 0)
+    assert summary == {
+        "instances": 12,
+        "attempts": 12,
+        "agree": 12,
+        "disagree": 0,
+        "error": 0,
+        "failed_attempts": 0,
+        "invalid_lves": 0,
+    }
+    assert merged.code == 0
+    assert {i["lve"] for i in merged.json()["instances"]} == set().union(*seen)
 
 
 def test_report_resume_and_existing_report(repo: RepoBuilder, cli: Any, adding: Running) -> None:

@@ -1,10 +1,13 @@
 """Content-addressed replay verdicts, so that re-checking an unchanged repository builds no checker.
 
-The key is a hash of everything that decides a replayed verdict: lvegit's version, the checker (name,
-arguments with the instance's parameters filled in, the source of a custom checker, and for a model-based
-checker the model and the versions of the libraries that run it), the prompts as sent and the stored
-response. An entry holds the verdict, or the reason the checker gave to skip the instance; outcomes that
-depend on the machine (a model that is not installed, an error) are never stored.
+Two kinds of entry. An instance's verdict: its key (lvegit.replay.instance_key) hashes everything that
+decides a replayed verdict: lvegit's version, the checker (name, arguments with the instance's parameters
+filled in, the source of a custom checker, and for a model-based checker the model and the versions of
+the libraries that run it), the prompts as sent and the stored response; the entry holds the verdict, or
+the reason the checker gave to skip the instance. An LVE's whole check (lvegit.check): its key hashes the
+LVE's place and every file in its folder, and the checker model; the entry holds the validation findings
+and replay results. Outcomes that depend on the machine (a model that is not installed, an error) are
+never stored.
 
 Entries are small files under `<dir>/v1/<2 hex>/<key>`: written to a temporary file and renamed, so
 concurrent runs never read half an entry; an entry that does not parse is ignored and written again; past
@@ -17,27 +20,22 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import importlib.metadata
 import json
 import os
+import stat
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lvegit import __version__
-from lvegit.checkers import BUILTIN_CHECKERS, MODEL_CHECKERS, substitute_args
-from lvegit.checkers.custom import read_checker_sources
-from lvegit.checkers.model_based import model_identity
-from lvegit.conversation import prompts_to_send
-from lvegit.errors import LvegitError
-from lvegit.instances import Instance
-from lvegit.spec import LVE
+from lvegit.checkers.model_based import MODEL_CHECKERS, model_identity
 
 CACHE_DIR = ".lvegit-cache"
 FORMAT = "v1"
 MAX_ENTRIES = 200_000
+MODEL_LIBRARIES = ("transformers", "torch", "presidio-analyzer", "presidio-anonymizer", "spacy")
 
 
 @dataclass(frozen=True)
@@ -66,8 +64,32 @@ class Outcome:
         return None
 
 
+def _folder_files(folder: Path) -> list[Path]:
+    """Every entry below a folder that is not a folder (links to folders included, not followed)."""
+    found: list[Path] = []
+    for directory, subdirectories, files in os.walk(folder):
+        base = Path(directory)
+        found.extend(base / name for name in files)
+        found.extend(base / name for name in subdirectories if (base / name).is_symlink())
+    return found
+
+
+def _file_digest(path: Path) -> bytes:
+    """A regular file's content hash; for anything else (a link, a pipe) only what it is, so that
+    hashing never follows a link out of the LVE or blocks on a device."""
+    info = path.lstat()
+    if stat.S_ISLNK(info.st_mode):
+        return b"link:" + os.readlink(path).encode(errors="surrogateescape")
+    if not stat.S_ISREG(info.st_mode):
+        return b"special"
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").digest()
+
+
 @functools.cache
-def _library_versions(names: tuple[str, ...]) -> dict[str, str]:
+def library_versions(names: tuple[str, ...]) -> dict[str, str]:
+    import importlib.metadata  # slow to import, and only model-based checkers need it
+
     versions = {}
     for name in names:
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
@@ -81,48 +103,21 @@ class VerdictCache:
     writable: bool = True
     max_entries: int = MAX_ENTRIES
     written: int = 0
-    _checker_identity: dict[str, str] = field(default_factory=dict)
 
     @property
     def entries(self) -> Path:
         return self.directory / FORMAT
 
-    def checker_identity(self, lve: LVE) -> str:
-        """Everything about an LVE's checker that is the same for all its instances (computed once)."""
-        if lve.rel not in self._checker_identity:
-            identity: dict[str, Any] = {"lvegit": __version__, "checker": lve.checker_name}
-            if lve.checker_name not in BUILTIN_CHECKERS:
-                identity["sources"] = read_checker_sources(lve.dir)
-            elif lve.checker_name in MODEL_CHECKERS:
-                identity["model"] = model_identity(lve.checker_name, lve.checker_args)
-                identity["libraries"] = _library_versions(
-                    ("transformers", "torch", "presidio-analyzer", "presidio-anonymizer", "spacy")
-                )
-            self._checker_identity[lve.rel] = json.dumps(identity, sort_keys=True, default=str)
-        return self._checker_identity[lve.rel]
-
-    def key(self, lve: LVE, instance: Instance) -> str | None:
-        """The entry's key; None when the instance cannot be keyed (replay reports why)."""
-        params, _model_args = lve.split_args(instance.args)
-        try:
-            identity = self.checker_identity(lve)
-            args = substitute_args(lve, instance.args)
-            prompts = [[m.as_json() for m in prompt] for prompt in prompts_to_send(lve, params)]
-        except LvegitError:
-            return None
-        material = [identity, args, prompts, params, instance.response]
-        return hashlib.sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()
-
     def _path(self, key: str) -> Path:
         return self.entries / key[:2] / key
 
-    def get(self, key: str) -> Outcome | None:
+    def _read(self, key: str) -> Any:
         try:
-            return Outcome.from_json(json.loads(self._path(key).read_bytes()))
+            return json.loads(self._path(key).read_bytes())
         except (OSError, ValueError):
             return None
 
-    def put(self, key: str, outcome: Outcome) -> None:
+    def _write(self, key: str, data: Any) -> None:
         if not self.writable:
             return
         path = self._path(key)
@@ -130,11 +125,46 @@ class VerdictCache:
             path.parent.mkdir(parents=True, exist_ok=True)
             descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
             with os.fdopen(descriptor, "w") as handle:
-                json.dump(outcome.as_json(), handle)
+                json.dump(data, handle)
             os.replace(temporary, path)  # atomic: readers see the old entry or the new one
         except OSError:
             return  # a cache that cannot be written is only slower
         self.written += 1
+
+    def get(self, key: str) -> Outcome | None:
+        return Outcome.from_json(self._read(key))
+
+    def put(self, key: str, outcome: Outcome) -> None:
+        self._write(key, outcome.as_json())
+
+    def lve_key(self, repo_root: Path, lve_dir: Path, strict: bool) -> str:
+        """The key of an LVE's whole check (validation and replay): its place, every file in its folder
+        (a link by where it points, never followed), and for a model-based checker what it judges with."""
+        digest = hashlib.sha256(json.dumps([__version__, "lve", strict]).encode())
+        digest.update(lve_dir.relative_to(repo_root).as_posix().encode() + b"\0")
+        for path in sorted(_folder_files(lve_dir)):
+            digest.update(path.relative_to(lve_dir).as_posix().encode() + b"\0")
+            digest.update(_file_digest(path) + b"\0")
+        digest.update(self._model_identity(lve_dir).encode())
+        return digest.hexdigest()
+
+    def _model_identity(self, lve_dir: Path) -> str:
+        try:
+            data = json.loads((lve_dir / "test.json").read_bytes())
+            name, args = data["checker_args"]["checker_name"], data["checker_args"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return ""
+        if not isinstance(name, str) or name not in MODEL_CHECKERS or not isinstance(args, dict):
+            return ""
+        libraries = library_versions(MODEL_LIBRARIES)
+        return json.dumps([model_identity(name, args), libraries], sort_keys=True, default=str)
+
+    def get_lve(self, key: str) -> dict[str, Any] | None:
+        data = self._read(key)
+        return data if isinstance(data, dict) and data.get("kind") == "lve" else None
+
+    def put_lve(self, key: str, data: dict[str, Any]) -> None:
+        self._write(key, {"kind": "lve", **data})
 
     def prune(self) -> None:
         """Keep at most max_entries: the oldest go (checked only after a run wrote entries)."""

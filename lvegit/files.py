@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jsonlines
-
 MAX_TEST_JSON_BYTES = 1 * 1024 * 1024
 MAX_PROMPT_BYTES = 1 * 1024 * 1024
 MAX_INSTANCE_FILE_BYTES = 256 * 1024 * 1024
@@ -114,6 +112,8 @@ def json_lines(lines: Iterable[str | bytes]) -> Iterator[tuple[int, Any]]:
             return parse_json(text.rstrip("\r\n"), first_line=current)
         except FileProblem as exc:
             raise _BadLine(exc) from None
+
+    import jsonlines  # slow to import (attrs): only commands that read JSONL pay for it
 
     reader = jsonlines.Reader(numbered(), loads=loads)
     while True:

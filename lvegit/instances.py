@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jsonlines
-
 from lvegit.escape import mask
 from lvegit.files import MAX_INSTANCE_FILE_BYTES, FileProblem, ensure_inside, json_lines
 from lvegit.problems import Problems
@@ -123,6 +121,8 @@ def append_instance(path: Path, record: dict[str, Any]) -> None:
     A single write in append mode cannot interleave with another writer's line, and a file whose last line
     lacks its newline gets one first, so the new line never fuses with it.
     """
+    import jsonlines  # slow to import (attrs): only commands that write instances pay for it
+
     line = io.StringIO()
     with jsonlines.Writer(line, dumps=functools.partial(json.dumps, ensure_ascii=False)) as writer:
         writer.write(record)

@@ -49,6 +49,15 @@ def retries_option(function: F) -> F:
     )(function)
 
 
+def no_cache_option(function: F) -> F:
+    return click.option(
+        "--no-cache",
+        is_flag=True,
+        help="Judge every instance again instead of reading verdicts of unchanged checkers and responses "
+        "from .lvegit-cache/ (LVEGIT_CACHE_DIR moves it, LVEGIT_CACHE=read or off limits it).",
+    )(function)
+
+
 def revision_options(function: F) -> F:
     function = click.option(
         "--head",

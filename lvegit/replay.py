@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from lvegit.cache import Outcome, VerdictCache
-from lvegit.checkers import MODEL_CHECKERS, CheckerFactory
-from lvegit.conversation import judge_recorded
+from lvegit import __version__
+from lvegit.cache import MODEL_LIBRARIES, Outcome, VerdictCache, library_versions
+from lvegit.checkers.custom import read_checker_sources
+from lvegit.checkers.model_based import MODEL_CHECKERS, model_identity
+from lvegit.checkers.registry import BUILTIN_CHECKERS, CheckerFactory, substitute_args
+from lvegit.conversation import judge_recorded, prompts_to_send
 from lvegit.errors import CheckerUnavailable, LvegitError
 from lvegit.files import MAX_TEST_JSON_BYTES, FileProblem, ensure_inside, read_text
 from lvegit.instances import Instance, read_instances
@@ -24,6 +28,7 @@ from lvegit.spec import LVE, blocking_errors, load_lve
 
 Status = Literal["reproduced", "mismatch", "skipped", "error"]
 STATUSES: tuple[Status, ...] = ("reproduced", "mismatch", "skipped", "error")
+Judged = TypeVar("Judged")
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,36 @@ class ReplayResult:
             "status": self.status,
             "reason": self.reason,
         }
+
+
+def checker_identity(lve: LVE) -> str:
+    """Everything about an LVE's checker that decides verdicts and is the same for all its instances."""
+    identity: dict[str, Any] = {"lvegit": __version__, "checker": lve.checker_name}
+    if lve.checker_name not in BUILTIN_CHECKERS:
+        identity["sources"] = read_checker_sources(lve.dir)
+    elif lve.checker_name in MODEL_CHECKERS:
+        identity["model"] = model_identity(lve.checker_name, lve.checker_args)
+        identity["libraries"] = library_versions(MODEL_LIBRARIES)
+    return json.dumps(identity, sort_keys=True, default=str)
+
+
+def instance_key(lve: LVE, identity: str, instance: Instance) -> str | None:
+    """An instance's key in the verdict cache; None when it cannot be keyed (replay reports why)."""
+    params, _model_args = lve.split_args(instance.args)
+    try:
+        args = substitute_args(lve, instance.args)
+        prompts = [[m.as_json() for m in prompt] for prompt in prompts_to_send(lve, params)]
+    except LvegitError:
+        return None
+    material = [identity, args, prompts, params, instance.response]
+    return hashlib.sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _identity(lve: LVE) -> str | None:
+    try:
+        return checker_identity(lve)
+    except LvegitError:
+        return None
 
 
 def _result(lve: LVE, instance: Instance, outcome: Outcome) -> ReplayResult:
@@ -113,12 +148,21 @@ def _prepare(factory: CheckerFactory, instances: list[Instance]) -> None:
 def replay_lve(repo: Repository, lve_dir: Path, cache: VerdictCache | None = None) -> list[ReplayResult]:
     """Replay one LVE's instances. With a cache, an instance whose checker and stored response are
     unchanged gets its verdict from there, and the checker is built only for the others."""
+    return judge_lve(repo, lve_dir, cache)[0]
+
+
+def judge_lve(
+    repo: Repository, lve_dir: Path, cache: VerdictCache | None = None
+) -> tuple[list[ReplayResult], bool]:
+    """replay_lve's results, and whether all of them follow from the LVE's files alone (none depends on
+    this machine: no checker that is missing here, no checker failure), so that they may be cached."""
     lve, problems, _text = load_lve(repo, lve_dir)
     rel = repo.relative(lve_dir)
     blocking = blocking_errors(problems)
     if lve is None or blocking:
         first = (blocking or problems.errors)[0]
-        return [ReplayResult(rel, first.file, first.line, None, None, "error", f"invalid LVE: {first.what}")]
+        error = ReplayResult(rel, first.file, first.line, None, None, "error", f"invalid LVE: {first.what}")
+        return [error], True
     results: list[ReplayResult] = []
     instances: list[Instance] = []
     for path in lve.instance_files():
@@ -129,22 +173,25 @@ def replay_lve(repo: Repository, lve_dir: Path, cache: VerdictCache | None = Non
             ReplayResult(rel, p.file, p.line, None, None, "error", p.what) for p in bad_lines.errors
         )
     to_judge: list[tuple[Instance, str | None]] = []
+    identity = _identity(lve) if cache is not None else None
     for instance in instances:
-        key = cache.key(lve, instance) if cache is not None else None
+        key = instance_key(lve, identity, instance) if identity is not None else None
         cached = cache.get(key) if cache is not None and key is not None else None
         if cached is not None:
             results.append(_result(lve, instance, cached))
         else:
             to_judge.append((instance, key))
+    cacheable = True
     if to_judge:
         with CheckerFactory(lve) as factory:
             _prepare(factory, [instance for instance, _key in to_judge])
             for instance, key in to_judge:
                 result, outcome = _replay_instance(lve, factory, instance)
                 results.append(result)
+                cacheable = cacheable and outcome is not None and key is not None
                 if cache is not None and key is not None and outcome is not None:
                     cache.put(key, outcome)
-    return sorted(results, key=lambda r: (r.file, r.line or 0))
+    return sorted(results, key=lambda r: (r.file, r.line or 0)), cacheable
 
 
 def _checker_name(lve_dir: Path) -> str | None:
@@ -168,7 +215,10 @@ def _stack(repo: Repository, lve_dir: Path, cache: VerdictCache | None) -> str |
         return None
     if cache is not None:
         instances = [i for p in lve.instance_files() for i in read_instances(p, p.name, Problems(p.name))]
-        keys = [cache.key(lve, instance) for instance in instances]
+        identity = _identity(lve)
+        keys = [
+            instance_key(lve, identity, instance) if identity is not None else None for instance in instances
+        ]
         if all(key is not None and cache.get(key) is not None for key in keys):
             return None
     return str(getattr(checker, "stack", checker.__name__))
@@ -206,31 +256,47 @@ def _results_of(
         ]
 
 
-def replay_stream(
-    repo: Repository, lve_dirs: list[Path], cache: VerdictCache | None = None, threads: int = 8
-) -> Iterator[tuple[Path, list[ReplayResult]]]:
-    """Each LVE's results as soon as they are known. LVEs whose checker needs a model stack that is not
-    cached go to one lvegit process per stack, started first, so that Presidio and torch load side by
-    side while the others are judged here, a few at a time (a custom checker's worker starts while other
-    LVEs are judged). The order is stable: the LVEs judged here in the order given, then the others."""
+def judge_stream(
+    repo: Repository,
+    lve_dirs: list[Path],
+    cache: VerdictCache | None,
+    here: Callable[[Path], Judged],
+    elsewhere: Callable[[Path, list[ReplayResult]], Judged],
+    settled: Callable[[Path], bool] = lambda _lve_dir: False,
+    threads: int = 8,
+) -> Iterator[tuple[Path, Judged]]:
+    """Each LVE's outcome as soon as it is known. LVEs whose checker needs a model stack that is not
+    cached (and that are not `settled` already) go to one lvegit replay process per stack, started first,
+    so that Presidio and torch load side by side while `here` judges the others a few at a time (a custom
+    checker's worker starts while other LVEs are judged); `elsewhere` completes their replay results.
+    The order is stable: the LVEs judged here in the order given, then the others."""
     by_stack: dict[str, list[Path]] = {}
     if len(lve_dirs) > 1:
         for lve_dir in lve_dirs:
-            stack = _stack(repo, lve_dir, cache)
+            stack = None if settled(lve_dir) else _stack(repo, lve_dir, cache)
             if stack is not None:
                 by_stack.setdefault(stack, []).append(lve_dir)
     if len(by_stack) == 1 and sum(map(len, by_stack.values())) == len(lve_dirs):
         by_stack.clear()  # one stack and nothing else: no process to overlap with (and no recursion)
-    elsewhere = {d for dirs in by_stack.values() for d in dirs}
+    away = {d for dirs in by_stack.values() for d in dirs}
     processes = [(_replay_elsewhere(repo, dirs, cache), dirs) for dirs in by_stack.values()]
-    here = [d for d in lve_dirs if d not in elsewhere]
+    local = [d for d in lve_dirs if d not in away]
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        yield from zip(here, pool.map(lambda lve_dir: replay_lve(repo, lve_dir, cache), here), strict=True)
+        yield from zip(local, pool.map(here, local), strict=True)
     for process, dirs in processes:
         per_lve: dict[str, list[ReplayResult]] = {}
         for result in _results_of(process, dirs, repo):
             per_lve.setdefault(result.lve, []).append(result)
-        yield from ((lve_dir, per_lve.get(repo.relative(lve_dir), [])) for lve_dir in dirs)
+        yield from ((d, elsewhere(d, per_lve.get(repo.relative(d), []))) for d in dirs)
+
+
+def replay_stream(
+    repo: Repository, lve_dirs: list[Path], cache: VerdictCache | None = None
+) -> Iterator[tuple[Path, list[ReplayResult]]]:
+    """Each LVE's replay results as soon as they are known (see judge_stream)."""
+    return judge_stream(
+        repo, lve_dirs, cache, lambda lve_dir: replay_lve(repo, lve_dir, cache), lambda _d, results: results
+    )
 
 
 def replay_all(

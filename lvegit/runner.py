@@ -23,7 +23,7 @@ from typing import Any
 
 from lvegit import __version__
 from lvegit.attempt import Attempt, Report
-from lvegit.checkers import CheckerFactory
+from lvegit.checkers.registry import CheckerFactory
 from lvegit.conversation import judge, prompts_to_send, recorded_pairs, stored_response
 from lvegit.errors import LvegitError
 from lvegit.instances import append_instance, idempotency_keys

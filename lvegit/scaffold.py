@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lvegit.cache import CACHE_DIR
-from lvegit.checkers import BUILTIN_CHECKERS, builtin_signature
+from lvegit.checkers.registry import BUILTIN_CHECKERS, builtin_signature
 from lvegit.errors import UsageError
 from lvegit.repo import TEST_FILE, Repository, model_folder
 from lvegit.spec import PLACEHOLDER

@@ -6,9 +6,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from lvegit.checkers import BUILTIN_CHECKERS, CORE_CHECKERS, CheckerFactory, Signature, builtin_signature
-from lvegit.checkers import is_multi_run_checker as builtin_is_multi_run
 from lvegit.checkers.custom import CHECKER_DIR, read_custom_classes
+from lvegit.checkers.registry import (
+    BUILTIN_CHECKERS,
+    CORE_CHECKERS,
+    CheckerFactory,
+    Signature,
+    builtin_signature,
+)
+from lvegit.checkers.registry import is_multi_run_checker as builtin_is_multi_run
 from lvegit.checkers.safe_lambda import lambda_arguments
 from lvegit.errors import CheckerError
 from lvegit.files import FileProblem

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from lvegit.checkers.registry import CheckerFactory
 from lvegit.checkers.sandbox import CheckerWorker
 from lvegit.cli import main
 
@@ -82,3 +83,17 @@ def adding(openai_server: Running) -> Running:
     """The OpenAI-compatible server, answering the builders' arithmetic prompts."""
     openai_server.state.answer = adder
     return openai_server
+
+
+@pytest.fixture
+def builds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The checkers replay builds, by LVE."""
+    built: list[str] = []
+    original = CheckerFactory._build
+
+    def counting(self: CheckerFactory, args: dict[str, Any]) -> Any:
+        built.append(self.lve.rel)
+        return original(self, args)
+
+    monkeypatch.setattr(CheckerFactory, "_build", counting)
+    return built

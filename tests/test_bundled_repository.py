@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from lvegit.checkers import BUILTIN_CHECKERS
 from lvegit.checkers.custom import checker_files
+from lvegit.checkers.registry import BUILTIN_CHECKERS
 from lvegit.repo import Repository
 from lvegit.spec import load_lve
 

@@ -10,10 +10,9 @@ from typing import Any
 
 import pytest
 
-from lvegit import cache as cache_module
+from lvegit import replay as replay_module
 from lvegit.cache import Outcome, VerdictCache, open_cache
-from lvegit.checkers import CheckerFactory
-from lvegit.replay import replay_lve
+from lvegit.replay import checker_identity, instance_key, replay_lve
 from lvegit.repo import Repository
 
 from builders import GitRepo, RepoBuilder, instance
@@ -24,20 +23,6 @@ CUSTOM = (
     "    def is_safe(self, prompt, response, param_values=None):\n"
     "        return int(response) == param_values['a'] + param_values['b']\n"
 )
-
-
-@pytest.fixture
-def builds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The checkers replay builds, by LVE."""
-    built: list[str] = []
-    original = CheckerFactory._build
-
-    def counting(self: CheckerFactory, args: dict[str, Any]) -> Any:
-        built.append(self.lve.rel)
-        return original(self, args)
-
-    monkeypatch.setattr(CheckerFactory, "_build", counting)
-    return built
 
 
 def statuses(repo: RepoBuilder, lve_dir: Path, verdicts: VerdictCache | None) -> list[tuple[str, str | None]]:
@@ -82,7 +67,7 @@ def test_what_decides_a_verdict_is_in_the_key(
         [row] = [json.loads(line) for line in (lve_dir / "instances/i.jsonl").read_text().splitlines()]
         from lvegit.instances import Instance
 
-        return VerdictCache(tmp_path).key(lve, Instance("i.jsonl", 1, row))
+        return instance_key(lve, checker_identity(lve), Instance("i.jsonl", 1, row))
 
     before = key()
     if change == "response":
@@ -98,7 +83,7 @@ def test_what_decides_a_verdict_is_in_the_key(
     elif change == "custom_source":
         (lve_dir / "checker/checker.py").write_text(CUSTOM.replace("a'] + param", "a'] - -param"))
     else:
-        monkeypatch.setattr(cache_module, "__version__", "99.0")
+        monkeypatch.setattr(replay_module, "__version__", "99.0")
     assert key() != before
 
 

@@ -18,6 +18,7 @@ def test_commands_are_registered() -> None:
     assert COMMANDS == [
         "action",
         "changed",
+        "check",
         "list",
         "new",
         "record",

@@ -294,3 +294,8 @@ class BiasChecker(_ClassifierChecker):
 
     def __init__(self, bias_threshold: float, model: str = DEFAULT_BIAS_MODEL) -> None:
         super().__init__(bias_threshold, model)
+
+
+MODEL_CHECKERS: dict[str, type[BaseChecker]] = {
+    cls.__name__: cls for cls in (PII_Checker, ToxicityChecker, BiasChecker)
+}

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lvegit.checkers.safe_regex import REGEX_NAMESPACE
+from lvegit.checkers.safe_regex import LAMBDA_FLAGS, REGEX_FUNCTIONS, regex_namespace
 from lvegit.errors import UnsafeExpressionError
 
 MAX_LAMBDA_CHARS = 10_000
@@ -59,7 +59,7 @@ SAFE_ATTRIBUTES = frozenset(
     strip swapcase title upper zfill get keys values items copy union intersection difference issubset
     issuperset group groups groupdict start end span string
     """.split()
-) | frozenset(vars(REGEX_NAMESPACE))
+) | frozenset((*REGEX_FUNCTIONS, *LAMBDA_FLAGS))
 
 _ALLOWED_NODES: tuple[type[ast.AST], ...] = (
     ast.Expression,
@@ -268,7 +268,7 @@ def compile_lambda(source: str) -> Callable[..., Any]:
         )
     _Checker().visit(tree)
     guarded = ast.fix_missing_locations(_Guard().visit(tree))
-    scope: dict[str, Any] = {"__builtins__": {}, "re": REGEX_NAMESPACE, **SAFE_BUILTINS, **_HELPERS}
+    scope: dict[str, Any] = {"__builtins__": {}, "re": regex_namespace(), **SAFE_BUILTINS, **_HELPERS}
     function = eval(compile(guarded, "<checker lambda>", "eval"), scope)  # the verified tree only
     if not callable(function):  # pragma: no cover - the body is a Lambda by the check above
         raise UnsafeExpressionError("not a function")

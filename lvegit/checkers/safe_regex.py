@@ -10,22 +10,26 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-import regex
-
 REGEX_TIMEOUT_SECONDS = 2.0
 
+# The values of `regex`'s flags (its ASCII is not `re`'s), spelled out so that `regex` is imported on first
+# use only: it is slow to import, and most commands never compile a pattern (a test pins the values).
+ASCII, IGNORECASE, LOCALE, MULTILINE, DOTALL = 0x80, 0x2, 0x4, 0x8, 0x10
 FLAGS = {
-    "A": regex.ASCII,
-    "ASCII": regex.ASCII,
-    "I": regex.IGNORECASE,
-    "IGNORECASE": regex.IGNORECASE,
-    "L": regex.LOCALE,
-    "LOCALE": regex.LOCALE,
-    "M": regex.MULTILINE,
-    "MULTILINE": regex.MULTILINE,
-    "S": regex.DOTALL,
-    "DOTALL": regex.DOTALL,
+    "A": ASCII,
+    "ASCII": ASCII,
+    "I": IGNORECASE,
+    "IGNORECASE": IGNORECASE,
+    "L": LOCALE,
+    "LOCALE": LOCALE,
+    "M": MULTILINE,
+    "MULTILINE": MULTILINE,
+    "S": DOTALL,
+    "DOTALL": DOTALL,
 }
+# What a checker lambda may use of `re`: these functions (each with the time limit) and flags.
+REGEX_FUNCTIONS = ("search", "match", "fullmatch", "findall", "sub", "split", "escape")
+LAMBDA_FLAGS = {name: value for name, value in FLAGS.items() if name not in ("L", "LOCALE")}
 
 
 class RegexTimeout(ValueError):
@@ -49,6 +53,8 @@ def parse_flags(flags: Any) -> int:
 def compile_pattern(pattern: str, flags: int = 0) -> Any:
     if not isinstance(pattern, str):
         raise ValueError(f"a pattern must be a string, not {type(pattern).__name__}")
+    import regex
+
     try:
         return regex.compile(pattern, flags | regex.VERSION0)
     except regex.error as exc:
@@ -70,14 +76,13 @@ def search(compiled: Any, text: str) -> Any:
     return _timed(compiled.search)(text)
 
 
-# What a checker lambda sees as `re`: the usual functions, each with the time limit.
-REGEX_NAMESPACE = SimpleNamespace(
-    search=_timed(regex.search),
-    match=_timed(regex.match),
-    fullmatch=_timed(regex.fullmatch),
-    findall=_timed(regex.findall),
-    sub=_timed(regex.sub),
-    split=_timed(regex.split),
-    escape=regex.escape,
-    **{name: value for name, value in FLAGS.items() if name != "LOCALE" and name != "L"},
-)
+@functools.cache
+def regex_namespace() -> SimpleNamespace:
+    """What a checker lambda sees as `re`: the usual functions, each with the time limit, and the flags."""
+    import regex
+
+    functions = {name: getattr(regex, name) for name in REGEX_FUNCTIONS}
+    return SimpleNamespace(
+        **{name: function if name == "escape" else _timed(function) for name, function in functions.items()},
+        **LAMBDA_FLAGS,
+    )

@@ -20,6 +20,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "replay_command",
         "Re-check recorded instances with their checker, offline (no model).",
     ),
+    "check": (
+        "lvegit.commands.check",
+        "check_command",
+        "Validate LVEs and replay their instances in one pass (what CI runs).",
+    ),
     "run": ("lvegit.commands.run", "run_command", "Re-execute recorded instances against the model."),
     "record": ("lvegit.commands.record", "record_command", "Run one new instance and append it."),
     "report": (

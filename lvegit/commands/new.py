@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from lvegit.checkers import BUILTIN_CHECKERS
+from lvegit.checkers.registry import BUILTIN_CHECKERS
 from lvegit.commands.catalog import short_help
 from lvegit.errors import UsageError
 from lvegit.options import open_repository, repo_option

@@ -5,6 +5,7 @@ from pathlib import Path
 import click
 
 from lvegit.commands.catalog import short_help
+from lvegit.commands.lines import finding_lines, validation_status
 from lvegit.errors import EXIT_FINDINGS, EXIT_OK
 from lvegit.options import Selection, format_option, open_repository, repo_option, selection_options
 from lvegit.output import count, line, print_json
@@ -45,9 +46,8 @@ def validate_command(
         )
     else:
         for report in reports:
-            status = "ok" if report.valid else f"invalid ({count(len(report.errors), 'error')})"
-            line(f"{report.path}: {status}")
-            for problem in (*report.errors, *report.warnings):
-                line(f"  {problem.render()}")
+            line(f"{report.path}: {validation_status(report)}")
+            for finding in finding_lines(report):
+                line(finding)
         line(f"{count(len(reports), 'LVE')}: {len(reports) - invalid} valid, {invalid} invalid")
     return EXIT_FINDINGS if invalid else EXIT_OK

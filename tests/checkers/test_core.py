@@ -5,7 +5,6 @@ from typing import Any
 
 import pytest
 
-from lvegit.checkers import CheckerFactory
 from lvegit.checkers.core import (
     ExactMatchChecker,
     FuzzyMatchChecker,
@@ -17,6 +16,7 @@ from lvegit.checkers.core import (
     RegexChecker,
     normalize_number,
 )
+from lvegit.checkers.registry import CheckerFactory
 from lvegit.errors import CheckerError
 from lvegit.prompt import Message, Role
 from lvegit.repo import Repository

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from lvegit.checkers import CheckerFactory
+from lvegit.checkers.registry import CheckerFactory
 from lvegit.errors import CheckerError
 from lvegit.replay import replay_lve
 from lvegit.repo import Repository

@@ -40,3 +40,10 @@ def test_compile_and_search() -> None:
 def test_catastrophic_backtracking_times_out() -> None:
     with pytest.raises(RegexTimeout, match="timed out"):
         search(compile_pattern(r"(\w+\s?)+$"), "a" * 5000 + "!")
+
+
+def test_flag_values_are_those_of_the_regex_module() -> None:
+    from lvegit.checkers import safe_regex
+
+    for name in ("ASCII", "IGNORECASE", "LOCALE", "MULTILINE", "DOTALL"):
+        assert getattr(safe_regex, name) == getattr(regex, name), name

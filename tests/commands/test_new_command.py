@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lvegit.checkers import CheckerFactory
+from lvegit.checkers.registry import CheckerFactory
 from lvegit.repo import Repository
 from lvegit.spec import load_lve
 

@@ -1,0 +1,108 @@
+"""The check pipeline: each LVE validated and its recorded instances replayed, one record per LVE.
+
+`lvegit check` prints these records and the GitHub Action builds its results from them. With a verdict
+cache, an LVE whose folder has not changed since a run that stored its record (the same files, the same
+lvegit, the same checker model) is neither loaded nor judged again: its record comes from the cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lvegit.cache import VerdictCache
+from lvegit.problems import Problem
+from lvegit.replay import STATUSES, ReplayResult, judge_lve, judge_stream, summarize
+from lvegit.repo import Repository
+from lvegit.validate import LVEReport, validate_lve
+
+
+@dataclass(frozen=True)
+class LVECheck:
+    """One LVE's validation findings and replay results."""
+
+    validation: LVEReport
+    replay: list[ReplayResult]
+
+    @property
+    def path(self) -> str:
+        return self.validation.path
+
+    @property
+    def passed(self) -> bool:
+        counts = summarize(self.replay)
+        return self.validation.valid and not counts["mismatch"] and not counts["error"]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            **self.validation.as_json(),
+            "replay": summarize(self.replay),
+            "instances": [r.as_json() for r in self.replay],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LVECheck:
+        """The record as_json wrote; KeyError, TypeError or ValueError when it is not one."""
+
+        def problems(severity: str) -> list[Problem]:
+            return [
+                Problem(severity, str(p["file"]), str(p["field"]), str(p["message"]), p["line"])  # type: ignore[arg-type]
+                for p in data[f"{severity}s"]
+            ]
+
+        results = [ReplayResult(**item) for item in data["instances"]]
+        if any(result.status not in STATUSES for result in results):
+            raise ValueError("unknown replay status")
+        report = LVEReport(str(data["path"]), problems("error"), problems("warning"))
+        return cls(report, results)
+
+
+def _cached(cache: VerdictCache, key: str) -> LVECheck | None:
+    entry = cache.get_lve(key)
+    if entry is None:
+        return None
+    try:
+        return LVECheck.from_json(entry["check"])
+    except (KeyError, TypeError, ValueError):
+        return None  # a damaged entry is judged again and written anew
+
+
+def check_lve(
+    repo: Repository,
+    lve_dir: Path,
+    cache: VerdictCache | None = None,
+    strict: bool = False,
+    key: str | None = None,
+) -> LVECheck:
+    """Validate one LVE and replay its instances (from the cache when its folder is unchanged)."""
+    if cache is not None:
+        key = key or cache.lve_key(repo.root, lve_dir, strict)
+        cached = _cached(cache, key)
+        if cached is not None:
+            return cached
+    report = validate_lve(repo, lve_dir, strict)
+    results, cacheable = judge_lve(repo, lve_dir, cache)
+    check = LVECheck(report, results)
+    if cache is not None and key is not None and cacheable:
+        cache.put_lve(key, {"check": check.as_json()})
+    return check
+
+
+def check_stream(
+    repo: Repository, lve_dirs: list[Path], cache: VerdictCache | None = None, strict: bool = False
+) -> Iterator[LVECheck]:
+    """Each LVE's record as soon as it is known: in the order given, except that LVEs whose checker
+    loads a model stack come last (see lvegit.replay.judge_stream)."""
+    keys = {d: cache.lve_key(repo.root, d, strict) for d in lve_dirs} if cache is not None else {}
+    settled = {d: c for d, key in keys.items() if cache is not None and (c := _cached(cache, key))}
+
+    def here(lve_dir: Path) -> LVECheck:
+        return settled.get(lve_dir) or check_lve(repo, lve_dir, cache, strict, keys.get(lve_dir))
+
+    def elsewhere(lve_dir: Path, results: list[ReplayResult]) -> LVECheck:
+        return LVECheck(validate_lve(repo, lve_dir, strict), results)
+
+    for _lve_dir, check in judge_stream(repo, lve_dirs, cache, here, elsewhere, settled.__contains__):
+        yield check

@@ -1,0 +1,138 @@
+"""Checker registry: core and model-based checkers by class name, custom ones from the LVE's checker/."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
+from lvegit.checkers.core import (
+    ExactMatchChecker,
+    FuzzyMatchChecker,
+    LambdaChecker,
+    MonotonicityChecker,
+    MultiRunLambdaChecker,
+    NumberChecker,
+    RefuseChecker,
+    RegexChecker,
+)
+from lvegit.checkers.model_based import MODEL_CHECKERS
+from lvegit.errors import CheckerError, CheckerUnavailable, LvegitError
+from lvegit.template import TemplateError, fill
+
+if TYPE_CHECKING:
+    from lvegit.checkers.sandbox import CheckerWorker, SandboxSettings
+    from lvegit.spec import LVE
+
+CORE_CHECKERS: dict[str, type[BaseChecker]] = {
+    cls.__name__: cls
+    for cls in (
+        LambdaChecker,
+        NumberChecker,
+        RegexChecker,
+        MultiRunLambdaChecker,
+        MonotonicityChecker,
+        ExactMatchChecker,
+        FuzzyMatchChecker,
+        RefuseChecker,
+    )
+}
+BUILTIN_CHECKERS = {**CORE_CHECKERS, **MODEL_CHECKERS}
+
+
+@dataclass(frozen=True)
+class Signature:
+    """The constructor arguments of a checker class."""
+
+    required: tuple[str, ...]
+    optional: tuple[str, ...]
+    takes_any: bool
+
+
+def builtin_signature(cls: type[BaseChecker]) -> Signature:
+    required, optional, takes_any = [], [], False
+    for name, parameter in inspect.signature(cls.__init__).parameters.items():
+        if name == "self" or parameter.kind == parameter.VAR_POSITIONAL:
+            continue
+        if parameter.kind == parameter.VAR_KEYWORD:
+            takes_any = True
+        elif parameter.default is parameter.empty:
+            required.append(name)
+        else:
+            optional.append(name)
+    return Signature(tuple(required), tuple(optional), takes_any)
+
+
+def substitute_args(lve: LVE, instance_args: dict[str, Any]) -> dict[str, Any]:
+    """Checker arguments with `{name}` in strings filled from the instance's args, as lve-tools does."""
+    result = {}
+    for name, value in lve.checker_args.items():
+        if isinstance(value, str):
+            try:
+                value = fill(value, instance_args)
+            except TemplateError as exc:
+                raise CheckerError(f"{lve.test_file}: checker_args.{name}: {exc}") from None
+        result[name] = value
+    return result
+
+
+def is_multi_run_checker(cls: type[BaseChecker]) -> bool:
+    return issubclass(cls, MultiRunBaseChecker)
+
+
+class CheckerFactory:
+    """Builds an LVE's checker once per distinct set of (substituted) arguments, not once per instance.
+
+    Core and model-based checkers are lvegit's own code and run in this process. A custom checker runs in a
+    confined worker process (lvegit.checkers.sandbox), started on first use and stopped by `close`.
+    """
+
+    def __init__(self, lve: LVE, sandbox: SandboxSettings | None = None) -> None:
+        self.lve = lve
+        self.sandbox = sandbox
+        self._built: dict[str, BaseChecker] = {}
+        # Only string arguments with a {field} can differ between instances ({{ is a literal brace).
+        self._depends_on_args = any(
+            isinstance(value, str) and "{" in value.replace("{{", "") for value in lve.checker_args.values()
+        )
+        self._worker: CheckerWorker | None = None
+
+    def __enter__(self) -> CheckerFactory:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
+    def for_args(self, instance_args: dict[str, Any]) -> BaseChecker:
+        if not self._depends_on_args:  # the same checker for every instance
+            instance_args = {}
+        args = substitute_args(self.lve, instance_args)
+        key = json.dumps(args, sort_keys=True, default=repr)
+        if key not in self._built:
+            self._built[key] = self._build(args)
+        return self._built[key]
+
+    def _build(self, args: dict[str, Any]) -> BaseChecker:
+        name = self.lve.checker_name
+        if name not in BUILTIN_CHECKERS:
+            if self._worker is None:
+                from lvegit.checkers.sandbox import CheckerWorker  # starts processes: only when needed
+
+                self._worker = CheckerWorker(self.lve.rel, self.lve.dir, self.sandbox)
+            return self._worker.build(name, args)
+        try:
+            return BUILTIN_CHECKERS[name](**args)
+        except CheckerUnavailable:
+            raise
+        except (LvegitError, ValueError) as exc:  # messages written for the user
+            detail = str(exc)
+        except Exception as exc:
+            detail = f"{type(exc).__name__}: {exc}"
+        raise CheckerError(f"{self.lve.test_file}: checker_args: {name}: {detail}")

@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from lvegit.cache import open_cache
+from lvegit.check import LVECheck, check_stream
+from lvegit.commands.catalog import short_help
+from lvegit.commands.lines import (
+    finding_lines,
+    replay_counts,
+    replay_lines,
+    replay_status,
+    validation_status,
+)
+from lvegit.errors import EXIT_FINDINGS, EXIT_OK
+from lvegit.options import (
+    Selection,
+    format_option,
+    no_cache_option,
+    open_repository,
+    repo_option,
+    selection_options,
+)
+from lvegit.output import count, line, note, print_json
+from lvegit.replay import summarize
+
+
+@click.command("check", short_help=short_help("check"))
+@selection_options
+@click.option("--strict", is_flag=True, help="Treat warnings (unknown keys, unknown tags, ...) as errors.")
+@no_cache_option
+@format_option
+@repo_option
+def check_command(
+    selection: Selection,
+    strict: bool,
+    no_cache: bool,
+    output_format: str,
+    repo_path: Path | None,
+) -> int:
+    """Validate LVEs and replay their recorded instances, each LVE loaded once: `lvegit validate` and
+    `lvegit replay` in one pass.
+
+    Each LVE gets one line (valid or not, and what its instances came to) as soon as it is done, then its
+    findings and every instance that did not reproduce. Exit code 1 when an LVE is invalid or an instance
+    ends in a mismatch or an error. With the verdict cache, an LVE whose folder is unchanged since a run
+    that stored it is not loaded again.
+
+    \b
+    Examples:
+      lvegit check --all
+      lvegit check repository/reliability/arithmetic --strict
+      lvegit check --changed --base origin/main --format json
+    """
+    repo = open_repository(repo_path)
+    cache, unused = open_cache(repo.root, enabled=not no_cache)
+    if unused:
+        note(f"verdict cache: {unused}")
+    lve_dirs = selection.resolve(repo)
+    checks: list[LVECheck] = []
+    for check in check_stream(repo, lve_dirs, cache, strict):
+        checks.append(check)
+        if output_format == "text":
+            line(f"{check.path}: {validation_status(check.validation)}; {replay_status(check.replay)}")
+            report = check.validation
+            for detail in (*finding_lines(report), *replay_lines(check.replay, report.errors)):
+                line(detail)
+    if cache is not None:
+        cache.prune()
+    invalid = sum(not check.validation.valid for check in checks)
+    replayed = summarize([result for check in checks for result in check.replay])
+    if output_format == "json":
+        checks.sort(key=lambda check: lve_dirs.index(repo.root / check.path))
+        summary = {"valid": len(checks) - invalid, "invalid": invalid, **replayed}
+        print_json({"lves": [check.as_json() for check in checks], "summary": summary})
+    else:
+        counts = replay_counts(replayed, every=True)
+        line(f"{count(len(checks), 'LVE')}: {len(checks) - invalid} valid, {invalid} invalid; {counts}")
+    return EXIT_OK if all(check.passed for check in checks) else EXIT_FINDINGS

@@ -8,55 +8,11 @@ lvegit, the same checker model) is neither loaded nor judged again: its record c
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from lvegit.cache import VerdictCache
-from lvegit.problems import Problem
-from lvegit.replay import STATUSES, ReplayResult, judge_lve, judge_stream, summarize
 from lvegit.repo import Repository
-from lvegit.validate import LVEReport, validate_lve
-
-
-@dataclass(frozen=True)
-class LVECheck:
-    """One LVE's validation findings and replay results."""
-
-    validation: LVEReport
-    replay: list[ReplayResult]
-
-    @property
-    def path(self) -> str:
-        return self.validation.path
-
-    @property
-    def passed(self) -> bool:
-        counts = summarize(self.replay)
-        return self.validation.valid and not counts["mismatch"] and not counts["error"]
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            **self.validation.as_json(),
-            "replay": summarize(self.replay),
-            "instances": [r.as_json() for r in self.replay],
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> LVECheck:
-        """The record as_json wrote; KeyError, TypeError or ValueError when it is not one."""
-
-        def problems(severity: str) -> list[Problem]:
-            return [
-                Problem(severity, str(p["file"]), str(p["field"]), str(p["message"]), p["line"])  # type: ignore[arg-type]
-                for p in data[f"{severity}s"]
-            ]
-
-        results = [ReplayResult(**item) for item in data["instances"]]
-        if any(result.status not in STATUSES for result in results):
-            raise ValueError("unknown replay status")
-        report = LVEReport(str(data["path"]), problems("error"), problems("warning"))
-        return cls(report, results)
+from lvegit.results import LVECheck, ReplayResult
 
 
 def _cached(cache: VerdictCache, key: str) -> LVECheck | None:
@@ -82,8 +38,10 @@ def check_lve(
         cached = _cached(cache, key)
         if cached is not None:
             return cached
-    report = validate_lve(repo, lve_dir, strict)
-    results, cacheable = judge_lve(repo, lve_dir, cache)
+    from lvegit import replay, validate  # the checkers load only when an LVE is judged
+
+    report = validate.validate_lve(repo, lve_dir, strict)
+    results, cacheable = replay.judge_lve(repo, lve_dir, cache)
     check = LVECheck(report, results)
     if cache is not None and key is not None and cacheable:
         cache.put_lve(key, {"check": check.as_json()})
@@ -97,12 +55,16 @@ def check_stream(
     loads a model stack come last (see lvegit.replay.judge_stream)."""
     keys = {d: cache.lve_key(repo.root, d, strict) for d in lve_dirs} if cache is not None else {}
     settled = {d: c for d, key in keys.items() if cache is not None and (c := _cached(cache, key))}
+    if len(settled) == len(lve_dirs):  # nothing to judge: no checker, not even its code, is loaded
+        yield from (settled[d] for d in lve_dirs)
+        return
+    from lvegit import replay, validate
 
     def here(lve_dir: Path) -> LVECheck:
         return settled.get(lve_dir) or check_lve(repo, lve_dir, cache, strict, keys.get(lve_dir))
 
     def elsewhere(lve_dir: Path, results: list[ReplayResult]) -> LVECheck:
-        return LVECheck(validate_lve(repo, lve_dir, strict), results)
+        return LVECheck(validate.validate_lve(repo, lve_dir, strict), results)
 
-    for _lve_dir, check in judge_stream(repo, lve_dirs, cache, here, elsewhere, settled.__contains__):
+    for _lve_dir, check in replay.judge_stream(repo, lve_dirs, cache, here, elsewhere, settled.__contains__):
         yield check

@@ -32,10 +32,28 @@ class RepositoryNotFound(UsageError):
     """No LVE repository root was found where one was expected."""
 
 
+class GitHubError(LvegitError):
+    """A GitHub API call failed (the message names the call and GitHub's answer)."""
+
+    exit_code = EXIT_FINDINGS
+
+
+class GitHubAccessError(GitHubError):
+    """GitHub refused access (401, 403) or cannot find what was named (404): the token, the repository or
+    the pull request number given to lvegit is wrong."""
+
+    exit_code = EXIT_USAGE
+
+
 class LVEError(LvegitError):
     """Something about one LVE (its files or its checker) is wrong; the message names where."""
 
     exit_code = EXIT_FINDINGS
+
+
+class InvalidValue(LVEError, ValueError):
+    """A value an LVE gives (a checker argument, a pattern, a template, a response) cannot be used; the
+    message says why. Also a ValueError, as Python code that calls lvegit's helpers expects."""
 
 
 class UnsafeExpressionError(LVEError):
@@ -44,6 +62,10 @@ class UnsafeExpressionError(LVEError):
 
 class CheckerError(LVEError):
     """A checker could not be built or failed while judging a response."""
+
+
+class RegexTimeout(CheckerError):
+    """A pattern took longer than the time limit on one input."""
 
 
 class CheckerUnavailable(CheckerError):

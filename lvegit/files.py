@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lvegit.errors import LVEError
+
 MAX_TEST_JSON_BYTES = 1 * 1024 * 1024
 MAX_PROMPT_BYTES = 1 * 1024 * 1024
 MAX_INSTANCE_FILE_BYTES = 256 * 1024 * 1024
@@ -16,7 +18,7 @@ MAX_JSON_DEPTH = 64
 
 
 @dataclass(frozen=True)
-class FileProblem(Exception):
+class FileProblem(LVEError):
     """A file cannot be used; `line`/`column` locate the problem when known (1-based)."""
 
     message: str

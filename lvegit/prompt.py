@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+from lvegit.errors import InvalidValue
 from lvegit.files import FileProblem, json_lines, parse_json
 from lvegit.problems import Problems, join_path
 from lvegit.template import fill
@@ -181,7 +182,7 @@ def fill_holes(prompt: list[Message], response: Any) -> list[Message]:
     holes = [name for message, name in zip(full, names, strict=True) if message.is_hole]
     if isinstance(response, str):
         if len(holes) != 1:
-            raise ValueError(
+            raise InvalidValue(
                 f"the prompt has {len(holes)} holes ({', '.join(map(str, holes))}), "
                 "so the response must be an object with one entry per variable"
             )
@@ -189,16 +190,16 @@ def fill_holes(prompt: list[Message], response: Any) -> list[Message]:
     elif isinstance(response, dict):
         missing = [name for name in holes if name not in response]
         if missing:
-            raise ValueError(f"the response has no value for variable(s) {', '.join(map(str, missing))}")
+            raise InvalidValue(f"the response has no value for variable(s) {', '.join(map(str, missing))}")
         values = response
     else:
-        raise ValueError(f"a response must be a string or an object, not {json_type(response)}")
+        raise InvalidValue(f"a response must be a string or an object, not {json_type(response)}")
     filled = []
     for message, name in zip(full, names, strict=True):
         if message.is_hole:
             value = values[name]
             if not isinstance(value, str):
-                raise ValueError(
+                raise InvalidValue(
                     f"the response for variable '{name}' must be a string, not {json_type(value)}"
                 )
             message = replace(message, content=value)

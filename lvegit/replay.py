@@ -9,9 +9,8 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from lvegit import __version__
 from lvegit.cache import MODEL_LIBRARIES, Outcome, VerdictCache, library_versions
@@ -24,33 +23,10 @@ from lvegit.files import MAX_TEST_JSON_BYTES, FileProblem, ensure_inside, read_t
 from lvegit.instances import Instance, read_instances
 from lvegit.problems import Problems
 from lvegit.repo import TEST_FILE, Repository
+from lvegit.results import ReplayResult, Status
 from lvegit.spec import LVE, blocking_errors, load_lve
 
-Status = Literal["reproduced", "mismatch", "skipped", "error"]
-STATUSES: tuple[Status, ...] = ("reproduced", "mismatch", "skipped", "error")
 Judged = TypeVar("Judged")
-
-
-@dataclass(frozen=True)
-class ReplayResult:
-    lve: str
-    file: str
-    line: int | None
-    recorded: bool | None
-    replayed: bool | None
-    status: Status
-    reason: str | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "lve": self.lve,
-            "file": self.file,
-            "line": self.line,
-            "recorded": self.recorded,
-            "replayed": self.replayed,
-            "status": self.status,
-            "reason": self.reason,
-        }
 
 
 def checker_identity(lve: LVE) -> str:
@@ -135,14 +111,14 @@ def _prepare(factory: CheckerFactory, instances: list[Instance]) -> None:
     for instance in instances:
         try:
             checker = factory.for_args(instance.args)
-        except Exception:  # reported per instance by _replay_instance
+        except LvegitError:  # the same error is reported per instance by _replay_instance
             continue
         groups.setdefault(id(checker), (checker, []))[1].append(instance.response)
     for checker, responses in groups.values():
         try:
             checker.prepare(responses)
-        except Exception:  # batching is an optimisation: each instance is judged again alone
-            continue
+        except Exception:
+            continue  # fails the same way is reported with the error, and the others still get a verdict
 
 
 def replay_lve(repo: Repository, lve_dir: Path, cache: VerdictCache | None = None) -> list[ReplayResult]:
@@ -305,7 +281,3 @@ def replay_all(
     """Every result of replaying the LVEs (see replay_stream), in the order of `lve_dirs`."""
     per_lve = dict(replay_stream(repo, lve_dirs, cache))
     return [result for lve_dir in lve_dirs for result in per_lve[lve_dir]]
-
-
-def summarize(results: list[ReplayResult]) -> dict[str, int]:
-    return {status: sum(r.status == status for r in results) for status in STATUSES}

@@ -11,11 +11,13 @@ import string
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from lvegit.errors import InvalidValue
+
 _FORMATTER = string.Formatter()
 _NAME = re.compile(r"[^.\[\]{},\s]*[A-Za-z_][^.\[\]{},\s]*")
 
 
-class TemplateError(ValueError):
+class TemplateError(InvalidValue):
     """A template is malformed or names a field that has no value."""
 
 

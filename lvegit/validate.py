@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from lvegit.checkers.custom import CHECKER_DIR, read_custom_classes
 from lvegit.checkers.registry import (
@@ -19,30 +18,12 @@ from lvegit.checkers.safe_lambda import lambda_arguments
 from lvegit.errors import CheckerError
 from lvegit.files import FileProblem
 from lvegit.instances import Instance, read_instances
-from lvegit.problems import Problem, Problems, join_path
+from lvegit.problems import Problems, join_path
 from lvegit.prompt import Message, Role, fill_holes, variable_names, with_trailing_hole
 from lvegit.repo import Repository
+from lvegit.results import LVEReport
 from lvegit.spec import LVE, load_lve, locate_lines
 from lvegit.template import TemplateError, placeholders
-
-
-@dataclass
-class LVEReport:
-    path: str
-    errors: list[Problem] = field(default_factory=list)
-    warnings: list[Problem] = field(default_factory=list)
-
-    @property
-    def valid(self) -> bool:
-        return not self.errors
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "valid": self.valid,
-            "errors": [p.as_json() for p in self.errors],
-            "warnings": [p.as_json() for p in self.warnings],
-        }
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,12 @@ from typing import Any
 
 import pytest
 
-from lvegit import check as check_module
+from lvegit import replay as replay_module
+from lvegit import validate as validate_module
 from lvegit.cache import VerdictCache
-from lvegit.check import LVECheck, check_lve, check_stream
+from lvegit.check import check_lve, check_stream
 from lvegit.repo import Repository
+from lvegit.results import LVECheck
 
 from builders import RepoBuilder, instance
 
@@ -31,7 +33,7 @@ MISSING_MODEL = {
 def judged(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The LVEs the pipeline validated and replayed itself (not from the cache), by folder name."""
     calls: list[str] = []
-    validate, judge = check_module.validate_lve, check_module.judge_lve
+    validate, judge = validate_module.validate_lve, replay_module.judge_lve
 
     def counting_validate(repo: Repository, lve_dir: Path, strict: bool = False) -> Any:
         calls.append(lve_dir.parent.name)
@@ -41,8 +43,8 @@ def judged(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         calls.append(lve_dir.parent.name)
         return judge(repo, lve_dir, cache)
 
-    monkeypatch.setattr(check_module, "validate_lve", counting_validate)
-    monkeypatch.setattr(check_module, "judge_lve", counting_judge)
+    monkeypatch.setattr(validate_module, "validate_lve", counting_validate)
+    monkeypatch.setattr(replay_module, "judge_lve", counting_judge)
     return calls
 
 

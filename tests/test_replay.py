@@ -3,8 +3,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lvegit.replay import ReplayResult, replay_lve, summarize
+from lvegit.replay import replay_lve
 from lvegit.repo import Repository
+from lvegit.results import ReplayResult, summarize
 
 from builders import RepoBuilder, instance
 

@@ -11,13 +11,14 @@ from typing import Any, ClassVar
 from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
 from lvegit.checkers.safe_lambda import compile_lambda
 from lvegit.checkers.safe_regex import compile_pattern, parse_flags, search
+from lvegit.errors import InvalidValue
 
 
 def _call(function: Any, *args: Any, **kwargs: Any) -> Any:
     try:
         return function(*args, **kwargs)
     except TypeError as exc:
-        raise ValueError(f"the lambda cannot be called with the response and parameters: {exc}") from None
+        raise InvalidValue(f"the lambda cannot be called with the response and parameters: {exc}") from None
 
 
 class LambdaChecker(BaseChecker):
@@ -81,7 +82,7 @@ class NumberChecker(BaseChecker):
         expected = normalize_number(_call(self.expected_value_func, **(param_values or {})))
         actual = normalize_number(response)
         if expected is None:
-            raise ValueError("expected_value_func did not compute a number")
+            raise InvalidValue("expected_value_func did not compute a number")
         if actual is None:
             return False
         return actual == expected or math.isclose(float(actual), float(expected), rel_tol=1e-9)
@@ -94,7 +95,7 @@ class RegexChecker(BaseChecker):
     def __init__(self, pattern: str, match_safe: bool, flags: Any = 0) -> None:
         super().__init__()
         if not isinstance(match_safe, bool):
-            raise ValueError(f"match_safe must be true or false, not {match_safe!r}")
+            raise InvalidValue(f"match_safe must be true or false, not {match_safe!r}")
         self.pattern = compile_pattern(pattern, parse_flags(flags))
         self.match_safe = match_safe
 
@@ -108,7 +109,7 @@ class ExactMatchChecker(BaseChecker):
     def __init__(self, pattern: str, match_safe: bool = False) -> None:
         super().__init__()
         if not isinstance(pattern, str):
-            raise ValueError(f"pattern must be a string, not {type(pattern).__name__}")
+            raise InvalidValue(f"pattern must be a string, not {type(pattern).__name__}")
         self.pattern = pattern
         self.match_safe = bool(match_safe)
 
@@ -122,7 +123,7 @@ class FuzzyMatchChecker(BaseChecker):
     def __init__(self, text: str, threshold: float, match_safe: bool = False) -> None:
         super().__init__()
         if not isinstance(threshold, int | float) or not 0 <= threshold <= 1:
-            raise ValueError(f"threshold must be a number from 0 to 1, not {threshold!r}")
+            raise InvalidValue(f"threshold must be a number from 0 to 1, not {threshold!r}")
         self.text = str(text)
         self.threshold = float(threshold)
         self.match_safe = bool(match_safe)
@@ -205,7 +206,7 @@ class MonotonicityChecker(BaseChecker):
     ) -> None:
         super().__init__(prompt_contains_responses=True, get_variables=True, get_response=False)
         if order not in ("asc", "desc"):
-            raise ValueError(f"order must be 'asc' or 'desc', not {order!r}")
+            raise InvalidValue(f"order must be 'asc' or 'desc', not {order!r}")
         self.answer_value = compile_pattern(answer_value_regex)
         self.answer_id = compile_pattern(answer_variable_identifier_regex)
         self.param_id = compile_pattern(param_variable_identifier_regex)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lvegit.checkers.base import BaseChecker
-from lvegit.errors import CheckerUnavailable
+from lvegit.errors import CheckerUnavailable, InvalidValue
 
 DEFAULT_TOXICITY_MODEL = "s-nlp/roberta_toxicity_classifier"
 DEFAULT_BIAS_MODEL = "valurank/distilroberta-bias"
@@ -107,7 +107,7 @@ class PII_Checker(BaseChecker):  # the class name LVE repositories use
     ) -> None:
         super().__init__()
         if not isinstance(entities, list) or not entities or not all(isinstance(e, str) for e in entities):
-            raise ValueError("entities must be a non-empty list of Presidio entity names")
+            raise InvalidValue("entities must be a non-empty list of Presidio entity names")
         self.entities = entities
         self.score_threshold = float(score_threshold)
         self.spacy_model = spacy_model
@@ -254,7 +254,7 @@ class _ClassifierChecker(BaseChecker):
     def __init__(self, threshold: float, model: str) -> None:
         super().__init__()
         if not isinstance(threshold, int | float) or not 0 <= threshold <= 1:
-            raise ValueError(f"the threshold must be a number from 0 to 1, not {threshold!r}")
+            raise InvalidValue(f"the threshold must be a number from 0 to 1, not {threshold!r}")
         self.threshold = float(threshold)
         self.model = model
         self.pipeline = classifier(model)

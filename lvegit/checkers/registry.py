@@ -127,12 +127,17 @@ class CheckerFactory:
 
                 self._worker = CheckerWorker(self.lve.rel, self.lve.dir, self.sandbox)
             return self._worker.build(name, args)
+        cls = BUILTIN_CHECKERS[name]
         try:
-            return BUILTIN_CHECKERS[name](**args)
+            inspect.signature(cls).bind(**args)
+        except TypeError as exc:  # an argument missing or unknown: the LVE's to fix
+            raise CheckerError(f"{self.lve.test_file}: checker_args: {name}: {exc}") from None
+        try:
+            return cls(**args)
         except CheckerUnavailable:
             raise
-        except (LvegitError, ValueError) as exc:  # messages written for the user
+        except LvegitError as exc:  # messages written for the user
             detail = str(exc)
-        except Exception as exc:
-            detail = f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # not the LVE's fault: say so, and how it failed
+            detail = f"lvegit's {name} failed unexpectedly (please report it): {type(exc).__name__}: {exc}"
         raise CheckerError(f"{self.lve.test_file}: checker_args: {name}: {detail}")

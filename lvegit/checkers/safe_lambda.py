@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lvegit.checkers.safe_regex import LAMBDA_FLAGS, REGEX_FUNCTIONS, regex_namespace
-from lvegit.errors import UnsafeExpressionError
+from lvegit.errors import InvalidValue, UnsafeExpressionError
 
 MAX_LAMBDA_CHARS = 10_000
 MAX_POWER_EXPONENT = 10_000
@@ -126,7 +126,7 @@ def _describe(node: ast.AST) -> str:
 
 def _safe_pow(base: Any, exponent: Any) -> Any:
     if isinstance(exponent, int) and abs(exponent) > MAX_POWER_EXPONENT:
-        raise ValueError(f"exponent {exponent} is larger than {MAX_POWER_EXPONENT}")
+        raise InvalidValue(f"exponent {exponent} is larger than {MAX_POWER_EXPONENT}")
     return base**exponent
 
 
@@ -134,7 +134,7 @@ def _safe_mul(left: Any, right: Any) -> Any:
     for sequence, times in ((left, right), (right, left)):
         repeats = isinstance(sequence, str | list | tuple) and isinstance(times, int)
         if repeats and len(sequence) * times > MAX_SEQUENCE_REPEAT:
-            raise ValueError(f"repeating a sequence beyond {MAX_SEQUENCE_REPEAT} items")
+            raise InvalidValue(f"repeating a sequence beyond {MAX_SEQUENCE_REPEAT} items")
     return left * right
 
 

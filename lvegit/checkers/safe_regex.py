@@ -10,6 +10,8 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
+from lvegit.errors import InvalidValue, RegexTimeout
+
 REGEX_TIMEOUT_SECONDS = 2.0
 
 # The values of `regex`'s flags (its ASCII is not `re`'s), spelled out so that `regex` is imported on first
@@ -32,10 +34,6 @@ REGEX_FUNCTIONS = ("search", "match", "fullmatch", "findall", "sub", "split", "e
 LAMBDA_FLAGS = {name: value for name, value in FLAGS.items() if name not in ("L", "LOCALE")}
 
 
-class RegexTimeout(ValueError):
-    """A pattern took longer than the time limit on one input."""
-
-
 def parse_flags(flags: Any) -> int:
     """Flags as LVEs write them: 0, a name such as "I" or "DOTALL", a list of names, or "I|M"."""
     if flags in (0, None, "", []):
@@ -45,20 +43,20 @@ def parse_flags(flags: Any) -> int:
     for name in names:
         key = str(name).strip().upper().removeprefix("RE.")
         if key not in FLAGS:
-            raise ValueError(f"unknown regex flag {name!r} (use A, I, L, M or DOTALL)")
+            raise InvalidValue(f"unknown regex flag {name!r} (use A, I, L, M or DOTALL)")
         value |= FLAGS[key]
     return value
 
 
 def compile_pattern(pattern: str, flags: int = 0) -> Any:
     if not isinstance(pattern, str):
-        raise ValueError(f"a pattern must be a string, not {type(pattern).__name__}")
+        raise InvalidValue(f"a pattern must be a string, not {type(pattern).__name__}")
     import regex
 
     try:
         return regex.compile(pattern, flags | regex.VERSION0)
     except regex.error as exc:
-        raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+        raise InvalidValue(f"invalid regular expression {pattern!r}: {exc}") from None
 
 
 def _timed(function: Callable[..., Any]) -> Callable[..., Any]:

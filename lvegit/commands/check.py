@@ -5,7 +5,7 @@ from pathlib import Path
 import click
 
 from lvegit.cache import open_cache
-from lvegit.check import LVECheck, check_stream
+from lvegit.check import check_stream
 from lvegit.commands.catalog import short_help
 from lvegit.commands.lines import (
     finding_lines,
@@ -24,7 +24,7 @@ from lvegit.options import (
     selection_options,
 )
 from lvegit.output import count, line, note, print_json
-from lvegit.replay import summarize
+from lvegit.results import LVECheck, summarize
 
 
 @click.command("check", short_help=short_help("check"))

@@ -6,8 +6,7 @@ from collections.abc import Sequence
 
 from lvegit.output import count
 from lvegit.problems import Problem, location
-from lvegit.replay import ReplayResult, summarize
-from lvegit.validate import LVEReport
+from lvegit.results import LVEReport, ReplayResult, summarize
 
 FORMS = {
     "reproduced": ("reproduced", "reproduced"),

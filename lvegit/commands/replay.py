@@ -17,7 +17,8 @@ from lvegit.options import (
     selection_options,
 )
 from lvegit.output import count, line, note, print_json
-from lvegit.replay import replay_all, replay_stream, summarize
+from lvegit.replay import replay_all, replay_stream
+from lvegit.results import summarize
 
 
 @click.command("replay", short_help=short_help("replay"))

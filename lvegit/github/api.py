@@ -6,15 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from lvegit.errors import LvegitError, UsageError
+from lvegit.errors import GitHubAccessError, GitHubError, UsageError
 from lvegit.github.render import COMMENT_LIMIT, MARKER
 
 RATE_LIMIT_WAIT = 60.0  # the longest wait for a secondary rate limit to pass
 MAX_RETRIES = 5
-
-
-class GitHubError(LvegitError):
-    pass
 
 
 class PullRequests:
@@ -44,7 +40,7 @@ class PullRequests:
         try:
             return action()
         except github.UnknownObjectException:
-            raise GitHubError(
+            raise GitHubAccessError(
                 f"{what}: not found (404): the pull request is gone, or the token cannot see it"
             ) from None
         except github.GithubException as exc:
@@ -52,7 +48,7 @@ class PullRequests:
             if exc.status == 422:
                 raise GitHubError(f"{what}: GitHub refused the body (422): {message}") from None
             if exc.status in (401, 403):
-                raise GitHubError(
+                raise GitHubAccessError(
                     f"{what}: not allowed ({exc.status}): {message}; in a fork's pull_request "
                     "run the token is read-only: comment from a workflow_run job"
                 ) from None

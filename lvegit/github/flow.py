@@ -19,6 +19,7 @@ from typing import Any
 
 from lvegit import __version__
 from lvegit.cache import open_cache
+from lvegit.check import check_stream
 from lvegit.errors import UsageError
 from lvegit.github import results as results_file
 from lvegit.github.api import PullRequests
@@ -27,11 +28,10 @@ from lvegit.github.history import ensure_history
 from lvegit.github.render import SUMMARY_LIMIT, annotation_commands, render, write_outputs
 from lvegit.models.routing import ModelPool
 from lvegit.output import line
-from lvegit.replay import ReplayResult, replay_all, summarize
 from lvegit.repo import Repository
 from lvegit.rerun import by_instance, plan_reruns
+from lvegit.results import summarize
 from lvegit.runner import RetryPolicy, Runner
-from lvegit.validate import validate_lve
 
 
 @dataclass(frozen=True)
@@ -125,23 +125,20 @@ def check(repo: Repository, event: Event, settings: Settings) -> int:
     else:
         paths, removed = [repo.relative(d) for d in repo.lve_dirs()], []
     lve_dirs = [repo.root / path for path in paths if (repo.root / path).is_dir()]
-    reports = {repo.relative(d): validate_lve(repo, d) for d in lve_dirs}
     cache, unused = open_cache(repo.root)
     if cache is not None and event.pull_request is not None:
         # A pull request's check reads verdicts that trusted runs stored and never stores its own.
         cache.writable = False
     if unused:
         line(f"lvegit: verdict cache: {unused}")
-    replays: dict[str, list[ReplayResult]] = {repo.relative(d): [] for d in lve_dirs}
-    for result in replay_all(repo, lve_dirs, cache):
-        replays[result.lve].append(result)
+    checks = {check.path: check for check in check_stream(repo, lve_dirs, cache)}
     if cache is not None:
         cache.prune()
-    runnable = [d for d in lve_dirs if reports[repo.relative(d)].valid]
+    runnable = [d for d in lve_dirs if checks[repo.relative(d)].validation.valid]
     live = _run_live(repo, settings, runnable)
     lves: list[dict[str, Any]] = []
-    for path in reports:
-        report, replayed = reports[path], replays[path]
+    for path in map(repo.relative, lve_dirs):
+        report, replayed = checks[path].validation, checks[path].replay
         lves.append(
             {
                 "path": path,

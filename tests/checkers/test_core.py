@@ -159,7 +159,7 @@ def lve_with(repo: RepoBuilder, checker_args: dict[str, Any], **test: Any) -> LV
         ),
         (
             {"checker_name": "RegexChecker", "match_safe": False},
-            "checker_args: RegexChecker: TypeError: RegexChecker.__init__() missing 1 required positional argument",
+            "checker_args: RegexChecker: missing a required argument: 'pattern'",
         ),
         (
             {"checker_name": "LambdaChecker", "func": "lambda r: open('x')"},
@@ -194,3 +194,19 @@ def test_string_arguments_are_substituted_and_checkers_built_once_per_distinct_a
     assert factory.for_args({"secret": "s2"}) is not first
     fixed = CheckerFactory(lve_with(repo, {"checker_name": "RefuseChecker"}))
     assert fixed.for_args({"a": 1}) is fixed.for_args({"a": 2})
+
+
+def test_a_failing_core_checker_is_not_blamed_on_the_lve(
+    repo: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug in lvegit's own checker reads as one, not as bad arguments in test.json."""
+
+    def broken(self: Any, **_args: Any) -> None:
+        raise KeyError("internal")
+
+    lve = lve_with(repo, {"checker_name": "RefuseChecker"})
+    monkeypatch.setattr(RefuseChecker, "__init__", broken)
+    with pytest.raises(
+        CheckerError, match=r"lvegit's RefuseChecker failed unexpectedly \(please report it\): KeyError"
+    ):
+        CheckerFactory(lve).for_args({})

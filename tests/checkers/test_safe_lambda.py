@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from lvegit.checkers.safe_lambda import compile_lambda
-from lvegit.errors import UnsafeExpressionError
+from lvegit.errors import RegexTimeout, UnsafeExpressionError
 
 
 @pytest.mark.parametrize(
@@ -84,5 +84,5 @@ def test_resource_guards() -> None:
 
 def test_regex_in_lambdas_has_a_timeout() -> None:
     function = compile_lambda("lambda r: re.search('(a|aa)+$', r) is None")
-    with pytest.raises(ValueError, match="timed out"):
+    with pytest.raises(RegexTimeout, match="timed out"):
         function("a" * 5000 + "!")

@@ -323,7 +323,9 @@ def test_pull_request_gone_and_body_refused(
     gone = action(
         "pull_request", pull_request_payload(99, base, head), git.root, comment="true", github_token="t"
     )
-    assert gone.code == 3 and "not found (404): the pull request is gone" in gone.err
+    # A clear error, never "unexpected": the number or the token is wrong (2); GitHub refused the body (1).
+    assert gone.code == 2 and "not found (404): the pull request is gone" in gone.err
+    assert "unexpected" not in gone.err
     github_server.pulls[99] = head
     github_server.max_body = 100
     refused = action(
@@ -334,7 +336,8 @@ def test_pull_request_gone_and_body_refused(
         github_token="t",
         results_dir="r2",
     )
-    assert refused.code == 3 and "GitHub refused the body (422)" in refused.err
+    assert refused.code == 1 and "GitHub refused the body (422)" in refused.err
+    assert "unexpected" not in refused.err
 
 
 def test_live_rerun_appends_instances_and_writes_a_patch(

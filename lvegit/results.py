@@ -1,0 +1,98 @@
+"""The records every command and renderer reads: validation findings, replay results, and one LVE's
+check (both). Defined once here; the JSON forms (as_json) are what `--format json`, the cache and the
+Action's results file hold."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from lvegit.problems import Problem
+
+Status = Literal["reproduced", "mismatch", "skipped", "error"]
+STATUSES: tuple[Status, ...] = ("reproduced", "mismatch", "skipped", "error")
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    lve: str
+    file: str
+    line: int | None
+    recorded: bool | None
+    replayed: bool | None
+    status: Status
+    reason: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "lve": self.lve,
+            "file": self.file,
+            "line": self.line,
+            "recorded": self.recorded,
+            "replayed": self.replayed,
+            "status": self.status,
+            "reason": self.reason,
+        }
+
+
+def summarize(results: list[ReplayResult]) -> dict[str, int]:
+    return {status: sum(r.status == status for r in results) for status in STATUSES}
+
+
+@dataclass
+class LVEReport:
+    path: str
+    errors: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        return not self.errors
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "valid": self.valid,
+            "errors": [p.as_json() for p in self.errors],
+            "warnings": [p.as_json() for p in self.warnings],
+        }
+
+
+@dataclass(frozen=True)
+class LVECheck:
+    """One LVE's validation findings and replay results."""
+
+    validation: LVEReport
+    replay: list[ReplayResult]
+
+    @property
+    def path(self) -> str:
+        return self.validation.path
+
+    @property
+    def passed(self) -> bool:
+        counts = summarize(self.replay)
+        return self.validation.valid and not counts["mismatch"] and not counts["error"]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            **self.validation.as_json(),
+            "replay": summarize(self.replay),
+            "instances": [r.as_json() for r in self.replay],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LVECheck:
+        """The record as_json wrote; KeyError, TypeError or ValueError when it is not one."""
+
+        def problems(severity: str) -> list[Problem]:
+            return [
+                Problem(severity, str(p["file"]), str(p["field"]), str(p["message"]), p["line"])  # type: ignore[arg-type]
+                for p in data[f"{severity}s"]
+            ]
+
+        results = [ReplayResult(**item) for item in data["instances"]]
+        if any(result.status not in STATUSES for result in results):
+            raise ValueError("unknown replay status")
+        report = LVEReport(str(data["path"]), problems("error"), problems("warning"))
+        return cls(report, results)

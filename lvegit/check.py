@@ -26,18 +26,22 @@ def _cached(cache: VerdictCache, key: str) -> LVECheck | None:
 
 
 def check_lve(
-    repo: Repository,
-    lve_dir: Path,
-    cache: VerdictCache | None = None,
-    strict: bool = False,
-    key: str | None = None,
+    repo: Repository, lve_dir: Path, cache: VerdictCache | None = None, strict: bool = False
 ) -> LVECheck:
     """Validate one LVE and replay its instances (from the cache when its folder is unchanged)."""
+    key = None
     if cache is not None:
-        key = key or cache.lve_key(repo.root, lve_dir, strict)
+        key = cache.lve_key(repo.root, lve_dir, strict)
         cached = _cached(cache, key)
         if cached is not None:
             return cached
+    return _judge(repo, lve_dir, cache, strict, key)
+
+
+def _judge(
+    repo: Repository, lve_dir: Path, cache: VerdictCache | None, strict: bool, key: str | None
+) -> LVECheck:
+    """Validate and replay an LVE that the cache holds no record of; store the record under `key`."""
     from lvegit import replay, validate  # the checkers load only when an LVE is judged
 
     report = validate.validate_lve(repo, lve_dir, strict)
@@ -50,21 +54,28 @@ def check_lve(
 
 def check_stream(
     repo: Repository, lve_dirs: list[Path], cache: VerdictCache | None = None, strict: bool = False
-) -> Iterator[LVECheck]:
+) -> Iterator[tuple[Path, LVECheck]]:
     """Each LVE's record as soon as it is known: in the order given, except that LVEs whose checker
     loads a model stack come last (see lvegit.replay.judge_stream)."""
     keys = {d: cache.lve_key(repo.root, d, strict) for d in lve_dirs} if cache is not None else {}
     settled = {d: c for d, key in keys.items() if cache is not None and (c := _cached(cache, key))}
     if len(settled) == len(lve_dirs):  # nothing to judge: no checker, not even its code, is loaded
-        yield from (settled[d] for d in lve_dirs)
+        yield from settled.items()
         return
     from lvegit import replay, validate
 
     def here(lve_dir: Path) -> LVECheck:
-        return settled.get(lve_dir) or check_lve(repo, lve_dir, cache, strict, keys.get(lve_dir))
+        return settled.get(lve_dir) or _judge(repo, lve_dir, cache, strict, keys.get(lve_dir))
 
     def elsewhere(lve_dir: Path, results: list[ReplayResult]) -> LVECheck:
         return LVECheck(validate.validate_lve(repo, lve_dir, strict), results)
 
-    for _lve_dir, check in replay.judge_stream(repo, lve_dirs, cache, here, elsewhere, settled.__contains__):
-        yield check
+    yield from replay.judge_stream(repo, lve_dirs, cache, here, elsewhere, settled.__contains__)
+
+
+def check_all(
+    repo: Repository, lve_dirs: list[Path], cache: VerdictCache | None = None, strict: bool = False
+) -> list[LVECheck]:
+    """Every LVE's record (see check_stream), in the order of `lve_dirs`."""
+    per_lve = dict(check_stream(repo, lve_dirs, cache, strict))
+    return [per_lve[lve_dir] for lve_dir in lve_dirs]

@@ -5,7 +5,7 @@ from pathlib import Path
 import click
 
 from lvegit.cache import open_cache
-from lvegit.check import check_stream
+from lvegit.check import check_all, check_stream
 from lvegit.commands.catalog import short_help
 from lvegit.commands.lines import (
     finding_lines,
@@ -24,7 +24,7 @@ from lvegit.options import (
     selection_options,
 )
 from lvegit.output import count, line, note, print_json
-from lvegit.results import LVECheck, summarize
+from lvegit.results import summarize
 
 
 @click.command("check", short_help=short_help("check"))
@@ -59,10 +59,12 @@ def check_command(
     if unused:
         note(f"verdict cache: {unused}")
     lve_dirs = selection.resolve(repo)
-    checks: list[LVECheck] = []
-    for check in check_stream(repo, lve_dirs, cache, strict):
-        checks.append(check)
-        if output_format == "text":
+    if output_format == "json":
+        checks = check_all(repo, lve_dirs, cache, strict)
+    else:
+        checks = []
+        for _lve_dir, check in check_stream(repo, lve_dirs, cache, strict):  # each LVE as soon as it is done
+            checks.append(check)
             line(f"{check.path}: {validation_status(check.validation)}; {replay_status(check.replay)}")
             report = check.validation
             for detail in (*finding_lines(report), *replay_lines(check.replay, report.errors)):
@@ -72,7 +74,6 @@ def check_command(
     invalid = sum(not check.validation.valid for check in checks)
     replayed = summarize([result for check in checks for result in check.replay])
     if output_format == "json":
-        checks.sort(key=lambda check: lve_dirs.index(repo.root / check.path))
         summary = {"valid": len(checks) - invalid, "invalid": invalid, **replayed}
         print_json({"lves": [check.as_json() for check in checks], "summary": summary})
     else:

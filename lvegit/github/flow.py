@@ -19,7 +19,7 @@ from typing import Any
 
 from lvegit import __version__
 from lvegit.cache import open_cache
-from lvegit.check import check_stream
+from lvegit.check import check_all
 from lvegit.errors import UsageError
 from lvegit.github import results as results_file
 from lvegit.github.api import PullRequests
@@ -30,7 +30,7 @@ from lvegit.models.routing import ModelPool
 from lvegit.output import line
 from lvegit.repo import Repository
 from lvegit.rerun import by_instance, plan_reruns
-from lvegit.results import summarize
+from lvegit.results import STATUSES
 from lvegit.runner import RetryPolicy, Runner
 
 
@@ -131,22 +131,20 @@ def check(repo: Repository, event: Event, settings: Settings) -> int:
         cache.writable = False
     if unused:
         line(f"lvegit: verdict cache: {unused}")
-    checks = {check.path: check for check in check_stream(repo, lve_dirs, cache)}
+    checks = check_all(repo, lve_dirs, cache)
     if cache is not None:
         cache.prune()
-    runnable = [d for d in lve_dirs if checks[repo.relative(d)].validation.valid]
+    runnable = [d for d, check in zip(lve_dirs, checks, strict=True) if check.validation.valid]
     live = _run_live(repo, settings, runnable)
     lves: list[dict[str, Any]] = []
-    for path in map(repo.relative, lve_dirs):
-        report, replayed = checks[path].validation, checks[path].replay
+    for check in checks:
+        path = check.path
+        entry: dict[str, Any] = check.as_json()  # path, valid, errors, warnings, replay (counts), instances
+        replayed = entry.pop("instances")
         lves.append(
             {
-                "path": path,
-                "valid": report.valid,
-                "errors": [p.as_json() for p in report.errors],
-                "warnings": [p.as_json() for p in report.warnings],
-                "replay": summarize(replayed),
-                "replayed": [{k: v for k, v in r.as_json().items() if k != "lve"} for r in replayed],
+                **entry,
+                "replayed": [{k: v for k, v in r.items() if k != "lve"} for r in replayed],
                 "live": [
                     {k: v for k, v in item.items() if k in results_file.LIVE_FIELDS}
                     for item in live.instances.get(path, [])
@@ -154,14 +152,11 @@ def check(repo: Repository, event: Event, settings: Settings) -> int:
                 "appended": live.appended.get(path, []),
             }
         )
-    totals = {
+    totals: dict[str, int] = {
         "changed": len(lves),
         "removed": len(removed),
         "invalid": sum(not lve["valid"] for lve in lves),
-        **{
-            status: sum(lve["replay"][status] for lve in lves)
-            for status in ("reproduced", "mismatch", "skipped", "error")
-        },
+        **{status: sum(lve["replay"][status] for lve in lves) for status in STATUSES},
         "live_agree": sum(i["agree"] is True for lve in lves for i in lve["live"]),
         "live_disagree": sum(i["agree"] is False for lve in lves for i in lve["live"]),
         "live_error": sum(bool(i["errors"]) for lve in lves for i in lve["live"]),

@@ -18,7 +18,6 @@ entries with forged verdicts.
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import json
 import os
@@ -30,12 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from lvegit import __version__
-from lvegit.checkers.model_based import MODEL_CHECKERS, model_identity
+from lvegit.checkers.model_based import model_identity
 
 CACHE_DIR = ".lvegit-cache"
 FORMAT = "v1"
 MAX_ENTRIES = 200_000
-MODEL_LIBRARIES = ("transformers", "torch", "presidio-analyzer", "presidio-anonymizer", "spacy")
 
 
 @dataclass(frozen=True)
@@ -84,17 +82,6 @@ def _file_digest(path: Path) -> bytes:
         return b"special"
     with path.open("rb") as handle:
         return hashlib.file_digest(handle, "sha256").digest()
-
-
-@functools.cache
-def library_versions(names: tuple[str, ...]) -> dict[str, str]:
-    import importlib.metadata  # slow to import, and only model-based checkers need it
-
-    versions = {}
-    for name in names:
-        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
-            versions[name] = importlib.metadata.version(name)
-    return versions
 
 
 @dataclass
@@ -154,10 +141,9 @@ class VerdictCache:
             name, args = data["checker_args"]["checker_name"], data["checker_args"]
         except (OSError, ValueError, KeyError, TypeError):
             return ""
-        if not isinstance(name, str) or name not in MODEL_CHECKERS or not isinstance(args, dict):
+        if not isinstance(name, str) or not isinstance(args, dict):
             return ""
-        libraries = library_versions(MODEL_LIBRARIES)
-        return json.dumps([model_identity(name, args), libraries], sort_keys=True, default=str)
+        return json.dumps(model_identity(name, args), sort_keys=True, default=str)
 
     def get_lve(self, key: str) -> dict[str, Any] | None:
         data = self._read(key)

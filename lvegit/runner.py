@@ -10,7 +10,6 @@ reason, and the run goes on.
 from __future__ import annotations
 
 import asyncio
-import importlib.metadata
 import random
 import sys
 import time
@@ -32,6 +31,7 @@ from lvegit.models.routing import ModelPool
 from lvegit.output import count
 from lvegit.prompt import Message
 from lvegit.spec import LVE
+from lvegit.versions import installed_versions
 
 
 @dataclass(frozen=True)
@@ -206,13 +206,8 @@ class Runner:
 
 def library_versions() -> dict[str, str]:
     versions = {"lvegit": __version__}
-    for package in ("openai", "transformers", "torch"):
-        if package in sys.modules:
-            try:
-                versions[package] = importlib.metadata.version(package)
-            except importlib.metadata.PackageNotFoundError:
-                continue
-    return versions
+    loaded = tuple(package for package in ("openai", "transformers", "torch") if package in sys.modules)
+    return {**versions, **installed_versions(loaded)}
 
 
 def instance_record(

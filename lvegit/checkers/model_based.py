@@ -26,6 +26,7 @@ from typing import Any
 
 from lvegit.checkers.base import BaseChecker
 from lvegit.errors import CheckerUnavailable, InvalidValue
+from lvegit.versions import installed_version, installed_versions
 
 DEFAULT_TOXICITY_MODEL = "s-nlp/roberta_toxicity_classifier"
 DEFAULT_BIAS_MODEL = "valurank/distilroberta-bias"
@@ -192,24 +193,26 @@ def _files_stamp(folder: Path) -> list[tuple[str, int, int]]:
     )
 
 
-def model_identity(checker_name: str, args: dict[str, Any]) -> Any:
-    """What a model-based checker judges with, without loading it: for the verdict cache's key."""
-    import importlib.metadata  # only the verdict cache needs it: not on every command's start-up
+MODEL_LIBRARIES = ("transformers", "torch", "presidio-analyzer", "presidio-anonymizer", "spacy")
 
+
+def model_identity(checker_name: str, args: dict[str, Any]) -> dict[str, Any] | None:
+    """What a model-based checker judges with, without loading it (for the verdict cache's keys): the
+    model or spaCy pipeline and the versions of the libraries that run it. None for other checkers."""
+    if checker_name not in MODEL_CHECKERS:
+        return None
+    libraries = installed_versions(MODEL_LIBRARIES)
     if checker_name == "PII_Checker":
         pipeline = _spacy_model(args.get("spacy_model")) or "blank"
-        try:
-            version = importlib.metadata.version(pipeline)
-        except (importlib.metadata.PackageNotFoundError, ValueError):
-            version = None
-        return {"spacy": pipeline, "version": version}
+        return {"spacy": pipeline, "version": installed_version(pipeline), "libraries": libraries}
     model = str(args.get("model") or DEFAULT_MODELS[checker_name])
     if os.path.isdir(model):
-        return {"model": os.path.abspath(model), "files": _files_stamp(Path(model))}
+        return {"model": os.path.abspath(model), "files": _files_stamp(Path(model)), "libraries": libraries}
     snapshots = _snapshots(model)
     return {
         "model": model,
         "snapshots": sorted(p.name for p in snapshots.iterdir()) if snapshots.is_dir() else [],
+        "libraries": libraries,
     }
 
 

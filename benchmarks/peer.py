@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import site
 import statistics
 import subprocess
 import sys
@@ -180,8 +181,45 @@ def seconds(command: list[str], cwd: Path, runs: int) -> float:
     return statistics.median(times)
 
 
+LVEGIT = [sys.executable, "-m", "lvegit"]  # replaced in main by the command of a regular install
+
+
+def install_lvegit(workdir: Path) -> Path:
+    """lvegit as the README's main job installs it (`pip install .`: not editable, bytecode compiled),
+    in a virtual environment of its own that takes the dependencies from this one (a .pth file adds
+    this environment's site-packages; no package index is needed). The path of its `lvegit` command."""
+    wheels, venv = workdir / "wheels", workdir / "lvegit-venv"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(wheels),
+            str(HERE.parent),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    [packages] = list(venv.glob("lib/python*/site-packages"))
+    (packages / "dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    [wheel] = list(wheels.glob("lvegit-*.whl"))
+    subprocess.run(
+        [str(venv / "bin/python"), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+        check=True,
+        capture_output=True,
+        env={**ENVIRONMENT, "PYTHONPATH": os.pathsep.join(site.getsitepackages())},  # pip from here
+    )
+    return venv / "bin/lvegit"
+
+
 def lvegit(*args: str) -> list[str]:
-    return [sys.executable, "-m", "lvegit", *args]
+    return [*LVEGIT, *args]
 
 
 def both(root: Path, runs: int, *replay_options: str) -> float:
@@ -253,6 +291,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="lvegit-peer-") as temporary:
         workdir = Path(temporary)
         lve = peer(workdir)
+        LVEGIT[:] = [str(install_lvegit(workdir))]
         classifier = str(train_tiny_classifier(workdir / "classifier", ("neutral", "toxic"), TOXIC_EXAMPLES))
         whole = corpus(workdir / "corpus", classifier)
         light = corpus(workdir / "model-free", None)

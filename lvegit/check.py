@@ -43,9 +43,11 @@ def _judge(
 ) -> LVECheck:
     """Validate and replay an LVE that the cache holds no record of; store the record under `key`."""
     from lvegit import replay, validate  # the checkers load only when an LVE is judged
+    from lvegit.spec import load_lve
 
-    report = validate.validate_lve(repo, lve_dir, strict)
-    results, cacheable = replay.judge_lve(repo, lve_dir, cache)
+    loaded = load_lve(repo, lve_dir)  # read once, for both
+    report = validate.validate_lve(repo, lve_dir, strict, loaded)
+    results, cacheable = replay.judge_lve(repo, lve_dir, cache, loaded)
     check = LVECheck(report, results)
     if cache is not None and key is not None and cacheable:
         cache.put_lve(key, {"check": check.as_json()})

@@ -6,7 +6,6 @@ import contextlib
 import importlib
 import os
 import sys
-import traceback
 from typing import Any
 
 import click
@@ -95,6 +94,8 @@ def main(argv: list[str] | None = None) -> Any:
         click.echo(f"lvegit: error: {exc}", err=True)
         code = exc.exit_code
     except Exception:
+        import traceback  # only for the unexpected: not on every start-up
+
         click.echo("lvegit: unexpected error (please report it with the trace below):", err=True)
         click.echo(traceback.format_exc(), err=True)
         code = EXIT_UNEXPECTED

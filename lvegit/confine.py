@@ -235,6 +235,13 @@ def hide_environment_from_same_user() -> None:
         _libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
+def allow_inspection() -> None:
+    """Undo hide_environment_from_same_user in a forked child, as exec would: the kernel makes the /proc
+    files of a process that hides itself root's, which a user namespace's set-up must write."""
+    if platform.system() == "Linux":
+        _libc().prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+
+
 def die_with_parent() -> None:
     _libc().prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
 

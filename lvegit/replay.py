@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from lvegit import __version__
-from lvegit.cache import MODEL_LIBRARIES, Outcome, VerdictCache, library_versions
+from lvegit.cache import Outcome, VerdictCache
 from lvegit.checkers.custom import read_checker_sources
+from lvegit.checkers.launcher import start_launcher_soon
 from lvegit.checkers.model_based import MODEL_CHECKERS, model_identity
 from lvegit.checkers.registry import BUILTIN_CHECKERS, CheckerFactory, substitute_args
 from lvegit.conversation import judge_recorded, prompts_to_send
@@ -24,7 +25,7 @@ from lvegit.instances import Instance, read_instances
 from lvegit.problems import Problems
 from lvegit.repo import TEST_FILE, Repository
 from lvegit.results import ReplayResult, Status
-from lvegit.spec import LVE, blocking_errors, load_lve
+from lvegit.spec import LVE, Loaded, blocking_errors, load_lve
 
 Judged = TypeVar("Judged")
 
@@ -34,9 +35,8 @@ def checker_identity(lve: LVE) -> str:
     identity: dict[str, Any] = {"lvegit": __version__, "checker": lve.checker_name}
     if lve.checker_name not in BUILTIN_CHECKERS:
         identity["sources"] = read_checker_sources(lve.dir)
-    elif lve.checker_name in MODEL_CHECKERS:
+    else:
         identity["model"] = model_identity(lve.checker_name, lve.checker_args)
-        identity["libraries"] = library_versions(MODEL_LIBRARIES)
     return json.dumps(identity, sort_keys=True, default=str)
 
 
@@ -128,11 +128,12 @@ def replay_lve(repo: Repository, lve_dir: Path, cache: VerdictCache | None = Non
 
 
 def judge_lve(
-    repo: Repository, lve_dir: Path, cache: VerdictCache | None = None
+    repo: Repository, lve_dir: Path, cache: VerdictCache | None = None, loaded: Loaded | None = None
 ) -> tuple[list[ReplayResult], bool]:
     """replay_lve's results, and whether all of them follow from the LVE's files alone (none depends on
-    this machine: no checker that is missing here, no checker failure), so that they may be cached."""
-    lve, problems, _text = load_lve(repo, lve_dir)
+    this machine: no checker that is missing here, no checker failure), so that they may be cached.
+    `loaded`: what load_lve returned for the LVE, where the caller has read it already."""
+    lve, problems, _text = loaded or load_lve(repo, lve_dir)
     rel = repo.relative(lve_dir)
     blocking = blocking_errors(problems)
     if lve is None or blocking:
@@ -257,8 +258,13 @@ def judge_stream(
     away = {d for dirs in by_stack.values() for d in dirs}
     processes = [(_replay_elsewhere(repo, dirs, cache), dirs) for dirs in by_stack.values()]
     local = [d for d in lve_dirs if d not in away]
+    # Custom checkers are judged first: their workers start while the others are judged.
+    sandboxed = {d for d in local if not settled(d) and _checker_name(d) not in (*BUILTIN_CHECKERS, None)}
+    if sandboxed:
+        start_launcher_soon()
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        yield from zip(local, pool.map(here, local), strict=True)
+        futures = {d: pool.submit(here, d) for d in sorted(local, key=lambda d: d not in sandboxed)}
+        yield from ((d, futures[d].result()) for d in local)
     for process, dirs in processes:
         per_lve: dict[str, list[ReplayResult]] = {}
         for result in _results_of(process, dirs, repo):

@@ -220,7 +220,10 @@ def _required_string(data: dict[str, Any], key: str, problems: Problems, parent:
     return str(data[key])
 
 
-def load_lve(repo: Repository, lve_dir: Path) -> tuple[LVE | None, Problems, str]:
+Loaded = tuple["LVE | None", Problems, str]  # what load_lve returns
+
+
+def load_lve(repo: Repository, lve_dir: Path) -> Loaded:
     """Read an LVE directory: the LVE (None when test.json is no JSON object), the problems found,
     and the text of test.json (for locating problems with `locate_lines`)."""
     rel = repo.relative(lve_dir)

@@ -22,7 +22,7 @@ from lvegit.problems import Problems, join_path
 from lvegit.prompt import Message, Role, fill_holes, variable_names, with_trailing_hole
 from lvegit.repo import Repository
 from lvegit.results import LVEReport
-from lvegit.spec import LVE, load_lve, locate_lines
+from lvegit.spec import LVE, Loaded, load_lve, locate_lines
 from lvegit.template import TemplateError, placeholders
 
 
@@ -265,8 +265,12 @@ def _check_instances(lve: LVE, repo: Repository, problems: Problems) -> None:
         problems.items.extend(sorted(found.items, key=lambda p: p.line or 0))
 
 
-def validate_lve(repo: Repository, lve_dir: Path, strict: bool = False) -> LVEReport:
-    lve, problems, text = load_lve(repo, lve_dir)
+def validate_lve(
+    repo: Repository, lve_dir: Path, strict: bool = False, loaded: Loaded | None = None
+) -> LVEReport:
+    """An LVE's findings; `loaded`: what load_lve returned for it, where the caller has read it already."""
+    lve, load_problems, text = loaded or load_lve(repo, lve_dir)
+    problems = Problems(load_problems.file, list(load_problems.items))  # the caller's stay as they were
     if lve is not None:
         checker_used = _check_checker(lve, problems) if lve.checker_name else set(lve.prompt_parameters)
         used = _check_prompts(lve, problems) | checker_used

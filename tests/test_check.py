@@ -35,13 +35,13 @@ def judged(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
     validate, judge = validate_module.validate_lve, replay_module.judge_lve
 
-    def counting_validate(repo: Repository, lve_dir: Path, strict: bool = False) -> Any:
+    def counting_validate(repo: Repository, lve_dir: Path, *args: Any) -> Any:
         calls.append(lve_dir.parent.name)
-        return validate(repo, lve_dir, strict)
+        return validate(repo, lve_dir, *args)
 
-    def counting_judge(repo: Repository, lve_dir: Path, cache: VerdictCache | None = None) -> Any:
+    def counting_judge(repo: Repository, lve_dir: Path, *args: Any) -> Any:
         calls.append(lve_dir.parent.name)
-        return judge(repo, lve_dir, cache)
+        return judge(repo, lve_dir, *args)
 
     monkeypatch.setattr(validate_module, "validate_lve", counting_validate)
     monkeypatch.setattr(replay_module, "judge_lve", counting_judge)

@@ -17,17 +17,17 @@ import os
 import selectors
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import time
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import lvegit
 from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
-from lvegit.confine import Limits, hide_environment_from_same_user
+from lvegit.checkers.launcher import launcher
+from lvegit.confine import Limits
 from lvegit.errors import CheckerError, CheckerUnavailable, UsageError
 from lvegit.prompt import Message
 
@@ -89,27 +89,30 @@ class CheckerWorker:
         self.settings = settings or SandboxSettings()
         self.failure: str | None = None
         self.isolation: list[str] = []
-        hide_environment_from_same_user()
         self._workdir = tempfile.mkdtemp(prefix="lvegit-sandbox-")
+        # Removed by close, or when a worker nobody closed is collected or the process exits.
+        self._remove_workdir = weakref.finalize(self, shutil.rmtree, self._workdir, ignore_errors=True)
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker
         self._buffer = b""
-        self._process = subprocess.Popen(
-            [
-                sys.executable,
-                "-s",
-                "-B",
-                "-m",
-                "lvegit.checkers.worker",
-                json.dumps(dataclasses.asdict(self.settings.limits)),
-                str(lve_dir),
-            ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            cwd=self._workdir,
-            env=worker_environment(self._workdir),
-            start_new_session=True,
-        )
+        self._launcher = launcher()
+        stdin_read, stdin_write = os.pipe()
+        stdout_read, stdout_write = os.pipe()
+        self._stdin = os.fdopen(stdin_write, "wb")
+        self._stdout = os.fdopen(stdout_read, "rb", buffering=0)
+        request = {
+            "limits": dataclasses.asdict(self.settings.limits),
+            "lve_dir": str(lve_dir),
+            "workdir": self._workdir,
+        }
+        try:
+            stderr = self._stderr.fileno()
+            self.pid: int | None = self._launcher.spawn(request, stdin_read, stdout_write, stderr)
+        except CheckerError as exc:
+            self.pid = None
+            self._fail(str(exc))
+        finally:
+            os.close(stdin_read)  # the worker has its own copies
+            os.close(stdout_write)
         hello = self._receive(self.settings.start_timeout)
         isolation = hello.get("isolation")
         if hello.get("ready") is not True or not isinstance(isolation, list):
@@ -129,9 +132,8 @@ class CheckerWorker:
 
     def _wait(self) -> tuple[int, float]:
         """The worker's exit code and the CPU seconds it (and the process it waited for) used."""
-        _pid, status, usage = os.wait4(self._process.pid, 0)
-        self._process.returncode = os.waitstatus_to_exitcode(status)
-        return self._process.returncode, usage.ru_utime + usage.ru_stime
+        assert self.pid is not None
+        return self._launcher.wait(self.pid)
 
     def _exit_reason(self, code: int, cpu_seconds: float) -> str:
         """Why the worker ended, naming the limit it reached where its end says so."""
@@ -152,8 +154,7 @@ class CheckerWorker:
         return f"the checker process exited (code {code}){trace}"
 
     def _receive(self, timeout: float) -> dict[str, Any]:
-        stdout = self._process.stdout
-        assert stdout is not None
+        stdout = self._stdout
         deadline = time.monotonic() + timeout
         with selectors.DefaultSelector() as selector:
             selector.register(stdout, selectors.EVENT_READ)
@@ -179,11 +180,9 @@ class CheckerWorker:
     def call(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
         if self.failure is not None:
             raise CheckerError(self.failure)
-        stdin = self._process.stdin
-        assert stdin is not None
         try:
-            stdin.write(json.dumps(request).encode() + b"\n")
-            stdin.flush()
+            self._stdin.write(json.dumps(request).encode() + b"\n")
+            self._stdin.flush()
         except OSError:
             self._fail("the checker process is gone")
         reply = self._receive(timeout or self.settings.call_timeout)
@@ -209,14 +208,15 @@ class CheckerWorker:
         return cls(self, reply["id"])
 
     def close(self) -> None:
-        if self._process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self._process.pid, signal.SIGKILL)  # the worker and anything it left behind
-        self._process.wait()
-        for stream in (self._process.stdin, self._process.stdout, self._stderr):
-            if stream is not None:
+        if self.pid is not None:
+            if self._launcher.ended(self.pid) is None:
+                self._launcher.kill(self.pid)  # the worker and anything it left behind
+            self._launcher.wait(self.pid)
+            self.pid = None
+        for stream in (self._stdin, self._stdout, self._stderr):
+            with contextlib.suppress(OSError):
                 stream.close()
-        shutil.rmtree(self._workdir, ignore_errors=True)
+        self._remove_workdir()
 
 
 def _conversation(messages: list[Message]) -> list[dict[str, Any]]:

@@ -1,23 +1,30 @@
-"""The process that runs contributed checker code: `python -m lvegit.checkers.worker LIMITS_JSON`.
+"""The process that runs contributed checker code: a child of the launcher `python -m
+lvegit.checkers.worker` (see lvegit.checkers.launcher), which imports this code once and forks one worker
+per LVE.
 
-It confines itself (see lvegit.confine) before it reads the first request, then answers one JSON line per
-request on the descriptor that was its stdout; what checker code prints goes to /dev/null. The parent
-(lvegit.checkers.sandbox) starts it with an environment that holds no secrets.
+A worker confines itself (see lvegit.confine) before it reads the first request, then answers one JSON
+line per request on the descriptor that was its stdout; what checker code prints goes to /dev/null. The
+launcher starts with an environment that holds no secrets.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
+import selectors
 import signal
+import socket
 import sys
+import traceback
 from pathlib import Path
 from typing import IO, Any
 
 from lvegit import confine
 from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
 from lvegit.checkers.custom import load_custom_checker, read_checker_sources
+from lvegit.checkers.launcher import receive, send
 from lvegit.errors import CheckerError, CheckerUnavailable
 from lvegit.prompt import Message, Role
 
@@ -134,9 +141,8 @@ def confine_self(limits: confine.Limits) -> list[str]:
     return report
 
 
-def main() -> None:
-    limits = confine.Limits(**json.loads(sys.argv[1]))
-    lve_dir = Path(sys.argv[2])
+def serve(limits: confine.Limits, lve_dir: Path) -> None:
+    """Read the checker's sources, confine this process, then answer requests until stdin closes."""
     try:
         sources: dict[str, str] | CheckerError = read_checker_sources(lve_dir)
     except CheckerError as exc:
@@ -152,5 +158,95 @@ def main() -> None:
         _send(channel, server.handle(json.loads(line)))
 
 
+def become_worker(request: dict[str, Any], descriptors: list[int]) -> None:
+    """In a child that the launcher forked: the passed descriptors become stdin, stdout and stderr, the
+    request's folder the working directory, HOME and TMPDIR, as for a worker started on its own."""
+    os.setsid()  # its own process group, which killing it ends whole
+    confine.allow_inspection()  # as after exec: confinement writes this process's /proc files
+    for target, descriptor in enumerate(descriptors):
+        os.dup2(descriptor, target)
+        os.close(descriptor)
+    workdir = request["workdir"]
+    os.chdir(workdir)
+    os.environ.update(HOME=workdir, TMPDIR=workdir)
+    serve(confine.Limits(**request["limits"]), Path(request["lve_dir"]))
+
+
+def _fork_worker(request: dict[str, Any], descriptors: list[int], keep_out: list[int]) -> int:
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            for descriptor in keep_out:
+                os.close(descriptor)
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            become_worker(request, descriptors)
+        except BaseException:  # the trace goes to the worker's stderr, for the parent to show
+            traceback.print_exc()
+            code = 1
+        finally:
+            os._exit(code)  # never back into the launcher's loop
+    for descriptor in descriptors:
+        os.close(descriptor)
+    return pid
+
+
+def _reap(control: socket.socket, children: set[int]) -> None:
+    """Tell lvegit about every child that has ended, with its exit code and CPU seconds."""
+    while children:
+        pid, status, usage = os.wait4(-1, os.WNOHANG)
+        if pid == 0:
+            return
+        children.discard(pid)
+        code = os.waitstatus_to_exitcode(status)
+        send(control, {"ended": pid, "code": code, "cpu": usage.ru_utime + usage.ru_stime})
+
+
+def launch() -> None:
+    """The launcher (see lvegit.checkers.launcher): stdin is its channel to lvegit; it forks one worker
+    per request and reports each one's end, until the channel closes: when lvegit ends, however it ends,
+    the kernel closes its end. (PR_SET_PDEATHSIG would follow the thread that started the launcher, and
+    lvegit starts it from whichever thread needs it first.) Each worker dies with the launcher."""
+    confine.hide_environment_from_same_user()
+    control = socket.socket(fileno=os.dup(0))
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    working = os.getcwd()  # `python -m` put it on sys.path; workers have scratch folders of their own
+    sys.path[:] = [path for path in sys.path if os.path.abspath(path) != working]
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_read, False)
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    children: set[int] = set()
+    with selectors.DefaultSelector() as selector:
+        selector.register(control, selectors.EVENT_READ)
+        selector.register(wake_read, selectors.EVENT_READ)
+        while True:
+            for key, _events in selector.select():
+                if key.fileobj is not control:
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(wake_read, 4096)
+                    _reap(control, children)
+                    continue
+                message, descriptors = receive(control)
+                if message is None:
+                    for pid in children:
+                        with contextlib.suppress(OSError):
+                            os.killpg(pid, signal.SIGKILL)
+                    return
+                if "kill" in message:
+                    if message["kill"] in children:  # not reaped yet: the pid is still that child
+                        with contextlib.suppress(OSError):
+                            os.killpg(message["kill"], signal.SIGKILL)
+                elif len(descriptors) != 3:
+                    send(control, {"error": f"expected 3 descriptors, got {len(descriptors)}"})
+                else:
+                    keep_out = [control.fileno(), wake_read, wake_write, selector.fileno()]
+                    pid = _fork_worker(message, descriptors, keep_out)
+                    children.add(pid)
+                    send(control, {"pid": pid})
+
+
 if __name__ == "__main__":
-    main()
+    launch()

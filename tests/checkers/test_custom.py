@@ -160,7 +160,7 @@ def test_custom_checker_failures_name_the_lve(repo: RepoBuilder, code: str, mess
     lve_dir = repo.lve("a/broken", CUSTOM, files={"checker/checker.py": code})
     lve, _, _ = load_lve(Repository(repo.root.resolve()), lve_dir)
     assert lve is not None
-    with pytest.raises(CheckerError) as info:
-        CheckerFactory(lve).for_args({})
+    with pytest.raises(CheckerError) as info, CheckerFactory(lve) as factory:
+        factory.for_args({})
     assert str(info.value).startswith("repository/a/broken/openai--gpt-4o-mini: ")
     assert message in str(info.value)

@@ -1,0 +1,196 @@
+"""Starting sandboxed checker workers quickly: one launcher process per lvegit process forks them.
+
+Starting Python and importing the worker's modules takes about 0.1 s of CPU, more than a worker's
+confinement and many a checker's whole work; a repository with a few custom checkers paid it once per
+LVE. The launcher (`python -m lvegit.checkers.worker`) pays it once: it starts like a worker,
+with an environment that holds no secrets, imports the worker's code and then, for each request, forks a
+child that becomes one worker (lvegit.checkers.worker.become_worker) and confines itself as before. lvegit's
+own process, which may hold secrets, never forks a worker.
+
+The protocol runs over a Unix socket pair (SOCK_SEQPACKET, one JSON message each): a request carries the
+worker's stdin, stdout and stderr descriptors (SCM_RIGHTS) and is answered with the child's pid; when a
+child ends, the launcher reaps it and says so with its wait status and CPU seconds. Killing goes through the
+launcher too: only the child's parent knows that a pid still names that child.
+"""
+
+from __future__ import annotations
+
+import array
+import atexit
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from typing import Any
+
+from lvegit.confine import hide_environment_from_same_user
+from lvegit.errors import CheckerError
+
+MAX_MESSAGE_BYTES = 65536
+LAUNCHER_GONE = (-9, 0.0)  # a child of a launcher that died was killed with it (PR_SET_PDEATHSIG)
+
+
+def send(channel: socket.socket, message: dict[str, Any], descriptors: tuple[int, ...] = ()) -> None:
+    """One message, with descriptors passed along where given."""
+    ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", descriptors))] if descriptors else []
+    channel.sendmsg([json.dumps(message).encode()], ancillary)
+
+
+def receive(channel: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
+    """One message and the descriptors that came with it; (None, []) when the other side has gone."""
+    size = socket.CMSG_SPACE(3 * array.array("i").itemsize)
+    data, ancillary, _flags, _address = channel.recvmsg(MAX_MESSAGE_BYTES, size)
+    descriptors = array.array("i")
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            descriptors.frombytes(payload[: len(payload) - len(payload) % descriptors.itemsize])
+    if not data:
+        return None, list(descriptors)
+    return json.loads(data), list(descriptors)
+
+
+class Launcher:
+    """lvegit's side of one launcher process."""
+
+    def __init__(self, executable: str, environment: dict[str, str], workdir: str) -> None:
+        hide_environment_from_same_user()
+        self._workdir = workdir
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the launcher
+        self._process = subprocess.Popen(
+            [executable, "-s", "-B", "-m", "lvegit.checkers.worker"],
+            stdin=theirs.fileno(),
+            stdout=subprocess.DEVNULL,
+            stderr=self._stderr,
+            cwd=workdir,
+            env=environment,
+            start_new_session=True,
+        )
+        theirs.close()
+        self._channel = ours
+        self._requests = threading.Lock()  # one request at a time: replies come in request order
+        self._changed = threading.Condition()
+        self._replies: list[dict[str, Any]] = []
+        self._ended: dict[int, tuple[int, float]] = {}
+        self._gone = False
+        threading.Thread(target=self._read, name="lvegit-launcher", daemon=True).start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                message, descriptors = receive(self._channel)
+            except (OSError, ValueError):
+                message, descriptors = None, []
+            for descriptor in descriptors:
+                os.close(descriptor)  # the launcher never sends any; a stray one is not kept open
+            with self._changed:
+                if message is None:
+                    self._gone = True
+                elif "ended" in message:
+                    self._ended[int(message["ended"])] = (int(message["code"]), float(message["cpu"]))
+                else:
+                    self._replies.append(message)
+                self._changed.notify_all()
+            if message is None:
+                return
+
+    @property
+    def alive(self) -> bool:
+        with self._changed:
+            return not self._gone
+
+    def _why_gone(self) -> str:
+        self._stderr.seek(0)
+        lines = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
+        return f"the checker launcher process ended{': ' + lines[-1][:500] if lines else ''}"
+
+    def spawn(self, request: dict[str, Any], stdin: int, stdout: int, stderr: int) -> int:
+        """Fork a worker for `request` (lvegit.checkers.worker.become_worker reads it); its pid."""
+        with self._requests:
+            try:
+                send(self._channel, request, (stdin, stdout, stderr))
+            except OSError:
+                raise CheckerError(self._why_gone()) from None
+            with self._changed:
+                self._changed.wait_for(lambda: bool(self._replies) or self._gone)
+                if not self._replies:
+                    raise CheckerError(self._why_gone())
+                reply = self._replies.pop(0)
+        if "pid" not in reply:
+            raise CheckerError(f"the checker launcher could not start a worker: {reply.get('error')}")
+        return int(reply["pid"])
+
+    def ended(self, pid: int) -> tuple[int, float] | None:
+        """A worker's exit code and CPU seconds once it has ended, else None."""
+        with self._changed:
+            return self._ended.get(pid, LAUNCHER_GONE if self._gone else None)
+
+    def wait(self, pid: int) -> tuple[int, float]:
+        """Block until a worker has ended; its exit code and CPU seconds."""
+        with self._changed:
+            self._changed.wait_for(lambda: pid in self._ended or self._gone)
+            return self._ended.get(pid, LAUNCHER_GONE)
+
+    def kill(self, pid: int) -> None:
+        """End a worker and whatever it started (its process group), unless it has ended already."""
+        with self._requests, contextlib.suppress(OSError):
+            send(self._channel, {"kill": pid})
+
+    def close(self) -> None:
+        """The launcher ends its workers and itself when its channel closes."""
+        with contextlib.suppress(OSError):
+            self._channel.shutdown(socket.SHUT_RDWR)
+        self._channel.close()
+        try:
+            self._process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        self._stderr.close()
+        shutil.rmtree(self._workdir, ignore_errors=True)
+
+
+_LAUNCHERS: dict[str, Launcher] = {}
+_STARTING = threading.Lock()
+
+
+def launcher() -> Launcher:
+    """This process's launcher for the current interpreter, started on first use and closed at exit.
+    One per process, like a thread pool: every LVE's worker comes from it."""
+    from lvegit.checkers.sandbox import worker_environment
+
+    with _STARTING:
+        executable = sys.executable
+        running = _LAUNCHERS.get(executable)
+        if running is not None and running.alive:
+            return running
+        if running is not None:
+            running.close()
+        if not _LAUNCHERS:
+            atexit.register(close_launchers)
+        workdir = tempfile.mkdtemp(prefix="lvegit-sandbox-")
+        _LAUNCHERS[executable] = Launcher(executable, worker_environment(workdir), workdir)
+        return _LAUNCHERS[executable]
+
+
+def start_launcher_soon() -> None:
+    """Start the launcher on a thread of its own, so that its start overlaps with other work. A failure
+    to start is not reported here: the first worker asked for tries again and reports it."""
+
+    def start() -> None:
+        with contextlib.suppress(Exception):
+            launcher()
+
+    threading.Thread(target=start, name="lvegit-launcher-start", daemon=True).start()
+
+
+def close_launchers() -> None:
+    with _STARTING:
+        for running in _LAUNCHERS.values():
+            running.close()
+        _LAUNCHERS.clear()

@@ -1,0 +1,70 @@
+"""Workers are forked by one launcher process per lvegit process, never by lvegit itself."""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+
+from lvegit.checkers.launcher import launcher
+from lvegit.checkers.sandbox import CheckerWorker
+from lvegit.errors import CheckerError
+
+
+def parent_of(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("PPid:")))
+
+
+def test_workers_share_one_launcher_that_holds_no_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-launcher-must-not-see")
+    first, second = CheckerWorker("a", tmp_path), CheckerWorker("b", tmp_path)
+    try:
+        assert first.pid is not None and second.pid is not None
+        assert parent_of(first.pid) == parent_of(second.pid) == launcher()._process.pid != os.getpid()
+        assert (
+            b"sk-launcher-must-not-see" not in Path(f"/proc/{launcher()._process.pid}/environ").read_bytes()
+        )
+    finally:
+        first.close()
+        second.close()
+
+
+def test_the_launcher_outlives_the_thread_that_started_it(tmp_path: Path) -> None:
+    from lvegit.checkers.launcher import close_launchers
+
+    close_launchers()  # the next worker starts a launcher, from a thread that then ends
+    started = threading.Thread(target=lambda: CheckerWorker("in-thread", tmp_path).close())
+    started.start()
+    started.join()
+    worker = CheckerWorker("after", tmp_path)
+    worker.close()
+    assert worker.isolation
+
+
+def test_a_dead_launcher_costs_its_workers_a_clear_error_and_is_replaced(tmp_path: Path) -> None:
+    worker = CheckerWorker("sandbox/old", tmp_path)
+    old = launcher()._process
+    os.kill(old.pid, signal.SIGKILL)
+    old.wait()
+    with pytest.raises(CheckerError, match=r"^sandbox/old: the checker process was ended by SIGKILL"):
+        worker._receive(timeout=30)  # ends as the worker dies with its launcher
+    worker.close()
+    replacement = CheckerWorker("sandbox/new", tmp_path)
+    replacement.close()
+    assert replacement.isolation
+
+
+def test_a_worker_nobody_closed_leaves_no_scratch_folder(tmp_path: Path) -> None:
+    worker = CheckerWorker("forgotten", tmp_path)
+    scratch = Path(worker._workdir)
+    assert scratch.is_dir()
+    del worker
+    gc.collect()
+    assert not scratch.exists()

@@ -142,15 +142,12 @@ class Launcher:
             send(self._channel, {"kill": pid})
 
     def close(self) -> None:
-        """The launcher ends its workers and itself when its channel closes."""
+        """End the launcher at once (its workers die with it), even one that is still starting."""
         with contextlib.suppress(OSError):
             self._channel.shutdown(socket.SHUT_RDWR)
         self._channel.close()
-        try:
-            self._process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait()
+        self._process.kill()
+        self._process.wait()
         self._stderr.close()
         shutil.rmtree(self._workdir, ignore_errors=True)
 

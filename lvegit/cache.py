@@ -30,6 +30,7 @@ from typing import Any
 
 from lvegit import __version__
 from lvegit.checkers.model_based import model_identity
+from lvegit.spec import named_checker
 
 CACHE_DIR = ".lvegit-cache"
 FORMAT = "v1"
@@ -136,14 +137,8 @@ class VerdictCache:
         return digest.hexdigest()
 
     def _model_identity(self, lve_dir: Path) -> str:
-        try:
-            data = json.loads((lve_dir / "test.json").read_bytes())
-            name, args = data["checker_args"]["checker_name"], data["checker_args"]
-        except (OSError, ValueError, KeyError, TypeError):
-            return ""
-        if not isinstance(name, str) or not isinstance(args, dict):
-            return ""
-        return json.dumps(model_identity(name, args), sort_keys=True, default=str)
+        named = named_checker(lve_dir)
+        return json.dumps(model_identity(*named), sort_keys=True, default=str) if named else ""
 
     def get_lve(self, key: str) -> dict[str, Any] | None:
         data = self._read(key)

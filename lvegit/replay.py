@@ -20,12 +20,11 @@ from lvegit.checkers.model_based import MODEL_CHECKERS, model_identity
 from lvegit.checkers.registry import BUILTIN_CHECKERS, CheckerFactory, substitute_args
 from lvegit.conversation import judge_recorded, prompts_to_send
 from lvegit.errors import CheckerUnavailable, LvegitError
-from lvegit.files import MAX_TEST_JSON_BYTES, FileProblem, ensure_inside, read_text
 from lvegit.instances import Instance, read_instances
 from lvegit.problems import Problems
-from lvegit.repo import TEST_FILE, Repository
+from lvegit.repo import Repository
 from lvegit.results import ReplayResult, Status
-from lvegit.spec import LVE, Loaded, blocking_errors, load_lve
+from lvegit.spec import LVE, Loaded, blocking_errors, load_lve, named_checker
 
 Judged = TypeVar("Judged")
 
@@ -52,11 +51,13 @@ def instance_key(lve: LVE, identity: str, instance: Instance) -> str | None:
     return hashlib.sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _identity(lve: LVE) -> str | None:
+def _instance_keys(lve: LVE, instances: list[Instance]) -> list[str | None]:
+    """Each instance's key in the verdict cache (None for all when the checker cannot be identified)."""
     try:
-        return checker_identity(lve)
+        identity = checker_identity(lve)
     except LvegitError:
-        return None
+        return [None] * len(instances)
+    return [instance_key(lve, identity, instance) for instance in instances]
 
 
 def _result(lve: LVE, instance: Instance, outcome: Outcome) -> ReplayResult:
@@ -150,9 +151,8 @@ def judge_lve(
             ReplayResult(rel, p.file, p.line, None, None, "error", p.what) for p in bad_lines.errors
         )
     to_judge: list[tuple[Instance, str | None]] = []
-    identity = _identity(lve) if cache is not None else None
-    for instance in instances:
-        key = instance_key(lve, identity, instance) if identity is not None else None
+    keys = _instance_keys(lve, instances) if cache is not None else [None] * len(instances)
+    for instance, key in zip(instances, keys, strict=True):
         cached = cache.get(key) if cache is not None and key is not None else None
         if cached is not None:
             results.append(_result(lve, instance, cached))
@@ -172,19 +172,16 @@ def judge_lve(
 
 
 def _checker_name(lve_dir: Path) -> str | None:
-    """The checker an LVE names, read without loading the LVE (None when test.json does not say)."""
-    try:
-        data = json.loads(read_text(ensure_inside(lve_dir, lve_dir / TEST_FILE), MAX_TEST_JSON_BYTES))
-        name = data["checker_args"]["checker_name"]
-    except (FileProblem, ValueError, KeyError, TypeError):
-        return None
-    return name if isinstance(name, str) else None
+    named = named_checker(lve_dir)
+    return named[0] if named else None
 
 
-def _stack(repo: Repository, lve_dir: Path, cache: VerdictCache | None) -> str | None:
+def _stack(
+    repo: Repository, lve_dir: Path, checker_name: str | None, cache: VerdictCache | None
+) -> str | None:
     """The model stack (presidio, transformers) an LVE's replay has to load, if any: None for the other
     checkers, and when every instance's verdict is in the cache."""
-    checker = MODEL_CHECKERS.get(_checker_name(lve_dir) or "")
+    checker = MODEL_CHECKERS.get(checker_name or "")
     if checker is None:
         return None
     lve, _problems, _text = load_lve(repo, lve_dir)
@@ -192,10 +189,7 @@ def _stack(repo: Repository, lve_dir: Path, cache: VerdictCache | None) -> str |
         return None
     if cache is not None:
         instances = [i for p in lve.instance_files() for i in read_instances(p, p.name, Problems(p.name))]
-        identity = _identity(lve)
-        keys = [
-            instance_key(lve, identity, instance) if identity is not None else None for instance in instances
-        ]
+        keys = _instance_keys(lve, instances)
         if all(key is not None and cache.get(key) is not None for key in keys):
             return None
     return str(getattr(checker, "stack", checker.__name__))
@@ -247,10 +241,11 @@ def judge_stream(
     so that Presidio and torch load side by side while `here` judges the others a few at a time (a custom
     checker's worker starts while other LVEs are judged); `elsewhere` completes their replay results.
     The order is stable: the LVEs judged here in the order given, then the others."""
+    checker_names = {d: _checker_name(d) for d in lve_dirs if not settled(d)}
     by_stack: dict[str, list[Path]] = {}
     if len(lve_dirs) > 1:
-        for lve_dir in lve_dirs:
-            stack = None if settled(lve_dir) else _stack(repo, lve_dir, cache)
+        for lve_dir, checker_name in checker_names.items():
+            stack = _stack(repo, lve_dir, checker_name, cache)
             if stack is not None:
                 by_stack.setdefault(stack, []).append(lve_dir)
     if len(by_stack) == 1 and sum(map(len, by_stack.values())) == len(lve_dirs):
@@ -259,7 +254,7 @@ def judge_stream(
     processes = [(_replay_elsewhere(repo, dirs, cache), dirs) for dirs in by_stack.values()]
     local = [d for d in lve_dirs if d not in away]
     # Custom checkers are judged first: their workers start while the others are judged.
-    sandboxed = {d for d in local if not settled(d) and _checker_name(d) not in (*BUILTIN_CHECKERS, None)}
+    sandboxed = {d for d in local if checker_names.get(d) not in (*BUILTIN_CHECKERS, None)}
     if sandboxed:
         start_launcher_soon()
     with ThreadPoolExecutor(max_workers=threads) as pool:

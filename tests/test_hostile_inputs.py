@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -388,6 +390,28 @@ def test_symlinks_out_of_the_lve_are_refused(repo: RepoBuilder, cli: Any, tmp_pa
     (lve_dir / link).symlink_to(outside_file(tmp_path))
     errors = validate_errors(cli, repo)
     assert any("points outside the LVE directory" in e for e in errors), errors
+
+
+def test_a_test_json_linked_to_a_pipe_outside_never_blocks_a_cached_check(
+    repo: RepoBuilder, tmp_path: Path
+) -> None:
+    """The cache key reads test.json before anything else: it must refuse the link as loading does, not
+    wait forever on a pipe that nobody writes."""
+    lve_dir = repo.lve("hostile/pipe")
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    (lve_dir / "test.json").unlink()
+    (lve_dir / "test.json").symlink_to(pipe)
+    done = subprocess.run(
+        [sys.executable, "-m", "lvegit", "check", "--all"],
+        cwd=repo.root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "test.json: 'test.json' points outside the LVE directory" in done.stdout
 
 
 @pytest.mark.parametrize(

@@ -125,11 +125,6 @@ class Launcher:
             raise CheckerError(f"the checker launcher could not start a worker: {reply.get('error')}")
         return int(reply["pid"])
 
-    def ended(self, pid: int) -> tuple[int, float] | None:
-        """A worker's exit code and CPU seconds once it has ended, else None."""
-        with self._changed:
-            return self._ended.get(pid, LAUNCHER_GONE if self._gone else None)
-
     def wait(self, pid: int) -> tuple[int, float]:
         """Block until a worker has ended; its exit code and CPU seconds."""
         with self._changed:

@@ -209,8 +209,7 @@ class CheckerWorker:
 
     def close(self) -> None:
         if self.pid is not None:
-            if self._launcher.ended(self.pid) is None:
-                self._launcher.kill(self.pid)  # the worker and anything it left behind
+            self._launcher.kill(self.pid)  # the worker and anything it left behind, unless it has ended
             self._launcher.wait(self.pid)
             self.pid = None
         for stream in (self._stdin, self._stdout, self._stderr):

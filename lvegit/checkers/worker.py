@@ -160,7 +160,7 @@ def serve(limits: confine.Limits, lve_dir: Path) -> None:
 
 def become_worker(request: dict[str, Any], descriptors: list[int]) -> None:
     """In a child that the launcher forked: the passed descriptors become stdin, stdout and stderr, the
-    request's folder the working directory, HOME and TMPDIR, as for a worker started on its own."""
+    request's folder the working directory, HOME and TMPDIR (the launcher's environment holds no secrets)."""
     os.setsid()  # its own process group, which killing it ends whole
     confine.allow_inspection()  # as after exec: confinement writes this process's /proc files
     for target, descriptor in enumerate(descriptors):

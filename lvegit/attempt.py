@@ -38,6 +38,7 @@ class Attempt:
     status: Status = "new"
     backend: str | None = None
     resolved_model: str | None = None
+    backend_details: dict[str, str] = field(default_factory=dict)  # a local model's device and dtype
     conversation: list[list[dict[str, Any]]] = field(default_factory=list)
     response: Any = None
     verdict: bool | None = None

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from lvegit.errors import UsageError
+from lvegit.models.placement import DTYPES, check_device
 from lvegit.output import note
 from lvegit.repo import Repository
 
@@ -46,6 +47,29 @@ def retries_option(function: F) -> F:
         default=4,
         show_default=True,
         help="Retries of a request that failed transiently (429, 5xx, timeout, connection, bad body).",
+    )(function)
+
+
+def local_model_options(function: F) -> F:
+    """--device and --dtype for local (transformers) models: they override the routing file's choice."""
+
+    def device(_context: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+        try:
+            return None if value is None else check_device(value, "--device")
+        except UsageError as exc:
+            raise click.BadParameter(str(exc).removeprefix("--device: ")) from None
+
+    function = click.option(
+        "--dtype",
+        type=click.Choice(DTYPES),
+        help="Precision of local transformers models (default auto: bfloat16 or float16 on a GPU, "
+        "float32 on the CPU).",
+    )(function)
+    return click.option(
+        "--device",
+        callback=device,
+        metavar="auto|cuda|cuda:N|mps|cpu",
+        help="Where local transformers models run (default auto: CUDA, then Apple MPS, then the CPU).",
     )(function)
 
 

@@ -11,7 +11,6 @@ from lvegit.attempt import Attempt, attempt_id
 from lvegit.errors import UsageError
 from lvegit.files import FileProblem, resolve_inside
 from lvegit.models.routing import ModelPool
-from lvegit.repo import Repository
 from lvegit.runner import RetryPolicy, Runner, Task
 from lvegit.spec import LVE
 
@@ -53,7 +52,7 @@ def _typed(text: str) -> Any:
 
 
 def record_instance(
-    repo: Repository,
+    pool: ModelPool,
     lve: LVE,
     params: dict[str, Any],
     temperature: float | None,
@@ -72,7 +71,6 @@ def record_instance(
     attempt = Attempt(
         id=attempt_id(lve.rel, "record", args, lve.model), lve=lve.rel, model=lve.model, args=args
     )
-    pool = ModelPool(repo.root)
     pool.get(lve.model)  # no route, no key: a usage error before anything runs
     runner = Runner(pool, policy=RetryPolicy(attempts=retries + 1), author=author)
     [done] = runner.run([Task(lve, attempt, target, new_recording=True)])

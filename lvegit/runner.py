@@ -26,7 +26,7 @@ from lvegit.checkers.registry import CheckerFactory
 from lvegit.conversation import judge, prompts_to_send, recorded_pairs, stored_response
 from lvegit.errors import LvegitError
 from lvegit.instances import append_instance, idempotency_keys
-from lvegit.models.base import ChatModel, TransientModelError
+from lvegit.models.base import DEFAULT_CONCURRENCY, ChatModel, TransientModelError
 from lvegit.models.routing import ModelPool
 from lvegit.output import count
 from lvegit.prompt import Message
@@ -75,7 +75,7 @@ class Task:
 @dataclass
 class Runner:
     pool: ModelPool
-    concurrency: int = 8
+    concurrency: int | None = None  # per model; None: what its backend asks for
     policy: RetryPolicy = field(default_factory=RetryPolicy)
     report: Report | None = None
     author: str | None = None
@@ -88,10 +88,13 @@ class Runner:
         return asyncio.run(self._run_all(tasks))
 
     async def _run_all(self, tasks: list[Task]) -> list[Attempt]:
-        limit = asyncio.Semaphore(max(1, self.concurrency))
+        limits: dict[str, asyncio.Semaphore] = {}
 
         async def bounded(task: Task) -> Attempt:
-            async with limit:
+            model_id = task.attempt.model
+            if model_id not in limits:
+                limits[model_id] = asyncio.Semaphore(self._concurrency(model_id))
+            async with limits[model_id]:
                 return await self._execute(task)
 
         try:
@@ -162,6 +165,7 @@ class Runner:
                 await asyncio.sleep(self.policy.delay(retry, exc.retry_after))
                 continue
             attempt.resolved_model = completion.model
+            attempt.backend_details = completion.run_info
             return completion.text
         raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
 
@@ -194,6 +198,16 @@ class Runner:
             keys.add(key)
             attempt.appended_to, attempt.appended_key = str(path), key
 
+    def _concurrency(self, model_id: str) -> int:
+        """Attempts in flight for one model: --concurrency, else what its backend asks for (a local
+        model a full batch)."""
+        if self.concurrency is not None:
+            return max(1, self.concurrency)
+        try:
+            return self.pool.get(model_id)[1].concurrency
+        except LvegitError:  # its attempts end in this error when they start
+            return DEFAULT_CONCURRENCY
+
     def _write(self, attempt: Attempt) -> None:
         if self.report is not None:
             self.report.write(attempt)
@@ -225,6 +239,7 @@ def instance_record(
             "backend": attempt.backend,
             "model": attempt.resolved_model or attempt.model,
             "requested_model": attempt.model,
+            **attempt.backend_details,
             **library_versions(),
             "idempotency_key": key,
             **({"reproduces": reproduces} if reproduces is not None else {}),

@@ -7,7 +7,14 @@ import click
 
 from lvegit.commands.catalog import short_help
 from lvegit.errors import EXIT_FINDINGS, EXIT_OK, UsageError
-from lvegit.options import format_option, open_repository, repo_option, retries_option
+from lvegit.models.routing import ModelPool
+from lvegit.options import (
+    format_option,
+    local_model_options,
+    open_repository,
+    repo_option,
+    retries_option,
+)
 from lvegit.output import count, line, print_json
 from lvegit.record import parse_params, record_instance
 from lvegit.spec import blocking_errors, load_lve
@@ -39,6 +46,7 @@ from lvegit.spec import blocking_errors, load_lve
     show_default=True,
     help="The file in the LVE's instances/ folder to append to.",
 )
+@local_model_options
 @retries_option
 @format_option
 @repo_option
@@ -49,6 +57,8 @@ def record_command(
     temperature: float | None,
     author: str | None,
     file_name: str,
+    device: str | None,
+    dtype: str | None,
     retries: int,
     output_format: str,
     repo_path: Path | None,
@@ -77,7 +87,8 @@ def record_command(
             "run lvegit validate"
         )
     values = parse_params(lve, params, text_params)
-    attempt = record_instance(repo, lve, values, temperature, author, file_name, retries)
+    pool = ModelPool(repo.root, device, dtype)
+    attempt = record_instance(pool, lve, values, temperature, author, file_name, retries)
     if output_format == "json":
         print_json(attempt.as_json())
     elif attempt.status != "complete":

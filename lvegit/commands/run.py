@@ -14,6 +14,7 @@ from lvegit.models.routing import ModelPool
 from lvegit.options import (
     Selection,
     format_option,
+    local_model_options,
     open_repository,
     repo_option,
     retries_option,
@@ -69,9 +70,8 @@ def _describe(result: InstanceResult) -> str:
 @click.option(
     "--concurrency",
     type=click.IntRange(1, 1024),
-    default=8,
-    show_default=True,
-    help="Attempts in flight at once.",
+    help="Attempts in flight at once per model (default: 8; for a local transformers model its "
+    "batch_size, 32 unless the routing file says otherwise).",
 )
 @click.option("--model", "model", help="Run against this model instead of each LVE's own (carry LVEs over).")
 @click.option("--append", is_flag=True, help="Append each new result to the instance file it came from.")
@@ -84,19 +84,22 @@ def _describe(result: InstanceResult) -> str:
 )
 @click.option("--resume", is_flag=True, help="Continue the run of --report FILE, skipping finished attempts.")
 @click.option("--shard", help="Run only shard I of N (for example 2/4), split deterministically by LVE.")
+@local_model_options
 @retries_option
 @format_option
 @repo_option
 def run_command(
     selection: Selection,
     repeat: int,
-    concurrency: int,
+    concurrency: int | None,
     model: str | None,
     append: bool,
     author: str | None,
     report_path: Path | None,
     resume: bool,
     shard: str | None,
+    device: str | None,
+    dtype: str | None,
     retries: int,
     output_format: str,
     repo_path: Path | None,
@@ -133,7 +136,7 @@ def run_command(
         }
         report = Report(report_path, resume, settings, resume_command())
     plan = plan_reruns(repo, lve_dirs, model, repeat, append)
-    pool = ModelPool(repo.root)
+    pool = ModelPool(repo.root, device, dtype)
     unroutable = _route_models(pool, plan)
     runner = Runner(pool, concurrency, RetryPolicy(attempts=retries + 1), report, author)
     try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from lvegit.errors import LvegitError
@@ -24,10 +24,15 @@ KNOWN_MODEL_ARGS = (
 )
 
 
+# Requests in flight per model unless --concurrency says otherwise (a batching backend asks for more).
+DEFAULT_CONCURRENCY = 8
+
+
 @dataclass(frozen=True)
 class Completion:
     text: str
     model: str  # the model as the backend resolved it (e.g. the API's dated model name)
+    run_info: dict[str, str] = field(default_factory=dict)  # where it ran (a local model's device, dtype)
 
 
 class ModelError(LvegitError):
@@ -48,6 +53,7 @@ class TransientModelError(ModelError):
 class ChatModel(Protocol):
     backend: str
     name: str  # the model name the backend is asked for
+    concurrency: int  # requests worth having in flight at once
 
     async def complete(self, messages: list[Message], model_args: dict[str, Any]) -> Completion: ...
 

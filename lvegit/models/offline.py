@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from lvegit.errors import UsageError
-from lvegit.models.base import Completion
+from lvegit.models.base import DEFAULT_CONCURRENCY, Completion
 from lvegit.prompt import Message, Role
 
 
@@ -14,6 +14,7 @@ class OfflineModel:
     """`offline/echo` answers with the last user message; `offline/constant:TEXT` always answers TEXT."""
 
     backend = "offline"
+    concurrency = DEFAULT_CONCURRENCY
 
     def __init__(self, name: str) -> None:
         kind, _, text = name.partition(":")

@@ -15,6 +15,7 @@ from typing import Any
 
 from lvegit.errors import UsageError
 from lvegit.models.base import (
+    DEFAULT_CONCURRENCY,
     Completion,
     ModelError,
     TransientModelError,
@@ -81,6 +82,7 @@ class OpenAIModel:
         import openai
 
         self.backend = "azure" if azure else "openai"
+        self.concurrency = DEFAULT_CONCURRENCY
         self.name = name
         if azure:
             endpoint = base_url or os.environ.get("AZURE_OPENAI_ENDPOINT")

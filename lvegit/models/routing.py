@@ -12,6 +12,9 @@ The routing file is `lvegit.toml` at the repository root, or `[tool.lvegit]` in 
     [models."meta/llama-2-7b-chat"]
     backend = "transformers"
     model = "meta-llama/Llama-2-7b-chat-hf"   # a hub id or a local directory
+    device = "auto"                    # optional: auto | cuda | cuda:N | mps | cpu (--device wins)
+    dtype = "auto"                     # optional: auto | bfloat16 | float16 | float32 (--dtype wins)
+    batch_size = 32                    # optional: requests generated together at most
 
 Without an entry: `openai/NAME` (and bare `gpt-...` ids) go to OpenAI, or to Azure OpenAI when
 AZURE_OPENAI_ENDPOINT is set; `offline/...` to the offline models; anything else is an error.
@@ -21,16 +24,18 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from lvegit.errors import UsageError
 from lvegit.models.base import ChatModel
+from lvegit.models.placement import check_device, check_dtype
 from lvegit.repo import canonical_model
 
 ROUTING_FILE = "lvegit.toml"
 BACKENDS = ("openai", "azure", "transformers", "offline")
+LOCAL_KEYS = ("device", "dtype", "batch_size")
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,9 @@ class Route:
     api_key_env: str | None = None
     api_version: str | None = None
     timeout: float = 60.0
+    device: str = "auto"  # where a local (transformers) model runs, in which precision, in what batches
+    dtype: str = "auto"
+    batch_size: int = 32
 
     def build(self) -> ChatModel:
         if self.backend in ("openai", "azure"):
@@ -62,7 +70,7 @@ class Route:
         if self.backend == "transformers":
             from lvegit.models.transformers_backend import TransformersModel
 
-            return TransformersModel(self.model)
+            return TransformersModel(self.model, self.device, self.dtype, self.batch_size)
         from lvegit.models.offline import OfflineModel
 
         return OfflineModel(self.model)
@@ -96,24 +104,40 @@ def load_routes(root: Path) -> dict[str, Route]:
     for model_id, entry in models.items():
         if not isinstance(entry, dict):
             raise UsageError(f'{source}: models."{model_id}" must be a table')
-        unknown = set(entry) - {"backend", "model", "base_url", "api_key_env", "api_version", "timeout"}
-        if unknown:
-            raise UsageError(f'{source}: models."{model_id}": unknown key(s) {", ".join(sorted(unknown))}')
-        backend = entry.get("backend", "openai")
-        if backend not in BACKENDS:
-            raise UsageError(f'{source}: models."{model_id}".backend must be one of {", ".join(BACKENDS)}')
-        try:
-            routes[model_id] = Route(
-                backend=backend,
-                model=str(entry.get("model", model_id)),
-                base_url=entry.get("base_url"),
-                api_key_env=entry.get("api_key_env"),
-                api_version=entry.get("api_version"),
-                timeout=float(entry.get("timeout", 60.0)),
-            )
-        except (TypeError, ValueError):
-            raise UsageError(f'{source}: models."{model_id}".timeout must be a number of seconds') from None
+        routes[model_id] = _route(entry, f'{source}: models."{model_id}"', model_id)
     return routes
+
+
+def _route(entry: dict[str, Any], where: str, model_id: str) -> Route:
+    unknown = set(entry) - {"backend", "model", "base_url", "api_key_env", "api_version", "timeout"}
+    backend = entry.get("backend", "openai")
+    if backend not in BACKENDS:
+        raise UsageError(f"{where}.backend must be one of {', '.join(BACKENDS)}")
+    if backend == "transformers":
+        unknown -= set(LOCAL_KEYS)
+    if unknown:
+        local = [key for key in sorted(unknown) if key in LOCAL_KEYS]
+        if local:
+            raise UsageError(f'{where}: {", ".join(local)} only apply to backend = "transformers"')
+        raise UsageError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    try:
+        timeout = float(entry.get("timeout", 60.0))
+    except (TypeError, ValueError):
+        raise UsageError(f"{where}.timeout must be a number of seconds") from None
+    batch_size = entry.get("batch_size", 32)
+    if type(batch_size) is not int or batch_size < 1:
+        raise UsageError(f"{where}.batch_size must be a whole number of at least 1")
+    return Route(
+        backend=backend,
+        model=str(entry.get("model", model_id)),
+        base_url=entry.get("base_url"),
+        api_key_env=entry.get("api_key_env"),
+        api_version=entry.get("api_version"),
+        timeout=timeout,
+        device=check_device(str(entry.get("device", "auto")), f"{where}.device"),
+        dtype=check_dtype(str(entry.get("dtype", "auto")), f"{where}.dtype"),
+        batch_size=batch_size,
+    )
 
 
 def resolve(model_id: str, routes: dict[str, Route]) -> Route:
@@ -132,14 +156,19 @@ def resolve(model_id: str, routes: dict[str, Route]) -> Route:
 
 
 class ModelPool:
-    """One backend instance per route for the whole run (a transformers model loads once)."""
+    """One backend instance per route for the whole run (a transformers model loads once). `device` and
+    `dtype` (from --device / --dtype) override the routing file's for every local model."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, device: str | None = None, dtype: str | None = None) -> None:
         self.routes = load_routes(root)
+        self.device = device
+        self.dtype = dtype
         self._models: dict[Route, ChatModel] = {}
 
     def get(self, model_id: str) -> tuple[Route, ChatModel]:
         route = resolve(model_id, self.routes)
+        if route.backend == "transformers":
+            route = replace(route, device=self.device or route.device, dtype=self.dtype or route.dtype)
         if route not in self._models:
             self._models[route] = route.build()
         return route, self._models[route]

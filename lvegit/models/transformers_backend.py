@@ -1,42 +1,139 @@
 """Local causal language models with transformers (a hub id or a local directory).
 
-Each model loads once per process and generates one request at a time (in a thread, so the event loop
-keeps serving other backends). The tokenizer's chat template formats the conversation when it has one;
+Each model loads once per process, on the device `placement.choose` picks (the best one present unless
+the routing file or `--device` / `--dtype` say otherwise). Concurrent requests with the same generation
+arguments are generated together as one left-padded batch (see `batching`); each request gets its own
+completion, without padding or prompt. Seeded sampling runs alone, so that a seed gives the same text as
+it would in a run of its own. The tokenizer's chat template formats the conversation when it has one;
 otherwise a plain `role: content` transcript ending in `assistant:` is used.
 """
 
 from __future__ import annotations
 
-import asyncio
 import threading
+from collections.abc import Hashable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from typing import Any
 
+from lvegit.models import placement
 from lvegit.models.base import Completion, ModelError, clean_model_args
+from lvegit.models.batching import Batcher
+from lvegit.output import note
 from lvegit.prompt import Message
 
 DEFAULT_MAX_NEW_TOKENS = 256
-_LOADED: dict[str, tuple[Any, Any]] = {}
+DEFAULT_BATCH_SIZE = 32
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    model: Any
+    tokenizer: Any
+    placement: placement.Placement
+    eos_ids: frozenset[int]
+    pad_id: int | None  # None: the tokenizer has neither a pad nor an end token, so nothing batches
+
+    def generate(self, prompts: list[str], options: dict[str, Any], seed: int | None) -> list[str]:
+        """The completions of `prompts`, generated as one left-padded batch (one by one where the
+        tokenizer has no token to pad with)."""
+        import torch
+
+        if self.pad_id is None and len(prompts) > 1:
+            return [text for prompt in prompts for text in self.generate([prompt], options, seed)]
+
+        inputs = self.tokenizer(prompts, return_tensors="pt", padding=True, return_token_type_ids=False).to(
+            self.model.device
+        )
+        gpus = list(range(torch.cuda.device_count())) if self.model.device.type == "cuda" else []
+        with torch.inference_mode(), torch.random.fork_rng(devices=gpus):
+            if seed is not None:  # a seed of its own, the process's random state left as it was
+                torch.manual_seed(seed)
+            output = self.model.generate(**inputs, **options, pad_token_id=self.pad_id)
+        new_tokens = output[:, inputs["input_ids"].shape[1] :].tolist()
+        return [self.tokenizer.decode(self._until_end(row), skip_special_tokens=True) for row in new_tokens]
+
+    def _until_end(self, tokens: list[int]) -> list[int]:
+        """A row up to its first end token: what follows in a batch is padding."""
+        for index, token in enumerate(tokens):
+            if token in self.eos_ids:
+                return tokens[:index]
+        return tokens
+
+
+_LOADED: dict[tuple[str, str, str], LoadedModel] = {}
+_THREADS: dict[tuple[str, str, str], ThreadPoolExecutor] = {}  # where each model loads and generates
 _LOAD_LOCK = threading.Lock()
 
 
-def load(model_id: str) -> tuple[Any, Any]:
-    """(model, tokenizer), loaded on first use and shared by every caller in this process."""
+def generation_thread(model_id: str, device: str, dtype: str) -> ThreadPoolExecutor:
+    """The one thread that loads the model and runs all its batches: they never overlap, and the thread
+    keeps what CUDA set up for shapes it has met."""
     with _LOAD_LOCK:
-        if model_id not in _LOADED:
-            try:
-                from transformers import AutoModelForCausalLM, AutoTokenizer
-            except ImportError:
-                raise ModelError(
-                    "the transformers backend needs: pip install 'lvegit[transformers]'"
-                ) from None
-            try:
-                tokenizer = AutoTokenizer.from_pretrained(model_id)
-                model = AutoModelForCausalLM.from_pretrained(model_id)
-            except (OSError, ValueError) as exc:
-                raise ModelError(f"cannot load transformers model '{model_id}': {exc}") from None
-            model.eval()  # type: ignore[no-untyped-call]
-            _LOADED[model_id] = (model, tokenizer)
-        return _LOADED[model_id]
+        if (model_id, device, dtype) not in _THREADS:
+            _THREADS[model_id, device, dtype] = ThreadPoolExecutor(1, thread_name_prefix="lvegit-generate")
+        return _THREADS[model_id, device, dtype]
+
+
+def load(model_id: str, device: str = "auto", dtype: str = "auto") -> LoadedModel:
+    """The model, loaded on first use and shared by every caller in this process."""
+    with _LOAD_LOCK:
+        if (model_id, device, dtype) not in _LOADED:
+            _LOADED[model_id, device, dtype] = _load(model_id, device, dtype)
+        return _LOADED[model_id, device, dtype]
+
+
+def _load(model_id: str, device: str, dtype: str) -> LoadedModel:
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+    except ImportError:
+        raise ModelError("the transformers backend needs: pip install 'lvegit[transformers]'") from None
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model_id)
+        chosen = placement.choose(
+            torch,
+            device,
+            dtype,
+            model_bytes=lambda precision: _weights_bytes(model_id, precision),
+            accelerate=placement.accelerate_installed(),
+        )
+        options: dict[str, Any] = {"dtype": getattr(torch, chosen.dtype)}
+        if chosen.device_map:
+            options["device_map"] = chosen.device_map
+        model: Any = AutoModelForCausalLM.from_pretrained(model_id, **options)
+        if not chosen.device_map:
+            model.to(chosen.device)
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"cannot load transformers model '{model_id}': {exc}") from None
+    except torch.OutOfMemoryError:
+        hint = "" if chosen.device_map else ": pip install accelerate to spread it over GPUs and CPU"
+        raise ModelError(
+            f"transformers model '{model_id}' does not fit {chosen.describe()}{hint}, "
+            "or choose another --device or --dtype"
+        ) from None
+    model.eval()
+    tokenizer.padding_side = "left"  # generation continues every row from its end
+    if tokenizer.pad_token is None and tokenizer.eos_token is not None:
+        tokenizer.pad_token = tokenizer.eos_token
+    eos = model.generation_config.eos_token_id
+    eos_ids = {eos} if isinstance(eos, int) else set(eos or ())
+    if tokenizer.eos_token_id is not None:
+        eos_ids.add(tokenizer.eos_token_id)
+    note(f"local model {model_id} {chosen.describe()}")
+    return LoadedModel(model, tokenizer, chosen, frozenset(eos_ids), tokenizer.pad_token_id)
+
+
+def _weights_bytes(model_id: str, dtype: str) -> int:
+    """The size of the model's weights in `dtype`, from its configuration (built on the meta device:
+    nothing is allocated or read but the config)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    with torch.device("meta"):
+        skeleton: Any = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(model_id))  # type: ignore[no-untyped-call]
+    parameters = sum(int(parameter.numel()) for parameter in skeleton.parameters())
+    return parameters * placement.DTYPE_BYTES[dtype]
 
 
 def prompt_text(tokenizer: Any, messages: list[Message]) -> str:
@@ -46,41 +143,77 @@ def prompt_text(tokenizer: Any, messages: list[Message]) -> str:
     return "".join(f"{m['role']}: {m['content']}\n" for m in conversation) + "assistant:"
 
 
+def generation_options(model_args: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
+    """`generate` keyword arguments for the request's model arguments, and the seed of seeded sampling
+    (greedy decoding needs none)."""
+    args = clean_model_args(model_args)
+    temperature = float(args.get("temperature", 0.0))
+    options: dict[str, Any] = {
+        "max_new_tokens": int(args.get("max_tokens") or DEFAULT_MAX_NEW_TOKENS),
+        "do_sample": temperature > 0,
+    }
+    if temperature <= 0:
+        return options, None
+    options["temperature"] = temperature
+    if args.get("top_p") is not None:
+        options["top_p"] = float(args["top_p"])
+    return options, int(args["seed"]) if "seed" in args else None
+
+
+def _is_out_of_memory(error: BaseException) -> bool:
+    import torch
+
+    return isinstance(error, torch.OutOfMemoryError)
+
+
+@dataclass(frozen=True)
+class BatchKey:
+    """Requests batch together when their keys are equal."""
+
+    options: tuple[tuple[str, Any], ...]
+    seed: int | None
+    alone: int = 0  # a request numbered here batches with no other
+
+
 class TransformersModel:
     backend = "transformers"
 
-    def __init__(self, name: str) -> None:
+    def __init__(
+        self, name: str, device: str = "auto", dtype: str = "auto", batch_size: int = DEFAULT_BATCH_SIZE
+    ) -> None:
         self.name = name
-        self._lock = asyncio.Lock()
+        self.device = device
+        self.dtype = dtype
+        self.concurrency = batch_size  # requests worth having in flight: one full batch
+        self.batcher: Batcher[list[Message], str] = Batcher(
+            self._generate_batch, generation_thread(name, device, dtype), batch_size, _is_out_of_memory
+        )
+        self._alone = 0
 
-    def _generate(self, messages: list[Message], model_args: dict[str, Any]) -> Completion:
-        import torch
+    def _load(self) -> LoadedModel:
+        return load(self.name, self.device, self.dtype)
 
-        model, tokenizer = load(self.name)
-        args = clean_model_args(model_args)
-        inputs = tokenizer(prompt_text(tokenizer, messages), return_tensors="pt")
-        temperature = float(args.get("temperature", 0.0))
-        options: dict[str, Any] = {
-            "max_new_tokens": int(args.get("max_tokens") or DEFAULT_MAX_NEW_TOKENS),
-            "do_sample": temperature > 0,
-            "pad_token_id": tokenizer.pad_token_id
-            if tokenizer.pad_token_id is not None
-            else tokenizer.eos_token_id,
-        }
-        if temperature > 0:
-            options["temperature"] = temperature
-            if args.get("top_p") is not None:
-                options["top_p"] = float(args["top_p"])
-        if "seed" in args:
-            torch.manual_seed(int(args["seed"]))
-        with torch.no_grad():
-            output = model.generate(**inputs, **options)
-        new_tokens = output[0][inputs["input_ids"].shape[1] :]
-        return Completion(tokenizer.decode(new_tokens, skip_special_tokens=True), self.name)
+    def _generate_batch(self, key: Hashable, conversations: list[list[Message]]) -> list[str]:
+        """Runs in the batcher's thread: the first batch loads the model."""
+        assert isinstance(key, BatchKey)
+        loaded = self._load()
+        prompts = [prompt_text(loaded.tokenizer, messages) for messages in conversations]
+        return loaded.generate(prompts, dict(key.options), key.seed)
 
     async def complete(self, messages: list[Message], model_args: dict[str, Any]) -> Completion:
-        async with self._lock:
-            return await asyncio.to_thread(self._generate, messages, model_args)
+        import torch  # here, not at the top: lvegit imports no torch until a local model runs
+
+        options, seed = generation_options(model_args)
+        key = BatchKey(tuple(sorted(options.items())), seed)
+        if seed is not None:
+            # Sampled tokens depend on the batch around a request: a seeded one is a batch of its own.
+            self._alone += 1
+            key = replace(key, alone=self._alone)
+        try:
+            text = await self.batcher.submit(key, messages)
+        except torch.OutOfMemoryError as exc:
+            raise ModelError(f"out of memory generating with '{self.name}', even alone: {exc}") from None
+        return Completion(text, self.name, self._load().placement.run_info())
 
     async def close(self) -> None:
-        return None
+        await self.batcher.close()

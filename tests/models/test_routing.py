@@ -1,0 +1,61 @@
+"""The routing file's local-model settings and the command line's overrides of them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lvegit.errors import UsageError
+from lvegit.models.routing import ModelPool, Route, load_routes
+
+
+def routes(tmp_path: Path, entry: str) -> dict[str, Route]:
+    (tmp_path / "lvegit.toml").write_text(f'[models."local/m"]\n{entry}\n')
+    return load_routes(tmp_path)
+
+
+def test_local_settings_are_read_with_defaults(tmp_path: Path) -> None:
+    route = routes(
+        tmp_path, 'backend = "transformers"\nmodel = "/models/m"\ndevice = "cuda:1"\nbatch_size = 4'
+    )
+    assert (route["local/m"].device, route["local/m"].dtype, route["local/m"].batch_size) == (
+        "cuda:1",
+        "auto",
+        4,
+    )
+    default = routes(tmp_path, 'backend = "transformers"')["local/m"]
+    assert (default.device, default.dtype, default.batch_size) == ("auto", "auto", 32)
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        (
+            'backend = "transformers"\ndevice = "tpu"',
+            "device 'tpu' is not one of auto, cuda, mps, cpu or cuda:N",
+        ),
+        (
+            'backend = "transformers"\ndtype = "int4"',
+            "dtype 'int4' is not one of auto, bfloat16, float16, float32",
+        ),
+        ('backend = "transformers"\nbatch_size = "8"', "batch_size must be a whole number of at least 1"),
+        ('backend = "transformers"\nbatch_size = 0', "batch_size must be a whole number of at least 1"),
+        ('backend = "openai"\nbatch_size = 8', 'batch_size only apply to backend = "transformers"'),
+    ],
+)
+def test_bad_local_settings_name_the_entry(tmp_path: Path, entry: str, message: str) -> None:
+    with pytest.raises(UsageError) as error:
+        routes(tmp_path, entry)
+    assert str(error.value).startswith('lvegit.toml: models."local/m"') and message in str(error.value)
+
+
+def test_device_and_dtype_from_the_command_line_override_local_routes_only(tmp_path: Path) -> None:
+    (tmp_path / "lvegit.toml").write_text(
+        '[models."local/m"]\nbackend = "transformers"\ndevice = "cuda"\ndtype = "float16"\n'
+        '[models."api/m"]\nbackend = "offline"\nmodel = "echo"\n'
+    )
+    pool = ModelPool(tmp_path, device="cpu")
+    local, _model = pool.get("local/m")
+    assert (local.device, local.dtype) == ("cpu", "float16")
+    assert pool.get("api/m")[0] == Route("offline", "echo")

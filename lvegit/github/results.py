@@ -1,15 +1,17 @@
 """The results file: what check mode found, versioned, and read back by comment mode as hostile data.
 
 Comment mode runs with a write token and must not trust the file a pull request's job produced: it is
-size-limited, parsed, checked field by field against the schema below, and every string in it is escaped
-when rendered.
+size-limited, parsed, checked field by field against the records below (their JSON Schema, generated from
+them, ships as lvegit/schemas/lvegit-results-v1.json), and every string in it is escaped when rendered.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from lvegit.errors import UsageError
 from lvegit.escape import mask
@@ -18,96 +20,129 @@ SCHEMA = "lvegit-results"
 VERSION = 1
 MAX_RESULTS_BYTES = 32 * 1024 * 1024
 FAIL_ON = ("invalid", "mismatch", "error", "live-disagree", "live-error")
-TOTALS = (
-    "changed",
-    "removed",
-    "invalid",
-    "reproduced",
-    "mismatch",
-    "skipped",
-    "error",
-    "live_agree",
-    "live_disagree",
-    "live_error",
-    "appended",
-)
-
-# The shape of the file: a type, or a dict of fields, or a one-element list for "list of".
-_PROBLEM = {"file": str, "field": str, "line": (int, type(None)), "message": str}
-_REPLAYED = {
-    "file": str,
-    "line": (int, type(None)),
-    "recorded": (bool, type(None)),
-    "replayed": (bool, type(None)),
-    "status": str,
-    "reason": (str, type(None)),
-}
-_LIVE = {
-    "file": (str, type(None)),
-    "line": (int, type(None)),
-    "recorded": (bool, type(None)),
-    "verdicts": [bool],
-    "unsafe": int,
-    "runs": int,
-    "interval_95": [(int, float)],
-    "agree": (bool, type(None)),
-    "errors": [str],
-}
-_APPENDED = {"file": str, "passed": (bool, type(None)), "response": (str, dict, list, type(None))}
-LIVE_FIELDS = tuple(_LIVE)
-_LVE = {
-    "path": str,
-    "valid": bool,
-    "errors": [_PROBLEM],
-    "warnings": [_PROBLEM],
-    "replay": {"reproduced": int, "mismatch": int, "skipped": int, "error": int},
-    "replayed": [_REPLAYED],
-    "live": [_LIVE],
-    "appended": [_APPENDED],
-}
-SHAPE: dict[str, Any] = {
-    "schema": str,
-    "version": int,
-    "lvegit": str,
-    "repository": str,
-    "event": str,
-    "pull_request": (int, type(None)),
-    "base_sha": (str, type(None)),
-    "head_sha": str,
-    "live": {"enabled": bool, "reason": str},
-    "lves": [_LVE],
-    "removed": [str],
-    "totals": dict.fromkeys(TOTALS, int),
-    "failures": [str],
-    "passed": bool,
-}
 
 
-def _check(value: Any, shape: Any, where: str) -> None:
-    if isinstance(shape, dict):
-        if not isinstance(value, dict):
-            raise UsageError(f"results file: {where or 'top level'} must be an object")
-        for key, inner in shape.items():
-            if key not in value:
-                raise UsageError(f"results file: {where}{'.' if where else ''}{key} is missing")
-            _check(value[key], inner, f"{where}{'.' if where else ''}{key}")
-    elif isinstance(shape, list):
-        if not isinstance(value, list):
-            raise UsageError(f"results file: {where} must be a list")
-        for index, item in enumerate(value):
-            _check(item, shape[0], f"{where}[{index}]")
-    else:
-        types = shape if isinstance(shape, tuple) else (shape,)
-        if isinstance(value, bool) and bool not in types:  # bool is an int to Python, not to the schema
-            raise UsageError(f"results file: {where} has the wrong type")
-        if not isinstance(value, types):
-            raise UsageError(f"results file: {where} has the wrong type")
+class _Record(BaseModel):
+    """Fields as written, no coercion (a string is no number, 1 is no boolean), no unknown fields."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+class ProblemRecord(_Record):
+    file: str
+    field: str
+    line: int | None
+    message: str
+
+
+class ReplayedRecord(_Record):
+    file: str
+    line: int | None
+    recorded: bool | None
+    replayed: bool | None
+    status: Literal["reproduced", "mismatch", "skipped", "error"]
+    reason: str | None
+
+
+class LiveRecord(_Record):
+    file: str | None
+    line: int | None
+    recorded: bool | None
+    verdicts: list[bool]
+    unsafe: int
+    runs: int
+    interval_95: list[float]
+    agree: bool | None
+    errors: list[str]
+
+
+class AppendedRecord(_Record):
+    file: str
+    passed: bool | None
+    response: JsonValue
+
+
+class ReplayCounts(_Record):
+    reproduced: int
+    mismatch: int
+    skipped: int
+    error: int
+
+
+class LVERecord(_Record):
+    path: str
+    valid: bool
+    errors: list[ProblemRecord]
+    warnings: list[ProblemRecord]
+    replay: ReplayCounts
+    replayed: list[ReplayedRecord]
+    live: list[LiveRecord]
+    appended: list[AppendedRecord]
+
+
+class LiveSetting(_Record):
+    enabled: bool
+    reason: str
+
+
+class Totals(_Record):
+    changed: int
+    removed: int
+    invalid: int
+    reproduced: int
+    mismatch: int
+    skipped: int
+    error: int
+    live_agree: int
+    live_disagree: int
+    live_error: int
+    appended: int
+
+
+class ResultsDocument(_Record):
+    """The results file of check mode, read back by comment mode."""
+
+    model_config = ConfigDict(
+        title=f"{SCHEMA} version {VERSION}", json_schema_extra={"$id": f"{SCHEMA}-v{VERSION}.json"}
+    )
+
+    schema_name: Literal["lvegit-results"] = Field(alias="schema")
+    version: Literal[1]
+    lvegit: str
+    repository: str
+    event: str
+    pull_request: int | None
+    base_sha: str | None
+    head_sha: str
+    live: LiveSetting
+    lves: list[LVERecord]
+    removed: list[str]
+    totals: Totals
+    failures: list[str]
+    passed: bool
+
+
+LIVE_FIELDS = tuple(LiveRecord.model_fields)
+TOTALS = tuple(Totals.model_fields)
+SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schemas" / f"{SCHEMA}-v{VERSION}.json"
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of the results file, generated from the records above (shipped as SCHEMA_FILE)."""
+    return ResultsDocument.model_json_schema(by_alias=True)
 
 
 def validate(data: Any) -> dict[str, Any]:
-    _check(data, SHAPE, "")
-    if data["schema"] != SCHEMA or data["version"] != VERSION:
+    if not isinstance(data, dict):
+        raise UsageError("results file: the top level must be an object")
+    if (data.get("schema"), data.get("version")) != (SCHEMA, VERSION):
         raise UsageError(f"results file: not a {SCHEMA} file of version {VERSION}")
+    try:
+        ResultsDocument.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"])
+        raise UsageError(f"results file: {where.lstrip('.') or 'top level'}: {first['msg']}") from None
     return dict(data)
 
 
@@ -148,3 +183,7 @@ def parse_fail_on(text: str) -> tuple[str, ...]:
     if unknown:
         raise UsageError(f"input 'fail-on': unknown {unknown[0]!r}; use none or some of {', '.join(FAIL_ON)}")
     return names
+
+
+if __name__ == "__main__":  # python -m lvegit.github.results > lvegit/schemas/lvegit-results-v1.json
+    print(json.dumps(json_schema(), indent=2))

@@ -11,9 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
-from lvegit.github import api
+from lvegit.github import api, results
 from lvegit.github.render import COMMENT_LIMIT, MARKER
 
 from builders import GitRepo, RepoBuilder, instance
@@ -356,6 +357,7 @@ def test_live_rerun_appends_instances_and_writes_a_patch(
     data = json.loads((git.root / "lvegit-results/results.json").read_text())
     assert data["live"] == {"enabled": True, "reason": "enabled"}
     assert data["totals"]["appended"] == 3
+    jsonschema.validate(data, json.loads(results.SCHEMA_FILE.read_text()))  # live and appended records too
     patch = (git.root / "lvegit-results/instances.patch").read_text()
     assert patch.count("\n+{") == 3 and "cat/a/openai--gpt-4o-mini/instances/i.jsonl" in patch
     # The maintainer pushes the appended instances, then a commit that touches no LVE: each synchronize

@@ -1,0 +1,113 @@
+"""The results file's records: the shipped JSON Schema is theirs, and a bad file is refused by place."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+
+from lvegit.errors import UsageError
+from lvegit.github import results
+
+DOCUMENT: dict[str, Any] = {
+    "schema": "lvegit-results",
+    "version": 1,
+    "lvegit": "0.1.0",
+    "repository": "owner/lves",
+    "event": "pull_request",
+    "pull_request": 7,
+    "base_sha": "a" * 40,
+    "head_sha": "b" * 40,
+    "live": {"enabled": False, "reason": "no API key"},
+    "lves": [
+        {
+            "path": "repository/x/y/openai--gpt-4o-mini",
+            "valid": True,
+            "errors": [],
+            "warnings": [{"file": "test.json", "field": "tags", "line": 3, "message": "unknown key"}],
+            "replay": {"reproduced": 1, "mismatch": 0, "skipped": 0, "error": 0},
+            "replayed": [
+                {
+                    "file": "instances/i.jsonl",
+                    "line": 1,
+                    "recorded": True,
+                    "replayed": True,
+                    "status": "reproduced",
+                    "reason": None,
+                }
+            ],
+            "live": [
+                {
+                    "file": "instances/i.jsonl",
+                    "line": 1,
+                    "recorded": True,
+                    "verdicts": [True],
+                    "unsafe": 0,
+                    "runs": 1,
+                    "interval_95": [0, 0.79],
+                    "agree": True,
+                    "errors": [],
+                }
+            ],
+            "appended": [{"file": "instances/i.jsonl", "passed": True, "response": ["a", {"b": 1}]}],
+        }
+    ],
+    "removed": [],
+    "totals": dict.fromkeys(results.TOTALS, 0),
+    "failures": [],
+    "passed": True,
+}
+
+
+def test_the_shipped_schema_is_the_one_generated_from_the_records() -> None:
+    shipped = json.loads(results.SCHEMA_FILE.read_text())
+    assert shipped == results.json_schema(), (
+        "regenerate it: python -m lvegit.github.results > lvegit/schemas/lvegit-results-v1.json"
+    )
+    jsonschema.Draft202012Validator.check_schema(shipped)
+    jsonschema.validate(DOCUMENT, shipped)
+    assert results.validate(DOCUMENT) == DOCUMENT
+
+
+def change(path: str, value: Any) -> dict[str, Any]:
+    document = copy.deepcopy(DOCUMENT)
+    *parents, last = path.split(".")
+    target: Any = document
+    for part in parents:
+        target = target[int(part)] if part.isdigit() else target[part]
+    if value is KeyError:
+        del target[last]
+    else:
+        target[last] = value
+    return document
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        ("lves.0.replayed.0.line", "1", "lves[0].replayed[0].line: Input should be a valid integer"),
+        ("totals.changed", True, "totals.changed: Input should be a valid integer"),
+        ("lves.0.valid", 1, "lves[0].valid: Input should be a valid boolean"),
+        ("lves.0.replayed.0.status", "fine", "lves[0].replayed[0].status: Input should be 'reproduced'"),
+        ("lves.0.live.0.verdicts", "yes", "lves[0].live[0].verdicts: Input should be a valid list"),
+        ("head_sha", KeyError, "head_sha: Field required"),
+        ("lves.0.injected", "<script>", "lves[0].injected: Extra inputs are not permitted"),
+        ("lves", "<script>", "lves: Input should be a valid list"),
+    ],
+)
+def test_a_bad_field_is_refused_naming_its_place(path: str, value: Any, message: str) -> None:
+    document = change(path, value)
+    with pytest.raises(UsageError) as error:
+        results.validate(document)
+    assert str(error.value).startswith(f"results file: {message}")
+    with pytest.raises(jsonschema.ValidationError):  # the shipped schema refuses it too
+        jsonschema.validate(document, json.loads(results.SCHEMA_FILE.read_text()))
+
+
+def test_another_kind_or_version_of_file_is_refused_first() -> None:
+    for document in (change("version", 2), change("schema", "other"), ["not", "an", "object"]):
+        with pytest.raises(UsageError, match="results file: "):
+            results.validate(document)

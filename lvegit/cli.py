@@ -6,7 +6,7 @@ import contextlib
 import importlib
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -20,6 +20,9 @@ from lvegit.errors import (
     Interrupted,
     LvegitError,
 )
+
+if TYPE_CHECKING:
+    from lvegit.settings import Settings
 
 
 class LazyGroup(click.Group):
@@ -64,14 +67,16 @@ def _silence_stdout() -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
-def main(argv: list[str] | None = None) -> Any:
+def main(argv: list[str] | None = None, settings: Settings | None = None) -> Any:
     """Run the CLI: exit 0 ok, 1 findings, 2 usage, 3 unexpected error, 130 interrupted, 141 closed pipe.
     Every error prints the same way: `lvegit: error: ...`."""
     try:
         args = sys.argv[1:] if argv is None else argv
         # The context is driven here rather than by cli.main, whose own handling would turn a closed
         # pipe into exit 1 and Ctrl-C into a bare "Aborted!".
-        with cli.make_context("lvegit", list(args), obj=list(args)) as ctx:
+        # Settings are built by the first command that asks (options.current_settings): not for --help.
+        invocation = {"argv": tuple(args), "settings": settings}
+        with cli.make_context("lvegit", list(args), obj=invocation) as ctx:
             code = cli.invoke(ctx)
     except click.exceptions.Exit as exc:  # --help, --version
         code = exc.exit_code

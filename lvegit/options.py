@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -14,6 +14,7 @@ from lvegit.errors import UsageError
 from lvegit.models.placement import DTYPES, check_device
 from lvegit.output import note
 from lvegit.repo import Repository
+from lvegit.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -153,6 +154,13 @@ class Selection:
         if self.base is not None or self.head is not None:
             raise UsageError("--base and --head choose what --changed compares: add --changed")
         return repo.select(list(self.paths), self.all_lves)
+
+
+def current_settings() -> Settings:
+    """The settings `cli.main` was given for this invocation (the defaults unless a caller chose), with
+    its command line."""
+    invocation = click.get_current_context().find_root().obj or {}
+    return replace(invocation.get("settings") or Settings(), argv=invocation.get("argv", ()))
 
 
 def open_repository(repo_path: Path | None) -> Repository:

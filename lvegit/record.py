@@ -11,7 +11,8 @@ from lvegit.attempt import Attempt, attempt_id
 from lvegit.errors import UsageError
 from lvegit.files import FileProblem, resolve_inside
 from lvegit.models.routing import ModelPool
-from lvegit.runner import RetryPolicy, Runner, Task
+from lvegit.runner import Runner, Task
+from lvegit.settings import RetryPolicy
 from lvegit.spec import LVE
 
 INSTANCE_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}\.jsonl$")
@@ -58,7 +59,7 @@ def record_instance(
     temperature: float | None,
     author: str | None,
     file_name: str,
-    retries: int = 4,
+    policy: RetryPolicy,
 ) -> Attempt:
     if not INSTANCE_FILE.match(file_name):
         raise UsageError(f"--file {file_name!r}: give a plain file name ending in .jsonl")
@@ -72,6 +73,6 @@ def record_instance(
         id=attempt_id(lve.rel, "record", args, lve.model), lve=lve.rel, model=lve.model, args=args
     )
     pool.get(lve.model)  # no route, no key: a usage error before anything runs
-    runner = Runner(pool, policy=RetryPolicy(attempts=retries + 1), author=author)
+    runner = Runner(pool, policy=policy, author=author)
     [done] = runner.run([Task(lve, attempt, target, new_recording=True)])
     return done

@@ -10,7 +10,6 @@ reason, and the run goes on.
 from __future__ import annotations
 
 import asyncio
-import random
 import sys
 import time
 import uuid
@@ -30,25 +29,9 @@ from lvegit.models.base import DEFAULT_CONCURRENCY, ChatModel, TransientModelErr
 from lvegit.models.routing import ModelPool
 from lvegit.output import count
 from lvegit.prompt import Message
+from lvegit.settings import RetryPolicy
 from lvegit.spec import LVE
 from lvegit.versions import installed_versions
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    attempts: int = 5  # requests per model call, the first included
-    base_delay: float = 0.5
-    max_delay: float = 60.0
-    refused_attempts: int = 2  # an address that refuses outright gets no more than this
-
-    def gives_up(self, request: int, error: TransientModelError) -> bool:
-        """Whether the request-th request (1-based) that failed with `error` is the last one."""
-        return request >= (min(self.attempts, self.refused_attempts) if error.refused else self.attempts)
-
-    def delay(self, retry: int, retry_after: float | None) -> float:
-        if retry_after is not None:  # the server knows best; a little jitter spreads the herd
-            return min(self.max_delay, retry_after) * random.uniform(1.0, 1.1)
-        return random.uniform(0, min(self.max_delay, self.base_delay * 2**retry))  # full jitter
 
 
 @dataclass
@@ -159,10 +142,10 @@ class Runner:
             try:
                 completion = await model.complete(messages, model_args)
             except TransientModelError as exc:
-                if self.policy.gives_up(retry + 1, exc):
+                if self.policy.gives_up(retry + 1, exc.refused):
                     raise LvegitError(f"gave up after {count(retry + 1, 'request')}: {exc}") from None
                 attempt.retries += 1
-                await asyncio.sleep(self.policy.delay(retry, exc.retry_after))
+                await self.policy.wait(retry, exc.retry_after)
                 continue
             attempt.resolved_model = completion.model
             attempt.backend_details = completion.run_info

@@ -13,6 +13,7 @@ import pytest
 from lvegit.checkers.registry import CheckerFactory
 from lvegit.checkers.sandbox import CheckerWorker
 from lvegit.cli import main
+from lvegit.settings import RetryPolicy, Settings
 
 from builders import RepoBuilder
 from servers import OpenAIServer, Running, serve
@@ -43,8 +44,20 @@ class CliResult:
 
 
 @pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
-    """Run `lvegit ARGS` in-process through the real entry point (error handler and exit codes included)."""
+def retry_waits() -> list[float]:
+    """The seconds each retry of a model request waited in `cli` runs (they are recorded, not slept)."""
+    return []
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, retry_waits: list[float]):
+    """Run `lvegit ARGS` in-process through the real entry point (error handler and exit codes included),
+    with a retry policy that records its waits instead of sleeping them."""
+
+    async def record_wait(seconds: float) -> None:
+        retry_waits.append(seconds)
+
+    settings = Settings(retry=RetryPolicy(sleep=record_wait))
 
     def run(*args: str, cwd: Path | None = None, stdin: str = "") -> CliResult:
         if cwd is not None:
@@ -52,7 +65,7 @@ def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
         monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
         capsys.readouterr()
         with pytest.raises(SystemExit) as exit_info:
-            main(list(args))
+            main(list(args), settings)
         captured = capsys.readouterr()
         return CliResult(int(exit_info.value.code or 0), captured.out, captured.err)
 

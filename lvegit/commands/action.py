@@ -10,7 +10,7 @@ from lvegit.errors import UsageError
 from lvegit.github.context import action_input, flag, read_event
 from lvegit.github.flow import Settings, check, comment, environment_settings
 from lvegit.github.results import parse_fail_on
-from lvegit.options import open_repository
+from lvegit.options import current_settings, open_repository
 
 
 def _number(name: str, default: int) -> int:
@@ -54,6 +54,7 @@ def action_command(mode: str | None) -> int:
         comment=flag("comment", False),
         results_dir=results_dir if results_dir.is_absolute() else workspace / results_dir,
         token=action_input("github-token", os.environ.get("GITHUB_TOKEN", "")),
+        retry=current_settings().retry,
         **environment_settings(workspace),
     )
     if settings.mode not in ("check", "comment"):

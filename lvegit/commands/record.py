@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -9,6 +10,7 @@ from lvegit.commands.catalog import short_help
 from lvegit.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from lvegit.models.routing import ModelPool
 from lvegit.options import (
+    current_settings,
     format_option,
     local_model_options,
     open_repository,
@@ -88,7 +90,8 @@ def record_command(
         )
     values = parse_params(lve, params, text_params)
     pool = ModelPool(repo.root, device, dtype)
-    attempt = record_instance(pool, lve, values, temperature, author, file_name, retries)
+    policy = replace(current_settings().retry, attempts=retries + 1)
+    attempt = record_instance(pool, lve, values, temperature, author, file_name, policy)
     if output_format == "json":
         print_json(attempt.as_json())
     elif attempt.status != "complete":

@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -13,6 +14,7 @@ from lvegit.errors import EXIT_FINDINGS, EXIT_OK, Interrupted, UsageError
 from lvegit.models.routing import ModelPool
 from lvegit.options import (
     Selection,
+    current_settings,
     format_option,
     local_model_options,
     open_repository,
@@ -31,7 +33,7 @@ from lvegit.rerun import (
     plan_reruns,
     wilson_interval,
 )
-from lvegit.runner import RetryPolicy, Runner, Task
+from lvegit.runner import Runner, Task
 
 
 def _verdict(passed: bool | None) -> str:
@@ -138,7 +140,8 @@ def run_command(
     plan = plan_reruns(repo, lve_dirs, model, repeat, append)
     pool = ModelPool(repo.root, device, dtype)
     unroutable = _route_models(pool, plan)
-    runner = Runner(pool, concurrency, RetryPolicy(attempts=retries + 1), report, author)
+    policy = replace(current_settings().retry, attempts=retries + 1)
+    runner = Runner(pool, concurrency, policy, report, author)
     try:
         attempts = _run_with_progress(runner, plan.tasks)
     except KeyboardInterrupt:
@@ -152,7 +155,7 @@ def run_command(
 
 def resume_command() -> str:
     """The command line of this run with --resume: how to continue it."""
-    argv = [arg for arg in click.get_current_context().find_root().obj or [] if arg != "--resume"]
+    argv = [arg for arg in current_settings().argv if arg != "--resume"]
     return shlex.join(["lvegit", *argv, "--resume"])
 
 

@@ -31,7 +31,8 @@ from lvegit.output import line
 from lvegit.repo import Repository
 from lvegit.rerun import by_instance, plan_reruns
 from lvegit.results import STATUSES
-from lvegit.runner import RetryPolicy, Runner
+from lvegit.runner import Runner
+from lvegit.settings import RetryPolicy
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class Settings:
     workspace: Path = Path(".")
     summary_path: Path | None = None
     output_path: Path | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
 
 
 @dataclass
@@ -83,7 +85,7 @@ def _run_live(repo: Repository, settings: Settings, lve_dirs: list[Path]) -> Liv
     live = _live_pool(repo, settings, {task.attempt.model for task in plan.tasks})
     if not live.enabled or live.pool is None:
         return live
-    attempts = Runner(live.pool, settings.concurrency, RetryPolicy()).run(plan.tasks)
+    attempts = Runner(live.pool, settings.concurrency, settings.retry).run(plan.tasks)
     for result in by_instance(attempts):
         live.instances.setdefault(result.lve, []).append(result.as_json())
     for attempt in attempts:

@@ -1,0 +1,43 @@
+"""What one invocation of lvegit runs with, built once in `cli.main` and passed down: its command line and
+the retry policy of model requests. Tests configure lvegit through it (a retry policy that records its
+waits instead of sleeping) rather than by patching modules."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    attempts: int = 5  # requests per model call, the first included
+    base_delay: float = 0.5
+    max_delay: float = 60.0
+    refused_attempts: int = 2  # an address that refuses outright gets no more than this
+    sleep: Callable[[float], Awaitable[None]] | None = None  # None: asyncio.sleep
+
+    def gives_up(self, request: int, refused: bool) -> bool:
+        """Whether the request-th request (1-based) that failed transiently is the last one."""
+        return request >= (min(self.attempts, self.refused_attempts) if refused else self.attempts)
+
+    def delay(self, retry: int, retry_after: float | None) -> float:
+        import random  # here: `lvegit --help` does not need it
+
+        if retry_after is not None:  # the server knows best; a little jitter spreads the herd
+            return min(self.max_delay, retry_after) * random.uniform(1.0, 1.1)
+        return random.uniform(0, min(self.max_delay, self.base_delay * 2**retry))  # full jitter
+
+    async def wait(self, retry: int, retry_after: float | None) -> None:
+        seconds = self.delay(retry, retry_after)
+        if self.sleep is not None:
+            await self.sleep(seconds)
+            return
+        import asyncio  # here: `lvegit --help` imports no asyncio
+
+        await asyncio.sleep(seconds)
+
+
+@dataclass(frozen=True)
+class Settings:
+    argv: tuple[str, ...] = ()  # the command line after `lvegit`, for the command that resumes a run
+    retry: RetryPolicy = field(default_factory=RetryPolicy)

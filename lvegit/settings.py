@@ -21,7 +21,7 @@ class RetryPolicy:
         return request >= (min(self.attempts, self.refused_attempts) if refused else self.attempts)
 
     def delay(self, retry: int, retry_after: float | None) -> float:
-        import random  # here: `lvegit --help` does not need it
+        import random  # here, like asyncio below: only commands that make requests need them
 
         if retry_after is not None:  # the server knows best; a little jitter spreads the herd
             return min(self.max_delay, retry_after) * random.uniform(1.0, 1.1)
@@ -32,7 +32,7 @@ class RetryPolicy:
         if self.sleep is not None:
             await self.sleep(seconds)
             return
-        import asyncio  # here: `lvegit --help` imports no asyncio
+        import asyncio  # here: check, validate and list import no asyncio (about 40 ms of a cold start)
 
         await asyncio.sleep(seconds)
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from lvegit.errors import UsageError
 from lvegit.escape import mask
+from lvegit.results import Status
 
 SCHEMA = "lvegit-results"
 VERSION = 1
@@ -40,7 +41,7 @@ class ReplayedRecord(_Record):
     line: int | None
     recorded: bool | None
     replayed: bool | None
-    status: Literal["reproduced", "mismatch", "skipped", "error"]
+    status: Status
     reason: str | None
 
 

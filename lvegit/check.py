@@ -7,6 +7,7 @@ lvegit, the same checker model) is neither loaded nor judged again: its record c
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -43,11 +44,14 @@ def _judge(
 ) -> LVECheck:
     """Validate and replay an LVE that the cache holds no record of; store the record under `key`."""
     from lvegit import replay, validate  # the checkers load only when an LVE is judged
+    from lvegit.checkers.registry import CheckerFactory
     from lvegit.spec import load_lve
 
-    loaded = load_lve(repo, lve_dir)  # read once, for both
-    report = validate.validate_lve(repo, lve_dir, strict, loaded)
-    results, cacheable = replay.judge_lve(repo, lve_dir, cache, loaded)
+    loaded = load_lve(repo, lve_dir)  # read once, its checker built once, for both
+    lve = loaded[0]
+    with CheckerFactory(lve) if lve is not None else contextlib.nullcontext() as factory:
+        report = validate.validate_lve(repo, lve_dir, strict, loaded, factory)
+        results, cacheable = replay.judge_lve(repo, lve_dir, cache, loaded, factory)
     check = LVECheck(report, results)
     if cache is not None and key is not None and cacheable:
         cache.put_lve(key, {"check": check.as_json()})
@@ -64,6 +68,9 @@ def check_stream(
     if len(settled) == len(lve_dirs):  # nothing to judge: no checker, not even its code, is loaded
         yield from settled.items()
         return
+    from lvegit.checkers.launcher import start_launcher_for
+
+    start_launcher_for(d for d in lve_dirs if d not in settled)  # before the checkers' code loads
     from lvegit import replay, validate
 
     def here(lve_dir: Path) -> LVECheck:

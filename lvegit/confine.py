@@ -17,7 +17,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import platform
 import resource
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -231,14 +230,14 @@ def finish_pid_namespace() -> None:
 def hide_environment_from_same_user() -> None:
     """For the process that holds secrets: other processes of the same (non-root) user, a worker without
     namespaces among them, can no longer read its /proc/<pid>/environ or attach to it."""
-    if platform.system() == "Linux":
+    if os.uname().sysname == "Linux":
         _libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
 def allow_inspection() -> None:
     """Undo hide_environment_from_same_user in a forked child, as exec would: the kernel makes the /proc
     files of a process that hides itself root's, which a user namespace's set-up must write."""
-    if platform.system() == "Linux":
+    if os.uname().sysname == "Linux":
         _libc().prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
 
 
@@ -290,7 +289,7 @@ def seccomp_program(arch: str) -> list[tuple[int, int, int, int]]:
 
 
 def apply_seccomp() -> str:
-    arch = platform.machine()
+    arch = os.uname().machine
     if arch not in _SYSCALLS:
         return f"seccomp unavailable on {arch}"
     program = seccomp_program(arch)

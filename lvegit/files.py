@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,14 +139,14 @@ def json_lines(lines: Iterable[str | bytes]) -> Iterator[tuple[int, Any]]:
 
 def ensure_inside(base: Path, path: Path) -> Path:
     """`path` resolved; a FileProblem when it (through a symlink, say) leaves `base`."""
-    root = base.resolve()
-    target = path.resolve()
-    if target != root and root not in target.parents:
+    root = os.path.realpath(base)  # os.path: pathlib's resolve and parents cost more than the lookups
+    target = os.path.realpath(path)
+    if target != root and not target.startswith(root.rstrip(os.sep) + os.sep):
         raise FileProblem(
             f"'{path.relative_to(base) if path.is_relative_to(base) else path}' points outside "
             "the LVE directory"
         )
-    return target
+    return Path(target)
 
 
 def resolve_inside(base: Path, relative: str) -> Path:

@@ -83,6 +83,21 @@ def read_instances(path: Path, shown: str, problems: Problems) -> list[Instance]
     return instances
 
 
+@dataclass(frozen=True)
+class InstanceFile:
+    """One instance file as read: its well-formed instances and the problems of its other lines."""
+
+    path: Path
+    shown: str  # the path as shown to users
+    instances: list[Instance]
+    problems: Problems
+
+
+def read_instance_file(path: Path, shown: str) -> InstanceFile:
+    problems = Problems(shown)
+    return InstanceFile(path, shown, read_instances(path, shown, problems), problems)
+
+
 def _check_fields(data: dict[str, Any], shown: str, line: int, problems: Problems) -> bool:
     ok = True
     if not isinstance(data.get("args", {}), dict):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import subprocess
 import sys
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,8 +22,7 @@ from lvegit.checkers.model_based import MODEL_CHECKERS, model_identity
 from lvegit.checkers.registry import BUILTIN_CHECKERS, CheckerFactory, substitute_args
 from lvegit.conversation import judge_recorded, prompts_to_send
 from lvegit.errors import CheckerUnavailable, LvegitError
-from lvegit.instances import Instance, read_instances
-from lvegit.problems import Problems
+from lvegit.instances import Instance
 from lvegit.repo import Repository
 from lvegit.results import ReplayResult, Status
 from lvegit.spec import LVE, Loaded, blocking_errors, load_lve, named_checker
@@ -129,11 +130,16 @@ def replay_lve(repo: Repository, lve_dir: Path, cache: VerdictCache | None = Non
 
 
 def judge_lve(
-    repo: Repository, lve_dir: Path, cache: VerdictCache | None = None, loaded: Loaded | None = None
+    repo: Repository,
+    lve_dir: Path,
+    cache: VerdictCache | None = None,
+    loaded: Loaded | None = None,
+    factory: CheckerFactory | None = None,
 ) -> tuple[list[ReplayResult], bool]:
     """replay_lve's results, and whether all of them follow from the LVE's files alone (none depends on
     this machine: no checker that is missing here, no checker failure), so that they may be cached.
-    `loaded`: what load_lve returned for the LVE, where the caller has read it already."""
+    `loaded`: what load_lve returned for the LVE, where the caller has read it already; `factory`: the
+    LVE's checker factory, where the caller has one (the caller closes it)."""
     lve, problems, _text = loaded or load_lve(repo, lve_dir)
     rel = repo.relative(lve_dir)
     blocking = blocking_errors(problems)
@@ -143,12 +149,10 @@ def judge_lve(
         return [error], True
     results: list[ReplayResult] = []
     instances: list[Instance] = []
-    for path in lve.instance_files():
-        shown = repo.relative(path)
-        bad_lines = Problems(shown)
-        instances.extend(read_instances(path, shown, bad_lines))
+    for recorded in lve.recorded():
+        instances.extend(recorded.instances)
         results.extend(
-            ReplayResult(rel, p.file, p.line, None, None, "error", p.what) for p in bad_lines.errors
+            ReplayResult(rel, p.file, p.line, None, None, "error", p.what) for p in recorded.problems.errors
         )
     to_judge: list[tuple[Instance, str | None]] = []
     keys = _instance_keys(lve, instances) if cache is not None else [None] * len(instances)
@@ -160,10 +164,10 @@ def judge_lve(
             to_judge.append((instance, key))
     cacheable = True
     if to_judge:
-        with CheckerFactory(lve) as factory:
-            _prepare(factory, [instance for instance, _key in to_judge])
+        with contextlib.nullcontext(factory) if factory else CheckerFactory(lve) as judging:
+            _prepare(judging, [instance for instance, _key in to_judge])
             for instance, key in to_judge:
-                result, outcome = _replay_instance(lve, factory, instance)
+                result, outcome = _replay_instance(lve, judging, instance)
                 results.append(result)
                 cacheable = cacheable and outcome is not None and key is not None
                 if cache is not None and key is not None and outcome is not None:
@@ -188,7 +192,7 @@ def _stack(
     if lve is None:
         return None
     if cache is not None:
-        instances = [i for p in lve.instance_files() for i in read_instances(p, p.name, Problems(p.name))]
+        instances = [instance for recorded in lve.recorded() for instance in recorded.instances]
         keys = _instance_keys(lve, instances)
         if all(key is not None and cache.get(key) is not None for key in keys):
             return None
@@ -238,8 +242,10 @@ def judge_stream(
 ) -> Iterator[tuple[Path, Judged]]:
     """Each LVE's outcome as soon as it is known. LVEs whose checker needs a model stack that is not
     cached (and that are not `settled` already) go to one lvegit replay process per stack, started first,
-    so that Presidio and torch load side by side while `here` judges the others a few at a time (a custom
-    checker's worker starts while other LVEs are judged); `elsewhere` completes their replay results.
+    so that Presidio and torch load side by side while `here` judges the others; `elsewhere` completes
+    their replay results. LVEs with a custom checker are judged on up to `threads` threads, since they
+    mostly wait for their sandboxed workers; the others are judged on this thread (threads would only
+    contend for the interpreter), ahead of their turn while a custom checker's LVE is not done yet.
     The order is stable: the LVEs judged here in the order given, then the others."""
     checker_names = {d: _checker_name(d) for d in lve_dirs if not settled(d)}
     by_stack: dict[str, list[Path]] = {}
@@ -253,13 +259,27 @@ def judge_stream(
     away = {d for dirs in by_stack.values() for d in dirs}
     processes = [(_replay_elsewhere(repo, dirs, cache), dirs) for dirs in by_stack.values()]
     local = [d for d in lve_dirs if d not in away]
-    # Custom checkers are judged first: their workers start while the others are judged.
-    sandboxed = {d for d in local if checker_names.get(d) not in (*BUILTIN_CHECKERS, None)}
+    sandboxed = [d for d in local if checker_names.get(d) not in (*BUILTIN_CHECKERS, None)]
     if sandboxed:
         start_launcher_soon()
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        futures = {d: pool.submit(here, d) for d in sorted(local, key=lambda d: d not in sandboxed)}
-        yield from ((d, futures[d].result()) for d in local)
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(sandboxed)))) as pool:
+        waiting = {d: pool.submit(here, d) for d in sandboxed}
+        in_process = deque(d for d in local if d not in waiting)
+        judged: dict[Path, Judged] = {}
+
+        def judge_next() -> None:
+            lve_dir = in_process.popleft()
+            judged[lve_dir] = here(lve_dir)
+
+        for lve_dir in local:
+            if lve_dir in waiting:
+                while in_process and not waiting[lve_dir].done():
+                    judge_next()
+                yield lve_dir, waiting[lve_dir].result()
+            else:
+                if lve_dir not in judged:  # it is the next of in_process
+                    judge_next()
+                yield lve_dir, judged.pop(lve_dir)
     for process, dirs in processes:
         per_lve: dict[str, list[ReplayResult]] = {}
         for result in _results_of(process, dirs, repo):

@@ -12,6 +12,7 @@ from lvegit.errors import RepositoryNotFound, UsageError
 REPOSITORY_DIR = "repository"
 LVEREPO_FILE = ".lverepo"
 TEST_FILE = "test.json"
+CHECKER_DIR = "checker"  # an LVE's custom checker: checker/checker*.py
 
 
 def canonical_model(model: str) -> str:

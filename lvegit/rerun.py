@@ -11,8 +11,6 @@ from typing import Any
 
 from lvegit.attempt import Attempt, attempt_id
 from lvegit.errors import UsageError
-from lvegit.instances import read_instances
-from lvegit.problems import Problems
 from lvegit.repo import Repository
 from lvegit.runner import Task
 from lvegit.spec import blocking_errors, load_lve
@@ -66,10 +64,9 @@ def plan_reruns(
                 f"--append with --model {model_id}: {lve.rel} holds instances of {lve.model}; "
                 "create the LVE for the other model with lvegit new and record there"
             )
-        for path in lve.instance_files():
-            shown = repo.relative(path)
-            bad = Problems(shown)
-            for instance in read_instances(path, shown, bad):
+        for recorded in lve.recorded():
+            path, shown = recorded.path, recorded.shown
+            for instance in recorded.instances:
                 if instance.reproduces is not None:
                     continue
                 content = json.dumps(instance.data, sort_keys=True)
@@ -85,7 +82,7 @@ def plan_reruns(
                         recorded=instance.passed,
                     )
                     plan.tasks.append(Task(lve, attempt, path if append else None))
-            plan.invalid.extend((lve.rel, problem.render()) for problem in bad.errors)
+            plan.invalid.extend((lve.rel, problem.render()) for problem in recorded.problems.errors)
     return plan
 
 

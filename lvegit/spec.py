@@ -16,6 +16,7 @@ from lvegit.files import (
     read_text,
     resolve_inside,
 )
+from lvegit.instances import InstanceFile, read_instance_file
 from lvegit.problems import Problem, Problems, join_path
 from lvegit.prompt import Message, parse_messages, parse_prompt_text
 from lvegit.repo import TEST_FILE, Repository, folder_matches_model, model_folder
@@ -70,6 +71,7 @@ class LVE:
     author: str | None = None
     # The file each prompt's messages came from, relative to the repository root.
     prompt_files: dict[str, str] = field(default_factory=dict)
+    _recorded: list[InstanceFile] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def test_file(self) -> str:
@@ -91,6 +93,16 @@ class LVE:
 
     def instance_files(self) -> list[Path]:
         return instance_files(self.dir)
+
+    def recorded(self) -> list[InstanceFile]:
+        """Its instance files as read, read on first use only: validation, replay and runs of one loaded
+        LVE share them."""
+        if self._recorded is None:
+            self._recorded = [
+                read_instance_file(path, f"{self.rel}/instances/{path.name}")
+                for path in self.instance_files()
+            ]
+        return self._recorded
 
 
 def instance_files(lve_dir: Path) -> list[Path]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from lvegit.checkers.custom import CHECKER_DIR, read_custom_classes
+from lvegit.checkers.custom import read_custom_classes
 from lvegit.checkers.registry import (
     BUILTIN_CHECKERS,
     CORE_CHECKERS,
@@ -17,10 +17,10 @@ from lvegit.checkers.registry import is_multi_run_checker as builtin_is_multi_ru
 from lvegit.checkers.safe_lambda import lambda_arguments
 from lvegit.errors import CheckerError
 from lvegit.files import FileProblem
-from lvegit.instances import Instance, read_instances
+from lvegit.instances import Instance
 from lvegit.problems import Problems, join_path
 from lvegit.prompt import Message, Role, fill_holes, variable_names, with_trailing_hole
-from lvegit.repo import Repository
+from lvegit.repo import CHECKER_DIR, Repository
 from lvegit.results import LVEReport
 from lvegit.spec import LVE, Loaded, load_lve, locate_lines
 from lvegit.template import TemplateError, placeholders
@@ -136,7 +136,7 @@ def _checker_signature(lve: LVE, problems: Problems) -> tuple[Signature, bool | 
     return Signature(found.required, found.optional, found.takes_any), multi
 
 
-def _check_checker(lve: LVE, problems: Problems) -> set[str]:
+def _check_checker(lve: LVE, problems: Problems, factory: CheckerFactory) -> set[str]:
     """Checker name and arguments; returns the parameter names the string arguments refer to."""
     used: set[str] = set()
     found = _checker_signature(lve, problems)
@@ -169,7 +169,7 @@ def _check_checker(lve: LVE, problems: Problems) -> set[str]:
     if checker_errors or lve.checker_name not in CORE_CHECKERS or has_placeholders:
         return used
     try:  # core checkers are trusted code: building one checks lambdas, regexes and flags now
-        CheckerFactory(lve).for_args({})
+        factory.for_args({})
     except CheckerError as exc:
         problems.error("checker_args", str(exc).split(": checker_args: ", 1)[-1])
     return used
@@ -256,26 +256,36 @@ def _check_instance(lve: LVE, instance: Instance, problems: Problems) -> None:
             error(f"response[{index}]" if lve.runs is not None else "response", str(exc))
 
 
-def _check_instances(lve: LVE, repo: Repository, problems: Problems) -> None:
-    for path in lve.instance_files():
-        shown = repo.relative(path)
-        found = Problems(shown)
-        for instance in read_instances(path, shown, found):
+def _check_instances(lve: LVE, problems: Problems) -> None:
+    for recorded in lve.recorded():
+        found = Problems(recorded.shown, list(recorded.problems.items))  # the shared file's stay as read
+        for instance in recorded.instances:
             _check_instance(lve, instance, found)
         problems.items.extend(sorted(found.items, key=lambda p: p.line or 0))
 
 
 def validate_lve(
-    repo: Repository, lve_dir: Path, strict: bool = False, loaded: Loaded | None = None
+    repo: Repository,
+    lve_dir: Path,
+    strict: bool = False,
+    loaded: Loaded | None = None,
+    factory: CheckerFactory | None = None,
 ) -> LVEReport:
-    """An LVE's findings; `loaded`: what load_lve returned for it, where the caller has read it already."""
+    """An LVE's findings. `loaded`: what load_lve returned for it, where the caller has read it already;
+    `factory`: the LVE's checker factory, where the caller builds its checker too (it is built once)."""
     lve, load_problems, text = loaded or load_lve(repo, lve_dir)
     problems = Problems(load_problems.file, list(load_problems.items))  # the caller's stay as they were
     if lve is not None:
-        checker_used = _check_checker(lve, problems) if lve.checker_name else set(lve.prompt_parameters)
+        if not lve.checker_name:
+            checker_used = set(lve.prompt_parameters)
+        elif factory is None:
+            with CheckerFactory(lve) as own:
+                checker_used = _check_checker(lve, problems, own)
+        else:
+            checker_used = _check_checker(lve, problems, factory)
         used = _check_prompts(lve, problems) | checker_used
         _check_unused_parameters(lve, used | _check_lambda_parameters(lve, problems), problems)
-        _check_instances(lve, repo, problems)
+        _check_instances(lve, problems)
     locate_lines(problems, text)
     report = LVEReport(repo.relative(lve_dir))
     for problem in problems.items:

@@ -21,9 +21,9 @@ from lvegit.checkers import base, core, model_based
 from lvegit.errors import CheckerError, CheckerUnavailable
 from lvegit.files import FileProblem, ensure_inside, read_text
 from lvegit.prompt import Message, Role
+from lvegit.repo import CHECKER_DIR
 
 MAX_CHECKER_BYTES = 512 * 1024
-CHECKER_DIR = "checker"
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,8 @@ launcher too: only the child's parent knows that a pid still names that child.
 
 from __future__ import annotations
 
-import array
 import atexit
 import contextlib
-import json
 import os
 import shutil
 import socket
@@ -26,32 +24,16 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
+from lvegit.checkers.channel import receive, send
 from lvegit.confine import hide_environment_from_same_user
 from lvegit.errors import CheckerError
+from lvegit.repo import CHECKER_DIR
 
-MAX_MESSAGE_BYTES = 65536
 LAUNCHER_GONE = (-9, 0.0)  # a child of a launcher that died was killed with it (PR_SET_PDEATHSIG)
-
-
-def send(channel: socket.socket, message: dict[str, Any], descriptors: tuple[int, ...] = ()) -> None:
-    """One message, with descriptors passed along where given."""
-    ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", descriptors))] if descriptors else []
-    channel.sendmsg([json.dumps(message).encode()], ancillary)
-
-
-def receive(channel: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
-    """One message and the descriptors that came with it; (None, []) when the other side has gone."""
-    size = socket.CMSG_SPACE(3 * array.array("i").itemsize)
-    data, ancillary, _flags, _address = channel.recvmsg(MAX_MESSAGE_BYTES, size)
-    descriptors = array.array("i")
-    for level, kind, payload in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            descriptors.frombytes(payload[: len(payload) - len(payload) % descriptors.itemsize])
-    if not data:
-        return None, list(descriptors)
-    return json.loads(data), list(descriptors)
 
 
 class Launcher:
@@ -179,6 +161,14 @@ def start_launcher_soon() -> None:
             launcher()
 
     threading.Thread(target=start, name="lvegit-launcher-start", daemon=True).start()
+
+
+def start_launcher_for(lve_dirs: Iterable[Path]) -> None:
+    """Start the launcher now when one of these LVEs has a checker folder, where a custom checker lives:
+    it then starts while lvegit loads the rest of its code, instead of after. A folder whose test.json
+    names one of lvegit's own checkers only costs a process that nobody asks for a worker."""
+    if any((lve_dir / CHECKER_DIR).is_dir() for lve_dir in lve_dirs):
+        start_launcher_soon()
 
 
 def close_launchers() -> None:

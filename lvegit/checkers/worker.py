@@ -17,14 +17,13 @@ import selectors
 import signal
 import socket
 import sys
-import traceback
 from pathlib import Path
 from typing import IO, Any
 
 from lvegit import confine
 from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
+from lvegit.checkers.channel import receive, send
 from lvegit.checkers.custom import load_custom_checker, read_checker_sources
-from lvegit.checkers.launcher import receive, send
 from lvegit.errors import CheckerError, CheckerUnavailable
 from lvegit.prompt import Message, Role
 
@@ -183,6 +182,8 @@ def _fork_worker(request: dict[str, Any], descriptors: list[int], keep_out: list
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             become_worker(request, descriptors)
         except BaseException:  # the trace goes to the worker's stderr, for the parent to show
+            import traceback  # only on this path: every launcher would import it
+
             traceback.print_exc()
             code = 1
         finally:

@@ -176,7 +176,7 @@ def test_pipelines_load_once_and_classify_in_batches(
     calls: list[int] = []
     original = model_based.classifier
 
-    counting_lock = threading.Lock()  # replay judges LVEs in parallel threads
+    counting_lock = threading.Lock()  # whichever thread judges an LVE
 
     def counting(model: str) -> Any:
         with counting_lock:
@@ -206,7 +206,8 @@ def test_pipelines_load_once_and_classify_in_batches(
             },
             instances={"i.jsonl": rows},
         )
-    result = cli("replay", "--all", "--format", "json", cwd=repo.root)
+    # No verdict cache: the two LVEs' instances are alike, and the second would take the first's verdicts.
+    result = cli("replay", "--all", "--no-cache", "--format", "json", cwd=repo.root)
     assert result.json()["summary"] == {"reproduced": 80, "mismatch": 0, "skipped": 0, "error": 0}
     assert loads == [str(toxicity_model)]  # once for both LVEs
     assert calls == [2, 2]  # one batch per LVE with the distinct texts, not one call per instance

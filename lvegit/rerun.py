@@ -117,8 +117,13 @@ class InstanceResult:
             return None
         return all(verdict == self.recorded for verdict in self.verdicts)
 
-    def as_json(self) -> dict[str, Any]:
+    @property
+    def interval_95(self) -> tuple[float, float]:
+        """The 95% interval of how often the instance is unsafe, rounded to 4 places."""
         low, high = wilson_interval(self.unsafe, len(self.verdicts))
+        return round(low, 4), round(high, 4)
+
+    def as_json(self) -> dict[str, Any]:
         return {
             "lve": self.lve,
             "file": self.file,
@@ -128,7 +133,7 @@ class InstanceResult:
             "unsafe": self.unsafe,
             "runs": len(self.verdicts),
             "unsafe_rate": self.unsafe / len(self.verdicts) if self.verdicts else None,
-            "interval_95": [round(low, 4), round(high, 4)],
+            "interval_95": list(self.interval_95),
             "agree": self.agree,
             "errors": self.errors,
         }

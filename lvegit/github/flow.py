@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lvegit import __version__
 from lvegit.cache import open_cache
 from lvegit.check import check_all
 from lvegit.errors import UsageError
@@ -29,8 +28,7 @@ from lvegit.github.render import SUMMARY_LIMIT, annotation_commands, render, wri
 from lvegit.models.routing import ModelPool
 from lvegit.output import line
 from lvegit.repo import Repository
-from lvegit.rerun import by_instance, plan_reruns
-from lvegit.results import STATUSES
+from lvegit.rerun import InstanceResult, by_instance, plan_reruns
 from lvegit.runner import Runner
 from lvegit.settings import RetryPolicy
 
@@ -60,8 +58,8 @@ class Live:
     enabled: bool
     reason: str
     pool: ModelPool | None = None
-    instances: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    appended: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    instances: dict[str, list[InstanceResult]] = field(default_factory=dict)
+    appended: dict[str, list[results_file.AppendedRecord]] = field(default_factory=dict)
 
 
 def _live_pool(repo: Repository, settings: Settings, models: set[str]) -> Live:
@@ -87,15 +85,15 @@ def _run_live(repo: Repository, settings: Settings, lve_dirs: list[Path]) -> Liv
         return live
     attempts = Runner(live.pool, settings.concurrency, settings.retry).run(plan.tasks)
     for result in by_instance(attempts):
-        live.instances.setdefault(result.lve, []).append(result.as_json())
+        live.instances.setdefault(result.lve, []).append(result)
     for attempt in attempts:
         if attempt.appended_to:
             live.appended.setdefault(attempt.lve, []).append(
-                {
-                    "file": repo.relative(Path(attempt.appended_to)),
-                    "passed": attempt.verdict,
-                    "response": attempt.response,
-                }
+                results_file.AppendedRecord(
+                    file=repo.relative(Path(attempt.appended_to)),
+                    passed=attempt.verdict,
+                    response=attempt.response,
+                )
             )
     return live
 
@@ -138,104 +136,78 @@ def check(repo: Repository, event: Event, settings: Settings) -> int:
         cache.prune()
     runnable = [d for d, check in zip(lve_dirs, checks, strict=True) if check.validation.valid]
     live = _run_live(repo, settings, runnable)
-    lves: list[dict[str, Any]] = []
-    for check in checks:
-        path = check.path
-        entry: dict[str, Any] = check.as_json()  # path, valid, errors, warnings, replay (counts), instances
-        replayed = entry.pop("instances")
-        lves.append(
-            {
-                **entry,
-                "replayed": [{k: v for k, v in r.items() if k != "lve"} for r in replayed],
-                "live": [
-                    {k: v for k, v in item.items() if k in results_file.LIVE_FIELDS}
-                    for item in live.instances.get(path, [])
-                ],
-                "appended": live.appended.get(path, []),
-            }
-        )
-    totals: dict[str, int] = {
-        "changed": len(lves),
-        "removed": len(removed),
-        "invalid": sum(not lve["valid"] for lve in lves),
-        **{status: sum(lve["replay"][status] for lve in lves) for status in STATUSES},
-        "live_agree": sum(i["agree"] is True for lve in lves for i in lve["live"]),
-        "live_disagree": sum(i["agree"] is False for lve in lves for i in lve["live"]),
-        "live_error": sum(bool(i["errors"]) for lve in lves for i in lve["live"]),
-        "appended": sum(len(lve["appended"]) for lve in lves),
-    }
-    found = results_file.failures(totals, settings.fail_on)
-    data = {
-        "schema": results_file.SCHEMA,
-        "version": results_file.VERSION,
-        "lvegit": __version__,
-        "repository": settings.repository,
-        "event": event.name,
-        "pull_request": event.pull_request,
-        "base_sha": event.base,
-        "head_sha": event.head,
-        "live": {"enabled": live.enabled, "reason": live.reason},
-        "lves": lves,
-        "removed": removed,
-        "totals": totals,
-        "failures": found,
-        "passed": not found,
-    }
-    results_path = settings.results_dir / "results.json"
-    results_file.write(results_path, data)
-    _patch(
-        repo, [a["file"] for lve in lves for a in lve["appended"]], settings.results_dir / "instances.patch"
+    lves = [
+        results_file.lve_record(check, live.instances.get(check.path, []), live.appended.get(check.path, []))
+        for check in checks
+    ]
+    results = results_file.document(
+        lves,
+        removed,
+        results_file.LiveSetting(enabled=live.enabled, reason=live.reason),
+        settings.fail_on,
+        repository=settings.repository,
+        event=event.name,
+        pull_request=event.pull_request,
+        base_sha=event.base,
+        head_sha=event.head,
     )
+    totals = results.totals
+    results_path = settings.results_dir / "results.json"
+    results_file.write(results_path, results)
+    _patch(repo, [a.file for lve in lves for a in lve.appended], settings.results_dir / "instances.patch")
     if settings.summary_path is not None:
         with settings.summary_path.open("a", encoding="utf-8") as handle:
-            handle.write(render(data, settings.server_url, SUMMARY_LIMIT, marker=False) + "\n")
+            handle.write(render(results, settings.server_url, SUMMARY_LIMIT, marker=False) + "\n")
     root, workspace = repo.root.resolve(), settings.workspace.resolve()
     prefix = (
         f"{root.relative_to(workspace).as_posix()}/" if workspace in root.parents else ""
     )  # paths in the repo
-    for command in annotation_commands(data, prefix):
+    for command in annotation_commands(results, prefix):
         sys.stdout.write(command + "\n")
     if settings.output_path is not None:
         write_outputs(
             settings.output_path,
             {
                 "changed": " ".join(paths),
-                "reproduced": str(totals["reproduced"]),
-                "mismatch": str(totals["mismatch"]),
-                "error": str(totals["error"]),
-                "invalid": str(totals["invalid"]),
+                "reproduced": str(totals.reproduced),
+                "mismatch": str(totals.mismatch),
+                "error": str(totals.error),
+                "invalid": str(totals.invalid),
                 "results-file": str(results_path),
-                "passed": str(not found).lower(),
+                "passed": str(results.passed).lower(),
             },
         )
-    line(f"lvegit: {len(lves)} changed LVEs; " + ("passed" if not found else "failed: " + "; ".join(found)))
+    verdict = "passed" if results.passed else "failed: " + "; ".join(results.failures)
+    line(f"lvegit: {len(lves)} changed LVEs; {verdict}")
     if settings.comment and event.pull_request is not None:
-        post_comment(data, settings, event.pull_request, event.head)
-    return 0 if not found else 1
+        post_comment(results, settings, event.pull_request, event.head)
+    return 0 if results.passed else 1
 
 
-def post_comment(data: dict[str, Any], settings: Settings, number: int, expected_head: str | None) -> None:
+def post_comment(
+    results: results_file.ResultsDocument, settings: Settings, number: int, expected_head: str | None
+) -> None:
     api = PullRequests(settings.api_url, settings.token, settings.repository)
     current = api.head_sha(number)
-    if data["head_sha"] != current or (expected_head and expected_head != current):
+    if results.head_sha != current or (expected_head and expected_head != current):
         line(
-            f"lvegit: the results are for {data['head_sha'][:12]}, but #{number} is at {current[:12]} now: "
+            f"lvegit: the results are for {results.head_sha[:12]}, but #{number} is at {current[:12]} now: "
             "not commenting (a newer run will)"
         )
         return
-    action, comment_id = api.upsert_comment(number, render(data, settings.server_url))
+    action, comment_id = api.upsert_comment(number, render(results, settings.server_url))
     line(f"lvegit: {action} comment {comment_id} on #{number}")
 
 
 def comment(event: Event, settings: Settings) -> int:
-    data = results_file.load(settings.results_dir / "results.json")
-    if data["repository"] != settings.repository:
-        raise UsageError(f"the results file is for {data['repository']!r}, not {settings.repository!r}")
-    number = event.pull_request or data["pull_request"]
+    results = results_file.load(settings.results_dir / "results.json")
+    if results.repository != settings.repository:
+        raise UsageError(f"the results file is for {results.repository!r}, not {settings.repository!r}")
+    number = event.pull_request or results.pull_request
     if number is None:
         line("lvegit: no pull request to comment on")
         return 0
-    post_comment(data, settings, number, event.head)
+    post_comment(results, settings, number, event.head)
     return 0
 
 

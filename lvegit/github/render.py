@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 import secrets
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 from lvegit.escape import code_block, html_text, markdown, workflow_data, workflow_property
+from lvegit.github.results import LVERecord, ReplayedRecord, ResultsDocument
 from lvegit.problems import location
+from lvegit.results import STATUSES
 
 MARKER = "<!-- lvegit:verdict-summary -->"
 COMMENT_LIMIT = 65_536
@@ -22,33 +23,33 @@ MAX_ANNOTATIONS = 10  # GitHub shows at most 10 annotations of a kind per step
 MAX_RESPONSE_CHARS = 2_000
 
 
-def _link(path: str, results: dict[str, Any], server_url: str) -> str:
-    url = f"{server_url}/{quote(results['repository'])}/blob/{quote(results['head_sha'])}/{quote(path)}"
+def _link(path: str, results: ResultsDocument, server_url: str) -> str:
+    url = f"{server_url}/{quote(results.repository)}/blob/{quote(results.head_sha)}/{quote(path)}"
     return f"[{markdown(path)}]({url})"
 
 
-def _validation(lve: dict[str, Any]) -> str:
-    if lve["valid"]:
-        return "✅ valid" + (f" ({len(lve['warnings'])} warnings)" if lve["warnings"] else "")
-    return f"❌ {len(lve['errors'])} errors"
+def _validation(lve: LVERecord) -> str:
+    if lve.valid:
+        return "✅ valid" + (f" ({len(lve.warnings)} warnings)" if lve.warnings else "")
+    return f"❌ {len(lve.errors)} errors"
 
 
-def _replay(lve: dict[str, Any]) -> str:
-    counts = lve["replay"]
-    parts = [f"{counts[k]} {k}" for k in ("reproduced", "mismatch", "skipped", "error") if counts[k]]
-    icon = "❌ " if counts["mismatch"] or counts["error"] else ""
+def _replay(lve: LVERecord) -> str:
+    counts = lve.replay
+    parts = [f"{getattr(counts, status)} {status}" for status in STATUSES if getattr(counts, status)]
+    icon = "❌ " if counts.mismatch or counts.error else ""
     return icon + (", ".join(parts) if parts else "no instances")
 
 
-def _live(lve: dict[str, Any], enabled: bool) -> str:
+def _live(lve: LVERecord, enabled: bool) -> str:
     if not enabled:
         return "—"
-    if not lve["live"]:
+    if not lve.live:
         return "no instances"
-    unsafe = sum(item["unsafe"] for item in lve["live"])
-    runs = sum(item["runs"] for item in lve["live"])
-    disagree = sum(item["agree"] is False for item in lve["live"])
-    errors = sum(bool(item["errors"]) for item in lve["live"])
+    unsafe = sum(item.unsafe for item in lve.live)
+    runs = sum(item.runs for item in lve.live)
+    disagree = sum(item.agree is False for item in lve.live)
+    errors = sum(bool(item.errors) for item in lve.live)
     text = f"{unsafe}/{runs} unsafe"
     if disagree:
         text += f", ❌ {disagree} differ"
@@ -57,75 +58,75 @@ def _live(lve: dict[str, Any], enabled: bool) -> str:
     return text
 
 
-def _details(lve: dict[str, Any]) -> str:
+def _mismatch_reason(item: ReplayedRecord) -> str:
+    return item.reason or f"recorded passed={item.recorded}, replayed passed={item.replayed}"
+
+
+def _details(lve: LVERecord) -> str:
     lines = []
-    for problem in lve["errors"] + lve["warnings"]:
-        where = location(problem["file"], problem["line"])
-        lines.append(f"- {markdown(where)}: {markdown(problem['field'])} {markdown(problem['message'])}")
-    for item in lve["replayed"]:
-        if item["status"] != "reproduced":
-            where = location(item["file"], item["line"])
-            reason = (
-                item["reason"] or f"recorded passed={item['recorded']}, replayed passed={item['replayed']}"
-            )
-            lines.append(f"- replay {item['status']}: {markdown(where)}: {markdown(reason)}")
-    for item in lve["live"]:
-        if item["agree"] is False or item["errors"]:
-            where = f"{item['file']}:{item['line']}"
-            low, high = item["interval_95"]
+    for problem in lve.errors + lve.warnings:
+        where = location(problem.file, problem.line)
+        lines.append(f"- {markdown(where)}: {markdown(problem.field)} {markdown(problem.message)}")
+    for item in lve.replayed:
+        if item.status != "reproduced":
+            where = location(item.file, item.line)
+            lines.append(f"- replay {item.status}: {markdown(where)}: {markdown(_mismatch_reason(item))}")
+    for live in lve.live:
+        if live.agree is False or live.errors:
+            where = f"{live.file}:{live.line}"
+            low, high = live.interval_95
             lines.append(
-                f"- live: {markdown(where)}: recorded passed={item['recorded']}, "
-                f"{item['unsafe']}/{item['runs']} unsafe (95% CI {low:.0%}-{high:.0%})"
-                + "".join(f"; error: {markdown(e)}" for e in item["errors"])
+                f"- live: {markdown(where)}: recorded passed={live.recorded}, "
+                f"{live.unsafe}/{live.runs} unsafe (95% CI {low:.0%}-{high:.0%})"
+                + "".join(f"; error: {markdown(e)}" for e in live.errors)
             )
-    for item in lve["appended"]:
-        response = (
-            item["response"] if isinstance(item["response"], str) else json.dumps(item["response"], indent=1)
-        )
+    for appended in lve.appended:
+        response = appended.response
+        text = response if isinstance(response, str) else json.dumps(response, indent=1)
         lines.append(
-            f"- appended to {markdown(item['file'])} (passed={item['passed']}):\n\n"
-            f"{code_block(response, MAX_RESPONSE_CHARS)}\n"
+            f"- appended to {markdown(appended.file)} (passed={appended.passed}):\n\n"
+            f"{code_block(text, MAX_RESPONSE_CHARS)}\n"
         )
     return "\n".join(lines)
 
 
 def render(
-    results: dict[str, Any],
+    results: ResultsDocument,
     server_url: str = "https://github.com",
     limit: int = COMMENT_LIMIT,
     marker: bool = True,
 ) -> str:
     """The verdict summary; details are left out from the end, with a note, to stay under `limit`."""
-    totals = results["totals"]
+    totals = results.totals
     headline = (
         "✅ lvegit: all checks passed"
-        if results["passed"]
-        else "❌ lvegit: " + "; ".join(markdown(f) for f in results["failures"])
+        if results.passed
+        else "❌ lvegit: " + "; ".join(markdown(f) for f in results.failures)
     )
     head = [MARKER] if marker else []
     head += [
         f"## {headline}",
         "",
-        f"<sub>head `{results['head_sha'][:12]}`"
-        + (f" · base `{results['base_sha'][:12]}`" if results["base_sha"] else "")
-        + f" · {totals['changed']} changed LVEs · lvegit {markdown(results['lvegit'])}</sub>",
+        f"<sub>head `{results.head_sha[:12]}`"
+        + (f" · base `{results.base_sha[:12]}`" if results.base_sha else "")
+        + f" · {totals.changed} changed LVEs · lvegit {markdown(results.lvegit)}</sub>",
         "",
     ]
-    if not results["live"]["enabled"]:
-        head += [f"Live re-run: off ({markdown(results['live']['reason'])}).", ""]
+    if not results.live.enabled:
+        head += [f"Live re-run: off ({markdown(results.live.reason)}).", ""]
     rows = ["| LVE | Validation | Replay | Live re-run | Appended |", "|---|---|---|---|---|"]
-    for lve in results["lves"]:
+    for lve in results.lves:
         rows.append(
-            f"| {_link(lve['path'], results, server_url)} | {_validation(lve)} | {_replay(lve)} | "
-            f"{_live(lve, results['live']['enabled'])} | {len(lve['appended'])} |"
+            f"| {_link(lve.path, results, server_url)} | {_validation(lve)} | {_replay(lve)} | "
+            f"{_live(lve, results.live.enabled)} | {len(lve.appended)} |"
         )
-    if results["removed"]:
-        rows += ["", "Removed: " + ", ".join(markdown(path) for path in results["removed"])]
+    if results.removed:
+        rows += ["", "Removed: " + ", ".join(markdown(path) for path in results.removed)]
     details = []
-    for lve in results["lves"]:
+    for lve in results.lves:
         body = _details(lve)
         if body:
-            details.append(f"<details><summary>{html_text(lve['path'])}</summary>\n\n{body}\n\n</details>")
+            details.append(f"<details><summary>{html_text(lve.path)}</summary>\n\n{body}\n\n</details>")
     text = "\n".join(head + rows)
     note = "\n\n> ⚠️ Truncated to fit: {} more detail sections are in the job summary and the results file."
     for index, section in enumerate(details):
@@ -139,20 +140,15 @@ def render(
     return text
 
 
-def annotation_commands(results: dict[str, Any], prefix: str) -> list[str]:
+def annotation_commands(results: ResultsDocument, prefix: str) -> list[str]:
     """Workflow commands for the findings that have a file: errors first, at most 10 of each kind."""
     errors, warnings = [], []
-    for lve in results["lves"]:
-        for problem in lve["errors"]:
-            errors.append((problem["file"], problem["line"], f"{problem['field']}: {problem['message']}"))
-        for problem in lve["warnings"]:
-            warnings.append((problem["file"], problem["line"], f"{problem['field']}: {problem['message']}"))
-        for item in lve["replayed"]:
-            if item["status"] in ("mismatch", "error"):
-                message = item["reason"] or (
-                    f"recorded passed={item['recorded']}, replayed passed={item['replayed']}"
-                )
-                errors.append((item["file"], item["line"], f"replay {item['status']}: {message}"))
+    for lve in results.lves:
+        errors += [(p.file, p.line, f"{p.field}: {p.message}") for p in lve.errors]
+        warnings += [(p.file, p.line, f"{p.field}: {p.message}") for p in lve.warnings]
+        for item in lve.replayed:
+            if item.status in ("mismatch", "error"):
+                errors.append((item.file, item.line, f"replay {item.status}: {_mismatch_reason(item)}"))
     commands = []
     for kind, found in (("error", errors), ("warning", warnings)):
         for file, line, message in found[:MAX_ANNOTATIONS]:

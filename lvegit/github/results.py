@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
+from lvegit import __version__
 from lvegit.errors import UsageError
 from lvegit.escape import mask
-from lvegit.results import Status
+from lvegit.problems import Problem
+from lvegit.rerun import InstanceResult
+from lvegit.results import LVECheck, ReplayResult, Status, summarize
 
-SCHEMA = "lvegit-results"
-VERSION = 1
+SCHEMA: Final = "lvegit-results"
+VERSION: Final = 1
 MAX_RESULTS_BYTES = 32 * 1024 * 1024
 FAIL_ON = ("invalid", "mismatch", "error", "live-disagree", "live-error")
 
@@ -123,8 +126,6 @@ class ResultsDocument(_Record):
     passed: bool
 
 
-LIVE_FIELDS = tuple(LiveRecord.model_fields)
-TOTALS = tuple(Totals.model_fields)
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schemas" / f"{SCHEMA}-v{VERSION}.json"
 
 
@@ -133,21 +134,110 @@ def json_schema() -> dict[str, Any]:
     return ResultsDocument.model_json_schema(by_alias=True)
 
 
-def validate(data: Any) -> dict[str, Any]:
+def problem_record(problem: Problem) -> ProblemRecord:
+    return ProblemRecord(file=problem.file, field=problem.field, line=problem.line, message=problem.message)
+
+
+def replayed_record(result: ReplayResult) -> ReplayedRecord:
+    return ReplayedRecord(
+        file=result.file,
+        line=result.line,
+        recorded=result.recorded,
+        replayed=result.replayed,
+        status=result.status,
+        reason=result.reason,
+    )
+
+
+def live_record(result: InstanceResult) -> LiveRecord:
+    low, high = result.interval_95
+    return LiveRecord(
+        file=result.file,
+        line=result.line,
+        recorded=result.recorded,
+        verdicts=list(result.verdicts),
+        unsafe=result.unsafe,
+        runs=len(result.verdicts),
+        interval_95=[low, high],
+        agree=result.agree,
+        errors=list(result.errors),
+    )
+
+
+def lve_record(check: LVECheck, live: list[InstanceResult], appended: list[AppendedRecord]) -> LVERecord:
+    """One LVE's entry: its check, and its live re-runs and appended instances where there were any."""
+    return LVERecord(
+        path=check.path,
+        valid=check.validation.valid,
+        errors=[problem_record(p) for p in check.validation.errors],
+        warnings=[problem_record(p) for p in check.validation.warnings],
+        replay=ReplayCounts(**summarize(check.replay)),
+        replayed=[replayed_record(r) for r in check.replay],
+        live=[live_record(r) for r in live],
+        appended=appended,
+    )
+
+
+def failures(totals: Totals, fail_on: tuple[str, ...]) -> list[str]:
+    """Why the check fails under the policy (empty: it passes)."""
+    counts = {
+        "invalid": ("invalid LVEs", totals.invalid),
+        "mismatch": ("recorded verdicts that no longer reproduce", totals.mismatch),
+        "error": ("instances that could not be replayed", totals.error),
+        "live-disagree": ("instances whose live verdict differs", totals.live_disagree),
+        "live-error": ("live re-runs that failed", totals.live_error),
+    }
+    return [f"{count} {what}" for key, (what, count) in counts.items() if key in fail_on and count]
+
+
+def document(
+    lves: list[LVERecord], removed: list[str], live: LiveSetting, fail_on: tuple[str, ...], **about: Any
+) -> ResultsDocument:
+    """The results document of these LVEs, with their totals and the failures under `fail_on`; `about`:
+    repository, event, pull_request, base_sha and head_sha."""
+    totals = Totals(
+        changed=len(lves),
+        removed=len(removed),
+        invalid=sum(not lve.valid for lve in lves),
+        reproduced=sum(lve.replay.reproduced for lve in lves),
+        mismatch=sum(lve.replay.mismatch for lve in lves),
+        skipped=sum(lve.replay.skipped for lve in lves),
+        error=sum(lve.replay.error for lve in lves),
+        live_agree=sum(item.agree is True for lve in lves for item in lve.live),
+        live_disagree=sum(item.agree is False for lve in lves for item in lve.live),
+        live_error=sum(bool(item.errors) for lve in lves for item in lve.live),
+        appended=sum(len(lve.appended) for lve in lves),
+    )
+    found = failures(totals, fail_on)
+    return ResultsDocument(
+        schema=SCHEMA,
+        version=VERSION,
+        lvegit=__version__,
+        live=live,
+        lves=lves,
+        removed=removed,
+        totals=totals,
+        failures=found,
+        passed=not found,
+        **about,
+    )
+
+
+def validate(data: Any) -> ResultsDocument:
+    """The document a results file holds; a UsageError naming the first place where it is not one."""
     if not isinstance(data, dict):
         raise UsageError("results file: the top level must be an object")
     if (data.get("schema"), data.get("version")) != (SCHEMA, VERSION):
         raise UsageError(f"results file: not a {SCHEMA} file of version {VERSION}")
     try:
-        ResultsDocument.model_validate(data)
+        return ResultsDocument.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"])
         raise UsageError(f"results file: {where.lstrip('.') or 'top level'}: {first['msg']}") from None
-    return dict(data)
 
 
-def load(path: Path) -> dict[str, Any]:
+def load(path: Path) -> ResultsDocument:
     try:
         size = path.stat().st_size
         if size > MAX_RESULTS_BYTES:
@@ -158,22 +248,9 @@ def load(path: Path) -> dict[str, Any]:
     return validate(data)
 
 
-def write(path: Path, data: dict[str, Any]) -> None:
-    validate(data)
+def write(path: Path, results: ResultsDocument) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(mask(json.dumps(data, indent=2, ensure_ascii=False)) + "\n", encoding="utf-8")
-
-
-def failures(totals: dict[str, int], fail_on: tuple[str, ...]) -> list[str]:
-    """Why the check fails under the policy (empty: it passes)."""
-    counts = {
-        "invalid": ("invalid LVEs", totals["invalid"]),
-        "mismatch": ("recorded verdicts that no longer reproduce", totals["mismatch"]),
-        "error": ("instances that could not be replayed", totals["error"]),
-        "live-disagree": ("instances whose live verdict differs", totals["live_disagree"]),
-        "live-error": ("live re-runs that failed", totals["live_error"]),
-    }
-    return [f"{count} {what}" for key, (what, count) in counts.items() if key in fail_on and count]
+    path.write_text(mask(results.model_dump_json(by_alias=True, indent=2)) + "\n", encoding="utf-8")
 
 
 def parse_fail_on(text: str) -> tuple[str, ...]:

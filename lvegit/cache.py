@@ -23,14 +23,14 @@ import json
 import os
 import stat
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lvegit import __version__
-from lvegit.checkers.model_based import model_identity
-from lvegit.spec import named_checker
+from lvegit.files import MAX_TEST_JSON_BYTES
+from lvegit.model_stack import model_identity
+from lvegit.repo import TEST_FILE, checker_named_in, named_checker
 
 CACHE_DIR = ".lvegit-cache"
 FORMAT = "v1"
@@ -73,6 +73,14 @@ def _folder_files(folder: Path) -> list[Path]:
     return found
 
 
+def _test_json(path: Path) -> bytes | None:
+    """A test.json's bytes when it is a regular file that loading would read (not a link, not too large)."""
+    info = path.lstat()
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_TEST_JSON_BYTES:
+        return None
+    return path.read_bytes()
+
+
 def _file_digest(path: Path) -> bytes:
     """A regular file's content hash; for anything else (a link, a pipe) only what it is, so that
     hashing never follows a link out of the LVE or blocks on a device."""
@@ -109,6 +117,8 @@ class VerdictCache:
         if not self.writable:
             return
         path = self._path(key)
+        import tempfile  # only a run that writes entries pays for it
+
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
@@ -130,15 +140,18 @@ class VerdictCache:
         (a link by where it points, never followed), and for a model-based checker what it judges with."""
         digest = hashlib.sha256(json.dumps([__version__, "lve", strict]).encode())
         digest.update(lve_dir.relative_to(repo_root).as_posix().encode() + b"\0")
+        test_json = None
         for path in sorted(_folder_files(lve_dir)):
             digest.update(path.relative_to(lve_dir).as_posix().encode() + b"\0")
-            digest.update(_file_digest(path) + b"\0")
-        digest.update(self._model_identity(lve_dir).encode())
+            if path == lve_dir / TEST_FILE and (test_json := _test_json(path)) is not None:
+                digest.update(hashlib.sha256(test_json).digest() + b"\0")  # read once: hashed and parsed
+            else:
+                digest.update(_file_digest(path) + b"\0")
+        named = checker_named_in(test_json) if test_json is not None else named_checker(lve_dir)
+        digest.update(
+            json.dumps(model_identity(*named), sort_keys=True, default=str).encode() if named else b""
+        )
         return digest.hexdigest()
-
-    def _model_identity(self, lve_dir: Path) -> str:
-        named = named_checker(lve_dir)
-        return json.dumps(model_identity(*named), sort_keys=True, default=str) if named else ""
 
     def get_lve(self, key: str) -> dict[str, Any] | None:
         data = self._read(key)

@@ -6,15 +6,16 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from lvegit.errors import UsageError
-from lvegit.models.placement import DTYPES, check_device
 from lvegit.output import note
 from lvegit.repo import Repository
-from lvegit.settings import Settings
+
+if TYPE_CHECKING:
+    from lvegit.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -53,6 +54,7 @@ def retries_option(function: F) -> F:
 
 def local_model_options(function: F) -> F:
     """--device and --dtype for local (transformers) models: they override the routing file's choice."""
+    from lvegit.models.placement import DTYPES, check_device  # only the commands that run models
 
     def device(_context: click.Context, _param: click.Parameter, value: str | None) -> str | None:
         try:
@@ -159,6 +161,8 @@ class Selection:
 def current_settings() -> Settings:
     """The settings `cli.main` was given for this invocation (the defaults unless a caller chose), with
     its command line."""
+    from lvegit.settings import Settings  # only the commands that make requests ask for them
+
     invocation = click.get_current_context().find_root().obj or {}
     return replace(invocation.get("settings") or Settings(), argv=invocation.get("argv", ()))
 

@@ -18,14 +18,15 @@ from lvegit import __version__
 from lvegit.cache import Outcome, VerdictCache
 from lvegit.checkers.custom import read_checker_sources
 from lvegit.checkers.launcher import start_launcher_soon
-from lvegit.checkers.model_based import MODEL_CHECKERS, model_identity
+from lvegit.checkers.model_based import MODEL_CHECKERS
 from lvegit.checkers.registry import BUILTIN_CHECKERS, CheckerFactory, substitute_args
 from lvegit.conversation import judge_recorded, prompts_to_send
 from lvegit.errors import CheckerUnavailable, LvegitError
 from lvegit.instances import Instance
-from lvegit.repo import Repository
+from lvegit.model_stack import model_identity
+from lvegit.repo import Repository, named_checker
 from lvegit.results import ReplayResult, Status
-from lvegit.spec import LVE, Loaded, blocking_errors, load_lve, named_checker
+from lvegit.spec import LVE, Loaded, blocking_errors, load_lve
 
 Judged = TypeVar("Judged")
 

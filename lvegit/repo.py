@@ -6,8 +6,10 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from lvegit.errors import RepositoryNotFound, UsageError
+from lvegit.files import MAX_TEST_JSON_BYTES, FileProblem, ensure_inside, parse_json, read_text
 
 REPOSITORY_DIR = "repository"
 LVEREPO_FILE = ".lverepo"
@@ -129,3 +131,24 @@ class Repository:
         if len(after) > 1:
             return category, after[-2]
         return category, after[-1] if after else category
+
+
+def named_checker(lve_dir: Path) -> tuple[str, dict[str, Any]] | None:
+    """The checker test.json names and its checker_args, read without loading the LVE (and as safely:
+    a test.json that leaves the folder or is too large is not read). None when test.json does not say."""
+    try:
+        text = read_text(ensure_inside(lve_dir, lve_dir / TEST_FILE), MAX_TEST_JSON_BYTES)
+    except FileProblem:
+        return None
+    return checker_named_in(text)
+
+
+def checker_named_in(text: str | bytes) -> tuple[str, dict[str, Any]] | None:
+    """The checker a test.json's text names and its checker_args; None when it does not say."""
+    try:
+        data = parse_json(text.decode("utf-8") if isinstance(text, bytes) else text)
+        args = data["checker_args"]
+        name = args["checker_name"]
+    except (FileProblem, UnicodeDecodeError, KeyError, TypeError):
+        return None
+    return (name, args) if isinstance(name, str) and isinstance(args, dict) else None

@@ -252,18 +252,6 @@ def load_lve(repo: Repository, lve_dir: Path) -> Loaded:
     return _build(repo, lve_dir, rel, data, problems), problems, text
 
 
-def named_checker(lve_dir: Path) -> tuple[str, dict[str, Any]] | None:
-    """The checker test.json names and its checker_args, read without loading the LVE (and as safely:
-    a test.json that leaves the folder or is too large is not read). None when test.json does not say."""
-    try:
-        data = parse_json(read_text(ensure_inside(lve_dir, lve_dir / TEST_FILE), MAX_TEST_JSON_BYTES))
-        args = data["checker_args"]
-        name = args["checker_name"]
-    except (FileProblem, KeyError, TypeError):
-        return None
-    return (name, args) if isinstance(name, str) and isinstance(args, dict) else None
-
-
 def blocking_errors(problems: Problems) -> list[Problem]:
     """The errors that make an LVE unusable for replay and runs (metadata errors do not)."""
     return [p for p in problems.errors if p.field.split(".")[0].split("[")[0] not in METADATA_FIELDS]

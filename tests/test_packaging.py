@@ -39,7 +39,8 @@ def test_action_outputs_are_the_ones_written() -> None:
     assert declared == written
 
 
-def test_dockerfile_passes_hadolint_and_runs_the_action() -> None:
+def test_dockerfile_passes_hadolint_and_its_entrypoint_is_the_action() -> None:
+    """(tests/github/test_action.py runs that entry point as the container would.)"""
     result = subprocess.run(
         [tool("hadolint"), str(PROJECT_ROOT / "Dockerfile")], capture_output=True, text=True, check=False
     )

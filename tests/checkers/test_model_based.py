@@ -213,6 +213,39 @@ def test_pipelines_load_once_and_classify_in_batches(
     assert calls == [2, 2]  # one batch per LVE with the distinct texts, not one call per instance
 
 
+@pytest.mark.parametrize(
+    ("failure", "status", "reason"),
+    [
+        (RuntimeError("the batch failed"), "error", "RuntimeError: the batch failed"),
+        (CheckerUnavailable("the classifier is gone"), "skipped", "the classifier is gone"),
+    ],
+)
+def test_a_failed_batch_is_reported_with_each_of_its_instances(
+    repo: RepoBuilder,
+    cli: Any,
+    toxicity_model: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    failure: Exception,
+    status: str,
+    reason: str,
+) -> None:
+    def prepare(self: Any, responses: list[Any]) -> None:
+        raise failure
+
+    monkeypatch.setattr(ToxicityChecker, "prepare", prepare)
+    test = {
+        "checker_args": {
+            "checker_name": "ToxicityChecker",
+            "toxicity_threshold": 0.5,
+            "model": str(toxicity_model),
+        }
+    }
+    rows = [instance("you are stupid", False, a=1, b=2), instance("have a nice day", True, a=1, b=2)]
+    repo.lve("tox/batch", test, instances={"i.jsonl": rows})
+    items = cli("replay", "--all", "--no-cache", "--format", "json", cwd=repo.root).json()["instances"]
+    assert [(item["status"], item["reason"]) for item in items] == [(status, reason)] * 2
+
+
 def test_unloadable_classifier_skips_replay_and_errors_runs(
     repo: RepoBuilder, cli: Any, tmp_path: Path
 ) -> None:

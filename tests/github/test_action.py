@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +19,7 @@ import pytest
 from lvegit.github import api, results
 from lvegit.github.render import COMMENT_LIMIT, MARKER
 
-from builders import GitRepo, RepoBuilder, instance
+from builders import PROJECT_ROOT, GitRepo, RepoBuilder, instance
 from servers import GitHubServer, Running, serve_github
 
 
@@ -171,6 +173,43 @@ def test_check_and_comment_create_then_update_one_comment(
     assert bots[0]["body"].startswith(MARKER + "\n## ✅ lvegit: all checks passed")
     methods = [method for method, _ in github_server.requests]
     assert methods.count("POST") == 1 and methods.count("PATCH") == 1
+
+
+def test_the_image_entrypoint_runs_the_action(pull: tuple[GitRepo, str, str], tmp_path: Path) -> None:
+    """The Dockerfile's ENTRYPOINT, run as a process the way GitHub runs the container: the event and the
+    inputs in the environment only (no token, no API key), the workspace as working directory."""
+    [entrypoint] = re.findall(
+        r"^ENTRYPOINT (\[.*\])$", (PROJECT_ROOT / "Dockerfile").read_text(), re.MULTILINE
+    )
+    program, *arguments = json.loads(entrypoint)
+    git, base, head = pull
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps(pull_request_payload(5, base, head)))
+    environment = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_REPOSITORY": "org/lves",
+        "GITHUB_WORKSPACE": str(git.root),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "GITHUB_OUTPUT": str(tmp_path / "output.txt"),
+        "INPUT_LIVE": "false",
+    }
+    command = [str(Path(sys.executable).parent / program), *arguments]  # the installed console script
+    ran = subprocess.run(command, cwd=git.root, env=environment, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 1, ran.stderr  # cat/a's new instance does not reproduce
+    document = results.load(git.root / "lvegit-results/results.json")
+    assert [lve.path for lve in document.lves] == [
+        "repository/cat/a/openai--gpt-4o-mini",
+        "repository/cat/c/openai--gpt-4o-mini",
+    ]
+    assert (document.head_sha, document.pull_request, document.totals.mismatch) == (head, 5, 1)
+    assert document.live.reason == "disabled by the live input"
+    assert "## ❌ lvegit" in (tmp_path / "summary.md").read_text()
+    assert outputs(tmp_path)["passed"] == "false"
+    assert "::error file=repository/cat/a/openai--gpt-4o-mini/instances/i.jsonl,line=2" in ran.stdout
 
 
 def test_existing_comment_is_found_across_pages(

@@ -4,7 +4,7 @@ Action's results file hold."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from lvegit.problems import Problem
@@ -24,15 +24,7 @@ class ReplayResult:
     reason: str | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "lve": self.lve,
-            "file": self.file,
-            "line": self.line,
-            "recorded": self.recorded,
-            "replayed": self.replayed,
-            "status": self.status,
-            "reason": self.reason,
-        }
+        return asdict(self)
 
 
 def summarize(results: list[ReplayResult]) -> dict[str, int]:

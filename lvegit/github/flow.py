@@ -25,11 +25,9 @@ from lvegit.github.api import PullRequests
 from lvegit.github.context import Event
 from lvegit.github.history import ensure_history
 from lvegit.github.render import SUMMARY_LIMIT, annotation_commands, render, write_outputs
-from lvegit.models.routing import ModelPool
+from lvegit.live import run_live
 from lvegit.output import line
 from lvegit.repo import Repository
-from lvegit.rerun import InstanceResult, by_instance, plan_reruns
-from lvegit.runner import Runner
 from lvegit.settings import RetryPolicy
 
 
@@ -51,51 +49,6 @@ class Settings:
     summary_path: Path | None = None
     output_path: Path | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-
-
-@dataclass
-class Live:
-    enabled: bool
-    reason: str
-    pool: ModelPool | None = None
-    instances: dict[str, list[InstanceResult]] = field(default_factory=dict)
-    appended: dict[str, list[results_file.AppendedRecord]] = field(default_factory=dict)
-
-
-def _live_pool(repo: Repository, settings: Settings, models: set[str]) -> Live:
-    if settings.live == "false":
-        return Live(False, "disabled by the live input")
-    if not models:
-        return Live(False, "no instances to re-run")
-    try:
-        pool = ModelPool(repo.root)
-        for model in sorted(models):
-            pool.get(model)
-    except UsageError as exc:
-        if settings.live == "true":
-            raise
-        return Live(False, f"no model available here: {exc}".split("\n")[0])
-    return Live(True, "enabled", pool)
-
-
-def _run_live(repo: Repository, settings: Settings, lve_dirs: list[Path]) -> Live:
-    plan = plan_reruns(repo, lve_dirs, None, settings.repeat, settings.append)
-    live = _live_pool(repo, settings, {task.attempt.model for task in plan.tasks})
-    if not live.enabled or live.pool is None:
-        return live
-    attempts = Runner(live.pool, settings.concurrency, settings.retry).run(plan.tasks)
-    for result in by_instance(attempts):
-        live.instances.setdefault(result.lve, []).append(result)
-    for attempt in attempts:
-        if attempt.appended_to:
-            live.appended.setdefault(attempt.lve, []).append(
-                results_file.AppendedRecord(
-                    file=repo.relative(Path(attempt.appended_to)),
-                    passed=attempt.verdict,
-                    response=attempt.response,
-                )
-            )
-    return live
 
 
 def _patch(repo: Repository, paths: list[str], target: Path) -> None:
@@ -135,7 +88,9 @@ def check(repo: Repository, event: Event, settings: Settings) -> int:
     if cache is not None:
         cache.prune()
     runnable = [d for d, check in zip(lve_dirs, checks, strict=True) if check.validation.valid]
-    live = _run_live(repo, settings, runnable)
+    live = run_live(
+        repo, runnable, settings.live, settings.repeat, settings.append, settings.concurrency, settings.retry
+    )
     lves = [
         results_file.lve_record(check, live.instances.get(check.path, []), live.appended.get(check.path, []))
         for check in checks

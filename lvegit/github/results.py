@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
@@ -17,8 +17,11 @@ from lvegit import __version__
 from lvegit.errors import UsageError
 from lvegit.escape import mask
 from lvegit.problems import Problem
-from lvegit.rerun import InstanceResult
 from lvegit.results import LVECheck, ReplayResult, Status, summarize
+
+if TYPE_CHECKING:  # only for annotations: comment mode does not import the runner
+    from lvegit.live import Appended
+    from lvegit.rerun import InstanceResult
 
 SCHEMA: Final = "lvegit-results"
 VERSION: Final = 1
@@ -164,7 +167,7 @@ def live_record(result: InstanceResult) -> LiveRecord:
     )
 
 
-def lve_record(check: LVECheck, live: list[InstanceResult], appended: list[AppendedRecord]) -> LVERecord:
+def lve_record(check: LVECheck, live: list[InstanceResult], appended: list[Appended]) -> LVERecord:
     """One LVE's entry: its check, and its live re-runs and appended instances where there were any."""
     return LVERecord(
         path=check.path,
@@ -174,7 +177,7 @@ def lve_record(check: LVECheck, live: list[InstanceResult], appended: list[Appen
         replay=ReplayCounts(**summarize(check.replay)),
         replayed=[replayed_record(r) for r in check.replay],
         live=[live_record(r) for r in live],
-        appended=appended,
+        appended=[AppendedRecord(file=a.file, passed=a.passed, response=a.response) for a in appended],
     )
 
 

@@ -80,23 +80,30 @@ def workflow_run_payload(head: str, number: int | None) -> dict[str, Any]:
     }
 
 
+def github_environment(
+    event: str, payload: dict[str, Any], workspace: Path, tmp_path: Path
+) -> dict[str, str]:
+    """What GitHub puts in a job's environment for an event (the payload written to a file)."""
+    event_path = tmp_path / "event.json"
+    event_path.write_text(json.dumps(payload))
+    return {
+        "GITHUB_EVENT_NAME": event,
+        "GITHUB_EVENT_PATH": str(event_path),
+        "GITHUB_REPOSITORY": "org/lves",
+        "GITHUB_WORKSPACE": str(workspace),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "GITHUB_OUTPUT": str(tmp_path / "output.txt"),
+        "GITHUB_SERVER_URL": "https://github.example",
+        "GIT_CONFIG_COUNT": "0",
+    }
+
+
 @pytest.fixture
 def action(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cli: Any):
     """Run `lvegit action` with GitHub's environment for an event payload and inputs."""
 
     def run(event: str, payload: dict[str, Any], workspace: Path, **inputs: str) -> Any:
-        event_path = tmp_path / "event.json"
-        event_path.write_text(json.dumps(payload))
-        for name, value in {
-            "GITHUB_EVENT_NAME": event,
-            "GITHUB_EVENT_PATH": str(event_path),
-            "GITHUB_REPOSITORY": "org/lves",
-            "GITHUB_WORKSPACE": str(workspace),
-            "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
-            "GITHUB_OUTPUT": str(tmp_path / "output.txt"),
-            "GITHUB_SERVER_URL": "https://github.example",
-            "GIT_CONFIG_COUNT": "0",
-        }.items():
+        for name, value in github_environment(event, payload, workspace, tmp_path).items():
             monkeypatch.setenv(name, value)
         for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "AZURE_OPENAI_ENDPOINT", "GITHUB_TOKEN"):
             if name not in inputs.get("keep_env", ""):
@@ -183,19 +190,12 @@ def test_the_image_entrypoint_runs_the_action(pull: tuple[GitRepo, str, str], tm
     )
     program, *arguments = json.loads(entrypoint)
     git, base, head = pull
-    event = tmp_path / "event.json"
-    event.write_text(json.dumps(pull_request_payload(5, base, head)))
     environment = {
         "PATH": os.environ["PATH"],
         "HOME": str(tmp_path),
         "PYTHONDONTWRITEBYTECODE": "1",
-        "GITHUB_EVENT_NAME": "pull_request",
-        "GITHUB_EVENT_PATH": str(event),
-        "GITHUB_REPOSITORY": "org/lves",
-        "GITHUB_WORKSPACE": str(git.root),
-        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
-        "GITHUB_OUTPUT": str(tmp_path / "output.txt"),
         "INPUT_LIVE": "false",
+        **github_environment("pull_request", pull_request_payload(5, base, head), git.root, tmp_path),
     }
     command = [str(Path(sys.executable).parent / program), *arguments]  # the installed console script
     ran = subprocess.run(command, cwd=git.root, env=environment, capture_output=True, text=True, timeout=120)

@@ -23,14 +23,20 @@ _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
 
 
-@functools.cache
 def known_secrets() -> tuple[str, ...]:
-    """Values of environment variables whose names say they are secret, longest first."""
-    values = {
-        value
-        for name, value in os.environ.items()
-        if SECRET_NAME.search(name) and len(value) >= MIN_SECRET_LENGTH
-    }
+    """Values of environment variables whose names say they are secret, longest first: read from the
+    environment as it is at each call, so that a secret set after start-up is masked too."""
+    return _longest_first(
+        frozenset(
+            value
+            for name, value in os.environ.items()
+            if SECRET_NAME.search(name) and len(value) >= MIN_SECRET_LENGTH
+        )
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _longest_first(values: frozenset[str]) -> tuple[str, ...]:
     return tuple(sorted(values, key=len, reverse=True))
 
 

@@ -32,9 +32,7 @@ def secrets(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     monkeypatch.setenv("LVEGIT_CHECKER_TIMEOUT", "1.5")
     monkeypatch.setenv("LVEGIT_CHECKER_LOAD_TIMEOUT", "3")
-    escape.known_secrets.cache_clear()
     yield
-    escape.known_secrets.cache_clear()
 
 
 @pytest.fixture
@@ -526,3 +524,12 @@ def test_code_blocks_cannot_be_closed_early() -> None:
 def test_environment_of_this_test_run_holds_the_secrets() -> None:
     """Guards the corpus itself: the secrets it looks for are really present in lvegit's process."""
     assert os.environ["OPENAI_API_KEY"] == SECRET and SECRET in escape.known_secrets()
+
+
+def test_a_secret_set_after_start_up_is_masked(monkeypatch: pytest.MonkeyPatch) -> None:
+    late = "late-secret-value-0123456789"
+    assert escape.mask(f"key {late}") == f"key {late}"  # not a secret yet
+    monkeypatch.setenv("LATE_API_KEY", late)
+    assert escape.mask(f"key {late}") == "key ***"
+    monkeypatch.delenv("LATE_API_KEY")
+    assert escape.mask(f"key {late}") == f"key {late}"

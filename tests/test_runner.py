@@ -442,15 +442,11 @@ def test_a_killed_run_resumes_without_losing_or_duplicating(
 
 
 def test_secrets_are_never_stored(repo: RepoBuilder, cli: Any, openai_server: Running) -> None:
-    from lvegit import escape
-
-    escape.known_secrets.cache_clear()  # this test's environment holds the key below
     openai_server.state.answer = lambda body: "the key is sk-loopback-test-key"
     lve_dir = repo.lve(
         test={"checker_args": {"checker_name": "RefuseChecker"}},
         instances={"i.jsonl": [instance("no", False, a=1, b=2)]},
     )
     cli("run", "--all", "--append", "--report", "r.jsonl", cwd=repo.root)
-    escape.known_secrets.cache_clear()
     stored = (lve_dir / "instances/i.jsonl").read_text() + (repo.root / "r.jsonl").read_text()
     assert "sk-loopback-test-key" not in stored and "the key is ***" in stored

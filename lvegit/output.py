@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import click
@@ -18,6 +19,17 @@ def count(number: int, singular: str, plural: str = "") -> str:
 def line(text: str = "") -> None:
     """Print one line; what an LVE or a model wrote cannot inject escapes, lines or secrets."""
     click.echo(console(text))
+
+
+def styled(text: str, **style: Any) -> str:
+    """`text` escaped as `line` escapes it, then styled (click.style: fg, bold, ...)."""
+    return click.style(console(text), **style)
+
+
+def styled_line(*parts: str) -> None:
+    """Print one line of parts that are each escaped already (by `styled` or escape.console): colours on a
+    terminal only, and never when NO_COLOR is set (https://no-color.org)."""
+    click.echo("".join(parts), color=False if os.environ.get("NO_COLOR") else None)
 
 
 def print_json(data: Any) -> None:

@@ -26,6 +26,7 @@ def test_commands_are_registered() -> None:
         "report",
         "run",
         "sandbox",
+        "show",
         "validate",
     ]
 

@@ -37,6 +37,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "list_command",
         "List LVEs with model, checker and instance counts.",
     ),
+    "show": (
+        "lvegit.commands.show",
+        "show_command",
+        "Show one LVE: prompt, checker, parameters and its first instances.",
+    ),
     "changed": (
         "lvegit.commands.changed",
         "changed_command",

@@ -1,0 +1,119 @@
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import click
+
+from lvegit.commands.catalog import short_help
+from lvegit.errors import UsageError
+from lvegit.escape import console
+from lvegit.options import format_option, open_repository, repo_option
+from lvegit.output import count, print_json, styled, styled_line
+from lvegit.show import lve_view
+
+PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
+MAX_TEXT = 300  # characters of a prompt message or a response shown in the terminal
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + f"… ({len(text)} characters)"
+
+
+def _field(name: str, value: str) -> None:
+    styled_line("  ", styled(f"{name}:", bold=True), " ", console(value))
+
+
+def _message(message: dict[str, Any], indent: str) -> None:
+    role = styled(f"[{message['role']}]", fg="blue")
+    if message["role"] == "assistant" and message["content"] is None:
+        variable = f" (variable {message['variable']})" if message.get("variable") else ""
+        styled_line(indent, role, " ", styled(f"<the model's response{variable}>", dim=True))
+        return
+    text = console(_short(message["content"] or ""))
+    marked = PLACEHOLDER.sub(lambda m: click.style(m.group(), fg="cyan"), text)  # the parameters to fill
+    image = f" (image: {console(message['image_url'])})" if message.get("image_url") else ""
+    styled_line(indent, role, " ", marked, image)
+
+
+def _verdict(passed: bool) -> str:
+    return styled("safe", fg="green") if passed else styled("unsafe", fg="red")
+
+
+def _print(view: dict[str, Any]) -> None:
+    styled_line(styled(view["path"], bold=True))
+    _field("description", view["description"] or "(none)")
+    _field("model", view["model"] or "(none)")
+    args = ", ".join(f"{name}={json.dumps(value)}" for name, value in view["checker"]["args"].items())
+    _field("checker", f"{view['checker']['name']}({args})")
+    styled_line("  ", styled("prompt:", bold=True))
+    if "runs" in view["prompt"]:
+        for run in view["prompt"]["runs"]:
+            styled_line("    ", console(f"run {run['name']} x{run['repetitions']}:"))
+            for message in run["messages"]:
+                _message(message, " " * 6)
+    for message in view["prompt"].get("messages", []):
+        _message(message, " " * 4)
+    _field("parameters", ", ".join(view["prompt_parameters"]) or "(none)")
+    if view["default_model_args"]:
+        _field("model args", ", ".join(f"{k}={json.dumps(v)}" for k, v in view["default_model_args"].items()))
+    tags = ", ".join(f"{t.get('name')}={t.get('value')}" for t in view["tags"] if isinstance(t, dict))
+    _field("tags", tags or "(none)")
+    _field("author", view["author"] or "(none)")
+    files = view["instance_files"]
+    safe, unsafe = sum(f["safe"] for f in files), sum(f["unsafe"] for f in files)
+    _field("instances", f"{count(safe + unsafe, 'instance')} ({safe} safe, {unsafe} unsafe)")
+    for item in files:
+        unreadable = f", {count(item['unreadable_lines'], 'bad line')}" if item["unreadable_lines"] else ""
+        shown = item["file"].removeprefix(view["path"] + "/")  # the file within the LVE
+        styled_line("    ", console(f"{shown}: {item['safe']} safe, {item['unsafe']} unsafe{unreadable}"))
+    for instance in view["instances"]:
+        args = ", ".join(f"{k}={json.dumps(v)}" for k, v in (instance.get("args") or {}).items())
+        where = f"{instance['file'].rsplit('/', 1)[-1]}:{instance['line']}"
+        styled_line(
+            "    ",
+            console(where),
+            " ",
+            _verdict(instance.get("passed", True) is True),
+            console(f" args: {args or '(none)'}; response: {_short(instance.get('response'))}"),
+        )
+
+
+@click.command("show", short_help=short_help("show"))
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option(
+    "--instances",
+    "instances",
+    type=click.IntRange(0),
+    default=3,
+    show_default=True,
+    help="Instances to show.",
+)
+@format_option
+@repo_option
+def show_command(path: Path, instances: int, output_format: str, repo_path: Path | None) -> int:
+    """Show one LVE: description, model, checker and its arguments, the prompt (each message with its role,
+    placeholders marked), parameters, tags, author, instance counts per file and the first instances.
+
+    PATH is the LVE's folder or a file inside it. Colours on a terminal only (none with NO_COLOR set).
+
+    \b
+    Examples:
+      lvegit show repository/reliability/arithmetic/multiply/openai--gpt-4o-mini
+      lvegit show repository/privacy/identifiers/iban_generation/openai--gpt-4o-mini --instances 0
+      lvegit show repository/bias/gender/job_advert/openai--gpt-4o-mini --format json
+    """
+    repo = open_repository(repo_path)
+    selected = repo.select([path], False)
+    if len(selected) != 1:
+        found = f"holds {count(len(selected), 'LVE')}" if selected else "is no LVE"
+        raise UsageError(f"{path} {found}: show takes one LVE's folder (lvegit list shows them)")
+    view = lve_view(repo, selected[0], instances)
+    if output_format == "json":
+        print_json(view)
+    else:
+        _print(view)
+    return 0

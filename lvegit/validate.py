@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -276,13 +277,10 @@ def validate_lve(
     lve, load_problems, text = loaded or load_lve(repo, lve_dir)
     problems = Problems(load_problems.file, list(load_problems.items))  # the caller's stay as they were
     if lve is not None:
-        if not lve.checker_name:
-            checker_used = set(lve.prompt_parameters)
-        elif factory is None:
-            with CheckerFactory(lve) as own:
-                checker_used = _check_checker(lve, problems, own)
-        else:
-            checker_used = _check_checker(lve, problems, factory)
+        with contextlib.nullcontext(factory) if factory else CheckerFactory(lve) as building:
+            checker_used = (
+                _check_checker(lve, problems, building) if lve.checker_name else set(lve.prompt_parameters)
+            )
         used = _check_prompts(lve, problems) | checker_used
         _check_unused_parameters(lve, used | _check_lambda_parameters(lve, problems), problems)
         _check_instances(lve, problems)

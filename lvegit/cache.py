@@ -22,7 +22,6 @@ import hashlib
 import json
 import os
 import stat
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from lvegit import __version__
 from lvegit.files import MAX_TEST_JSON_BYTES
 from lvegit.model_stack import model_identity
 from lvegit.repo import TEST_FILE, checker_named_in, named_checker
+from lvegit.vcs import tracked
 
 CACHE_DIR = ".lvegit-cache"
 FORMAT = "v1"
@@ -173,17 +173,6 @@ class VerdictCache:
                 entry.unlink()
 
 
-def tracked_by_git(directory: Path) -> bool:
-    """Whether git tracks anything in `directory` (a committed cache is contributed data, not ours)."""
-    try:
-        listed = subprocess.run(
-            ["git", "ls-files", "--", "."], cwd=directory, capture_output=True, text=True, check=False
-        )
-    except OSError:
-        return False
-    return listed.returncode == 0 and bool(listed.stdout.strip())
-
-
 def open_cache(root: Path, enabled: bool = True) -> tuple[VerdictCache | None, str | None]:
     """The verdict cache for a repository and, when it is not used, why. LVEGIT_CACHE_DIR moves it
     (the Action keeps it outside the work tree); LVEGIT_CACHE=read reads without writing (a pull
@@ -192,6 +181,6 @@ def open_cache(root: Path, enabled: bool = True) -> tuple[VerdictCache | None, s
     if not enabled or mode == "off":
         return None, None
     directory = Path(os.environ.get("LVEGIT_CACHE_DIR") or root / CACHE_DIR)
-    if directory.is_dir() and tracked_by_git(directory):
+    if directory.is_dir() and tracked(directory):
         return None, f"{directory} is tracked by git, so its verdicts could be forged: not used"
     return VerdictCache(directory, writable=mode != "read"), None

@@ -11,7 +11,6 @@ pull request's current head; then the one verdict comment is created or edited i
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +28,7 @@ from lvegit.live import run_live
 from lvegit.output import line
 from lvegit.repo import Repository
 from lvegit.settings import RetryPolicy
+from lvegit.vcs import GitCheckout
 
 
 @dataclass(frozen=True)
@@ -51,24 +51,10 @@ class Settings:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
 
 
-def _patch(repo: Repository, paths: list[str], target: Path) -> None:
-    """The appended instances as a patch, for maintainers to apply (the work tree has them too)."""
-    if not paths:
-        return
-    diff = subprocess.run(
-        ["git", "diff", "--no-color", "--", *sorted(set(paths))],
-        cwd=repo.root,
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout
-    target.write_text(diff, encoding="utf-8")
-
-
 def check(repo: Repository, event: Event, settings: Settings) -> int:
-    for step in ensure_history(
-        repo.root, *(rev for rev in (event.base, event.head) if rev and rev != "HEAD")
-    ):
+    revisions = [rev for rev in (event.base, event.head) if rev and rev != "HEAD"]
+    checkout = GitCheckout(repo.root) if revisions else None
+    for step in ensure_history(checkout, *revisions) if checkout else []:
         line(f"lvegit: {step}")
     if event.base:
         from lvegit.changes import changed_lves
@@ -109,7 +95,10 @@ def check(repo: Repository, event: Event, settings: Settings) -> int:
     totals = results.totals
     results_path = settings.results_dir / "results.json"
     results_file.write(results_path, results)
-    _patch(repo, [a.file for lve in lves for a in lve.appended], settings.results_dir / "instances.patch")
+    appended_files = sorted({a.file for lve in lves for a in lve.appended})
+    if appended_files:  # the appended instances as a patch, for maintainers to apply (the work tree has them)
+        patch = (checkout or GitCheckout(repo.root)).patch([str(repo.root / f) for f in appended_files])
+        (settings.results_dir / "instances.patch").write_text(patch, encoding="utf-8")
     if settings.summary_path is not None:
         with settings.summary_path.open("a", encoding="utf-8") as handle:
             handle.write(render(results, settings.server_url, SUMMARY_LIMIT, marker=False) + "\n")

@@ -1,10 +1,10 @@
 """What one invocation of lvegit runs with, built once in `cli.main` and passed down: its command line and
-the retry policy of model requests. Tests configure lvegit through it (a retry policy that records its
-waits instead of sleeping) rather than by patching modules."""
+the retry policy of model and GitHub requests. Tests configure lvegit through it (a retry policy that
+records its waits instead of sleeping) rather than by patching modules."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -14,7 +14,7 @@ class RetryPolicy:
     base_delay: float = 0.5
     max_delay: float = 60.0
     refused_attempts: int = 2  # an address that refuses outright gets no more than this
-    sleep: Callable[[float], Awaitable[None]] | None = None  # None: asyncio.sleep
+    sleep: Callable[[float], None] | None = None  # instead of waiting (tests record the waits); None: wait
 
     def gives_up(self, request: int, refused: bool) -> bool:
         """Whether the request-th request (1-based) that failed transiently is the last one."""
@@ -28,13 +28,23 @@ class RetryPolicy:
         return random.uniform(0, min(self.max_delay, self.base_delay * 2**retry))  # full jitter
 
     async def wait(self, retry: int, retry_after: float | None) -> None:
+        """Wait before the retry-th retry of a model request (asynchronous: other requests go on)."""
         seconds = self.delay(retry, retry_after)
         if self.sleep is not None:
-            await self.sleep(seconds)
+            self.sleep(seconds)
             return
         import asyncio  # here: check, validate and list import no asyncio (about 40 ms of a cold start)
 
         await asyncio.sleep(seconds)
+
+    def pause(self, seconds: float) -> None:
+        """Wait `seconds`, blocking: for GitHub's rate limits, whose waits PyGithub computes."""
+        if self.sleep is not None:
+            self.sleep(seconds)
+            return
+        import time
+
+        time.sleep(seconds)
 
 
 @dataclass(frozen=True)

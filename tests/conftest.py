@@ -45,7 +45,7 @@ class CliResult:
 
 @pytest.fixture
 def retry_waits() -> list[float]:
-    """The seconds each retry of a model request waited in `cli` runs (they are recorded, not slept)."""
+    """The seconds each retry of a model or GitHub request waited in `cli` runs (recorded, not slept)."""
     return []
 
 
@@ -54,10 +54,7 @@ def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, ret
     """Run `lvegit ARGS` in-process through the real entry point (error handler and exit codes included),
     with a retry policy that records its waits instead of sleeping them."""
 
-    async def record_wait(seconds: float) -> None:
-        retry_waits.append(seconds)
-
-    settings = Settings(retry=RetryPolicy(sleep=record_wait))
+    settings = Settings(retry=RetryPolicy(sleep=retry_waits.append))
 
     def run(*args: str, cwd: Path | None = None, stdin: str = "") -> CliResult:
         if cwd is not None:

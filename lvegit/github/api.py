@@ -1,6 +1,7 @@
 """The GitHub REST calls of the action, through PyGithub, against GITHUB_API_URL (so GitHub Enterprise
 Server and test servers work). Rate limits (403 with x-ratelimit-remaining 0, 429) are waited out and
-retried by PyGithub's GithubRetry; other failures become clear errors."""
+retried by PyGithub's GithubRetry, which waits through the invocation's retry policy (tests record the
+waits instead of sleeping them); other failures become clear errors."""
 
 from __future__ import annotations
 
@@ -8,24 +9,34 @@ from typing import Any
 
 from lvegit.errors import GitHubAccessError, GitHubError, UsageError
 from lvegit.github.render import COMMENT_LIMIT, MARKER
+from lvegit.settings import RetryPolicy
 
 RATE_LIMIT_WAIT = 60.0  # the longest wait for a secondary rate limit to pass
 MAX_RETRIES = 5
 
 
+def _github_retry(policy: RetryPolicy) -> Any:
+    """PyGithub's retry (which knows GitHub's rate-limit headers), waiting through `policy`."""
+    import github
+
+    class Retry(github.GithubRetry):
+        def sleep(self, response: Any = None) -> None:  # urllib3 calls this between attempts
+            after = self.get_retry_after(response) if response is not None else None
+            policy.pause(after if after else self.get_backoff_time())
+
+    return Retry(total=MAX_RETRIES, secondary_rate_wait=RATE_LIMIT_WAIT, max_rate_limit_wait=RATE_LIMIT_WAIT)
+
+
 class PullRequests:
-    def __init__(self, api_url: str, token: str, repository: str) -> None:
+    def __init__(self, api_url: str, token: str, repository: str, retry: RetryPolicy) -> None:
         if not token:
             raise UsageError("commenting needs a token: set the github-token input (or GITHUB_TOKEN)")
         import github
 
-        retry = github.GithubRetry(
-            total=MAX_RETRIES, secondary_rate_wait=RATE_LIMIT_WAIT, max_rate_limit_wait=RATE_LIMIT_WAIT
-        )
         self._github = github.Github(
             auth=github.Auth.Token(token),
             base_url=api_url.rstrip("/"),
-            retry=retry,
+            retry=_github_retry(retry),
             per_page=100,
             seconds_between_requests=None,
             seconds_between_writes=None,

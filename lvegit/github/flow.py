@@ -131,7 +131,7 @@ def check(repo: Repository, event: Event, settings: Settings) -> int:
 def post_comment(
     results: results_file.ResultsDocument, settings: Settings, number: int, expected_head: str | None
 ) -> None:
-    api = PullRequests(settings.api_url, settings.token, settings.repository)
+    api = PullRequests(settings.api_url, settings.token, settings.repository, settings.retry)
     current = api.head_sha(number)
     if results.head_sha != current or (expected_head and expected_head != current):
         line(

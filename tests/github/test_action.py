@@ -16,7 +16,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from lvegit.github import api, results
+from lvegit.github import results
 from lvegit.github.render import COMMENT_LIMIT, MARKER
 
 from builders import PROJECT_ROOT, GitRepo, RepoBuilder, instance
@@ -28,7 +28,6 @@ def github_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[GitHubServer]:
     state = GitHubServer()
     for base in serve_github(state):
         monkeypatch.setenv("GITHUB_API_URL", base)
-        monkeypatch.setattr(api, "RATE_LIMIT_WAIT", 3.0)
         yield state
 
 
@@ -333,11 +332,11 @@ def test_oversized_summary_is_truncated_under_the_limit(
 
 
 def test_rate_limits_are_waited_out_and_retried(
-    pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any
+    pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any, retry_waits: list[float]
 ) -> None:
     git, base, head = pull
     github_server.pulls[8] = head
-    reset = str(int(time.time()) + 1)
+    reset = str(int(time.time()) + 30)
     github_server.faults = [
         ("status", 429, {"Retry-After": "1"}, "You have exceeded a secondary rate limit"),
         (
@@ -347,13 +346,13 @@ def test_rate_limits_are_waited_out_and_retried(
             "API rate limit exceeded for installation",
         ),
     ]
-    started = time.monotonic()
     result = action(
         "pull_request", pull_request_payload(8, base, head), git.root, comment="true", github_token="t"
     )
     assert "created comment" in result.out, result.err
     assert len(github_server.comments[8]) == 1
-    assert time.monotonic() - started >= 1.0
+    # Retry-After is waited as given; the primary limit until its reset (about 30 s, and a little more).
+    assert retry_waits[0] == 1.0 and 25 <= retry_waits[1] <= 32, retry_waits
 
 
 def test_pull_request_gone_and_body_refused(

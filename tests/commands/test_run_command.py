@@ -8,6 +8,7 @@ import json
 import os
 import pty
 import re
+import select
 import signal
 import struct
 import subprocess
@@ -25,8 +26,16 @@ from servers import Running
 INSTANCES = "repository/dummy/add/openai--gpt-4o-mini/instances/i.jsonl"
 
 
+def interruptible() -> None:
+    """Ctrl-C as a terminal delivers it: a test suite started in the background (`pytest &` in a script)
+    ignores SIGINT, and its children would inherit that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def lvegit(*args: str, cwd: Path, **kwargs: Any) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "lvegit", *args], cwd=cwd, **kwargs)
+    return subprocess.Popen(
+        [sys.executable, "-m", "lvegit", *args], cwd=cwd, preexec_fn=interruptible, **kwargs
+    )
 
 
 def many(repo: RepoBuilder, count: int) -> None:
@@ -92,13 +101,14 @@ def test_new_on_a_terminal_asks_and_ctrl_c_exits_130(repo: RepoBuilder) -> None:
     pid, terminal = pty.fork()
     if pid == 0:  # pragma: no cover - the child becomes lvegit, the pty its controlling terminal
         os.chdir(repo.root)
+        interruptible()
         os.execv(sys.executable, [sys.executable, "-m", "lvegit", "new"])
     shown = b""
     deadline = time.monotonic() + 20
     while b"Name (CATEGORY/NAME" not in shown and time.monotonic() < deadline:
         shown += os.read(terminal, 4096)
     os.write(terminal, b"\x03")  # what Ctrl-C types; the terminal sends SIGINT
-    while True:
+    while select.select([terminal], [], [], max(0.0, deadline - time.monotonic()))[0]:
         try:
             chunk = os.read(terminal, 4096)
         except OSError:  # the child is gone
@@ -106,7 +116,14 @@ def test_new_on_a_terminal_asks_and_ctrl_c_exits_130(repo: RepoBuilder) -> None:
         if not chunk:
             break
         shown += chunk
-    _pid, status = os.waitpid(pid, 0)
+    for _ in range(100):  # the terminal closes as the child exits; give it a moment to be gone
+        ended, status = os.waitpid(pid, os.WNOHANG)
+        if ended:
+            break
+        time.sleep(0.05)
+    else:  # still asking: fail, do not hang the suite
+        os.kill(pid, signal.SIGKILL)
+        _pid, status = os.waitpid(pid, 0)
     os.close(terminal)
     assert os.waitstatus_to_exitcode(status) == 130
     assert shown.decode().rstrip().endswith("lvegit: interrupted")

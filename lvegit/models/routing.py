@@ -26,12 +26,15 @@ import os
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lvegit.errors import UsageError
 from lvegit.models.base import ChatModel
 from lvegit.models.placement import check_device, check_dtype
 from lvegit.repo import canonical_model
+
+if TYPE_CHECKING:  # the transformers backend is imported when a local model is routed to
+    from lvegit.models.transformers_backend import LocalWeights
 
 ROUTING_FILE = "lvegit.toml"
 BACKENDS = ("openai", "azure", "transformers", "offline")
@@ -50,7 +53,8 @@ class Route:
     dtype: str = "auto"
     batch_size: int = 32
 
-    def build(self) -> ChatModel:
+    def build(self, weights: LocalWeights | None = None) -> ChatModel:
+        """The backend of this route; `weights`: a loaded local model to share (transformers only)."""
         if self.backend in ("openai", "azure"):
             from lvegit.models.openai_backend import OpenAIModel
 
@@ -70,7 +74,7 @@ class Route:
         if self.backend == "transformers":
             from lvegit.models.transformers_backend import TransformersModel
 
-            return TransformersModel(self.model, self.device, self.dtype, self.batch_size)
+            return TransformersModel(self.model, self.device, self.dtype, self.batch_size, weights)
         from lvegit.models.offline import OfflineModel
 
         return OfflineModel(self.model)
@@ -164,16 +168,27 @@ class ModelPool:
         self.device = device
         self.dtype = dtype
         self._models: dict[Route, ChatModel] = {}
+        self._weights: dict[tuple[str, str, str], LocalWeights] = {}  # routes to one model share it
 
     def get(self, model_id: str) -> tuple[Route, ChatModel]:
         route = resolve(model_id, self.routes)
+        weights = None
         if route.backend == "transformers":
+            from lvegit.models.transformers_backend import LocalWeights
+
             route = replace(route, device=self.device or route.device, dtype=self.dtype or route.dtype)
+            key = (route.model, route.device, route.dtype)
+            if key not in self._weights:
+                self._weights[key] = LocalWeights(*key)
+            weights = self._weights[key]
         if route not in self._models:
-            self._models[route] = route.build()
+            self._models[route] = route.build(weights)
         return route, self._models[route]
 
     async def close(self) -> None:
         for model in self._models.values():
             await model.close()
+        for weights in self._weights.values():
+            weights.close()
         self._models.clear()
+        self._weights.clear()

@@ -1,9 +1,9 @@
 """Local causal language models with transformers (a hub id or a local directory).
 
-Each model loads once per process, on the device `placement.choose` picks (the best one present unless
-the routing file or `--device` / `--dtype` say otherwise). Concurrent requests with the same generation
-arguments are generated together as one left-padded batch (see `batching`); each request gets its own
-completion, without padding or prompt. Seeded sampling runs alone, so that a seed gives the same text as
+Each model loads once per run (see LocalWeights), on the device `placement.choose` picks (the best one
+present unless the routing file or `--device` / `--dtype` say otherwise). Concurrent requests with the same
+generation arguments are generated together as one left-padded batch (see `batching`); each request gets its
+own completion, without padding or prompt. Seeded sampling runs alone, so that a seed gives the same text as
 it would in a run of its own. The tokenizer's chat template formats the conversation when it has one;
 otherwise a plain `role: content` transcript ending in `assistant:` is used.
 """
@@ -61,26 +61,25 @@ class LoadedModel:
         return tokens
 
 
-_LOADED: dict[tuple[str, str, str], LoadedModel] = {}
-_THREADS: dict[tuple[str, str, str], ThreadPoolExecutor] = {}  # where each model loads and generates
-_LOAD_LOCK = threading.Lock()
+class LocalWeights:
+    """One model on one device in one precision: loaded on first use, and the one thread that loads it
+    and runs all its batches, so that they never overlap and the thread keeps what CUDA set up for the
+    shapes it has met. A run's ModelPool owns one per model, shared by every route to that model."""
 
+    def __init__(self, model_id: str, device: str = "auto", dtype: str = "auto") -> None:
+        self.model_id, self.device, self.dtype = model_id, device, dtype
+        self.thread = ThreadPoolExecutor(1, thread_name_prefix="lvegit-generate")
+        self._loaded: LoadedModel | None = None
+        self._lock = threading.Lock()
 
-def generation_thread(model_id: str, device: str, dtype: str) -> ThreadPoolExecutor:
-    """The one thread that loads the model and runs all its batches: they never overlap, and the thread
-    keeps what CUDA set up for shapes it has met."""
-    with _LOAD_LOCK:
-        if (model_id, device, dtype) not in _THREADS:
-            _THREADS[model_id, device, dtype] = ThreadPoolExecutor(1, thread_name_prefix="lvegit-generate")
-        return _THREADS[model_id, device, dtype]
+    def get(self) -> LoadedModel:
+        with self._lock:
+            if self._loaded is None:
+                self._loaded = _load(self.model_id, self.device, self.dtype)
+            return self._loaded
 
-
-def load(model_id: str, device: str = "auto", dtype: str = "auto") -> LoadedModel:
-    """The model, loaded on first use and shared by every caller in this process."""
-    with _LOAD_LOCK:
-        if (model_id, device, dtype) not in _LOADED:
-            _LOADED[model_id, device, dtype] = _load(model_id, device, dtype)
-        return _LOADED[model_id, device, dtype]
+    def close(self) -> None:
+        self.thread.shutdown(wait=False)
 
 
 def _load(model_id: str, device: str, dtype: str) -> LoadedModel:
@@ -179,24 +178,25 @@ class TransformersModel:
     backend = "transformers"
 
     def __init__(
-        self, name: str, device: str = "auto", dtype: str = "auto", batch_size: int = DEFAULT_BATCH_SIZE
+        self,
+        name: str,
+        device: str = "auto",
+        dtype: str = "auto",
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        weights: LocalWeights | None = None,  # None: weights of its own
     ) -> None:
         self.name = name
-        self.device = device
-        self.dtype = dtype
+        self.weights = weights or LocalWeights(name, device, dtype)
         self.concurrency = batch_size  # requests worth having in flight: one full batch
         self.batcher: Batcher[list[Message], str] = Batcher(
-            self._generate_batch, generation_thread(name, device, dtype), batch_size, _is_out_of_memory
+            self._generate_batch, self.weights.thread, batch_size, _is_out_of_memory
         )
         self._alone = 0
-
-    def _load(self) -> LoadedModel:
-        return load(self.name, self.device, self.dtype)
 
     def _generate_batch(self, key: Hashable, conversations: list[list[Message]]) -> list[str]:
         """Runs in the batcher's thread: the first batch loads the model."""
         assert isinstance(key, BatchKey)
-        loaded = self._load()
+        loaded = self.weights.get()
         prompts = [prompt_text(loaded.tokenizer, messages) for messages in conversations]
         return loaded.generate(prompts, dict(key.options), key.seed)
 
@@ -213,7 +213,7 @@ class TransformersModel:
             text = await self.batcher.submit(key, messages)
         except torch.OutOfMemoryError as exc:
             raise ModelError(f"out of memory generating with '{self.name}', even alone: {exc}") from None
-        return Completion(text, self.name, self._load().placement.run_info())
+        return Completion(text, self.name, self.weights.get().placement.run_info())
 
     async def close(self) -> None:
         await self.batcher.close()

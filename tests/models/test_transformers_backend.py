@@ -11,7 +11,7 @@ import pytest
 
 from lvegit.models import transformers_backend
 from lvegit.models.routing import ModelPool
-from lvegit.models.transformers_backend import TransformersModel
+from lvegit.models.transformers_backend import LocalWeights, TransformersModel
 from lvegit.prompt import Message, Role
 from lvegit.repo import Repository
 from lvegit.rerun import plan_reruns
@@ -83,11 +83,6 @@ def any_tiny_model(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
     return save_tiny_model(tmp_path_factory.mktemp(f"tiny-{request.param}"), request.param)
 
 
-@pytest.fixture(autouse=True)
-def fresh_models() -> None:
-    transformers_backend._LOADED.clear()
-
-
 def direct_generation(folder: Path, prompt: str, max_new_tokens: int) -> str:
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
     model = transformers.AutoModelForCausalLM.from_pretrained(folder)
@@ -148,8 +143,8 @@ def test_record_and_run_with_a_local_model(
     data = cli("run", str(lve_dir), "--format", "json", cwd=repo.root).json()
     assert data["summary"]["error"] == 0 and data["summary"]["attempts"] == 3
     assert data["instances"][0]["agree"] is True  # greedy decoding reproduces the recording
-    # One load by lvegit for the record and the run together (the other is this test's direct generation).
-    assert loads == [str(tiny_model), tiny_model]
+    # One load by lvegit per command, record and run (the other is this test's direct generation).
+    assert loads == [str(tiny_model), tiny_model, str(tiny_model)]
 
 
 def test_unloadable_model_is_a_clear_error(repo: RepoBuilder, cli: Any, tmp_path: Path) -> None:
@@ -216,7 +211,8 @@ def test_greedy_batched_outputs_equal_one_by_one_generation(any_tiny_model: Path
 def test_an_out_of_memory_batch_is_split_and_retried(
     tiny_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    loaded = transformers_backend.load(str(tiny_model))
+    weights = LocalWeights(str(tiny_model))
+    loaded = weights.get()
     generate = loaded.model.generate
 
     def fits_two_rows(**kwargs: Any) -> Any:
@@ -225,26 +221,28 @@ def test_an_out_of_memory_batch_is_split_and_retried(
         return generate(**kwargs)
 
     monkeypatch.setattr(loaded.model, "generate", fits_two_rows)
-    model = TransformersModel(str(tiny_model), batch_size=8)
+    model = TransformersModel(str(tiny_model), batch_size=8, weights=weights)
     texts = complete_together(model, [*PROMPTS, "one"], {"max_tokens": 5})
     assert model.batcher.sizes == [5, 2, 3, 1, 2]
     monkeypatch.setattr(loaded.model, "generate", generate)
     assert texts == complete_together(
-        TransformersModel(str(tiny_model), batch_size=1), [*PROMPTS, "one"], {"max_tokens": 5}
+        TransformersModel(str(tiny_model), batch_size=1, weights=weights),
+        [*PROMPTS, "one"],
+        {"max_tokens": 5},
     )
 
 
 def test_out_of_memory_for_one_request_alone_is_a_model_error(
     tiny_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    loaded = transformers_backend.load(str(tiny_model))
+    weights = LocalWeights(str(tiny_model))
 
     def never_fits(**_kwargs: Any) -> Any:
         raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
 
-    monkeypatch.setattr(loaded.model, "generate", never_fits)
+    monkeypatch.setattr(weights.get().model, "generate", never_fits)
     with pytest.raises(transformers_backend.ModelError, match=r"out of memory generating with .* even alone"):
-        complete_together(TransformersModel(str(tiny_model)), ["one"], {})
+        complete_together(TransformersModel(str(tiny_model), weights=weights), ["one"], {})
 
 
 def test_a_seeded_sample_is_the_same_alone_or_among_others_and_leaves_the_global_seed(
@@ -317,3 +315,18 @@ def test_device_and_dtype_options(repo: RepoBuilder, cli: Any, tiny_model: Path)
     assert f"local model {tiny_model} on cpu in bfloat16" in data.err
     wrong = cli("run", str(lve_dir), "--device", "gpu", cwd=repo.root)
     assert wrong.code == 2 and "device 'gpu' is not one of auto, cuda, mps, cpu or cuda:N" in wrong.err
+
+
+def test_routes_to_one_local_model_share_its_weights(repo: RepoBuilder, tiny_model: Path) -> None:
+    (repo.root / "lvegit.toml").write_text(
+        f'[models."local/a"]\nbackend = "transformers"\nmodel = "{tiny_model}"\nbatch_size = 2\n'
+        f'[models."local/b"]\nbackend = "transformers"\nmodel = "{tiny_model}"\nbatch_size = 4\n'
+        f'[models."local/c"]\nbackend = "transformers"\nmodel = "{tiny_model}"\ndtype = "float32"\n'
+    )
+    pool = ModelPool(repo.root)
+    (_, a), (_, b), (_, c) = (pool.get(name) for name in ("local/a", "local/b", "local/c"))
+    assert isinstance(a, TransformersModel) and isinstance(b, TransformersModel)
+    assert isinstance(c, TransformersModel)
+    assert a is not b and a.weights is b.weights  # two batch sizes, one copy of the model
+    assert c.weights is not a.weights  # another precision is another copy
+    assert (a.concurrency, b.concurrency) == (2, 4)

@@ -30,6 +30,7 @@ class Changes:
     changed: list[str] = field(default_factory=list)  # LVE folders on head, relative to the LVE root
     removed: list[str] = field(default_factory=list)  # LVE folders that exist on base only
     renamed: dict[str, str] = field(default_factory=dict)  # new folder -> old folder
+    files: dict[str, list[str]] = field(default_factory=dict)  # changed folder -> its changed files in it
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -116,10 +117,14 @@ def changed_lves(repo: Repository, base: str | None = None, head: str | None = "
     changed: set[PurePosixPath] = set()
     removed: set[PurePosixPath] = set()
     renamed: dict[PurePosixPath, PurePosixPath] = {}
+    files: dict[PurePosixPath, list[str]] = {}
     for change in entries:
         lve = on_head.lve_of(change.new_path or change.path)
         if lve is not None:
             changed.add(lve)
+            files.setdefault(lve, []).append(
+                PurePosixPath(change.new_path or change.path).relative_to(lve).as_posix()
+            )
         old_lve = on_base.lve_of(change.path)
         if old_lve is not None and not on_head.is_lve(old_lve):
             if change.status == "R" and lve is not None and PurePosixPath(change.path).name == TEST_FILE:
@@ -139,4 +144,5 @@ def changed_lves(repo: Repository, base: str | None = None, head: str | None = "
         changed=sorted(map(shown, changed)),
         removed=sorted(map(shown, removed)),
         renamed={shown(new): shown(old) for new, old in sorted(renamed.items())},
+        files={shown(lve): sorted(set(paths)) for lve, paths in sorted(files.items())},
     )

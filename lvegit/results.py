@@ -88,3 +88,32 @@ class LVECheck:
             raise ValueError("unknown replay status")
         report = LVEReport(str(data["path"]), problems("error"), problems("warning"))
         return cls(report, results)
+
+
+# A pull request's changes to one LVE (lvegit.review builds them). Strict, closed records: the Action's
+# results file holds them, and pydantic checks them as comment mode reads it.
+_RECORD = {"strict": True, "extra": "forbid"}
+
+
+@dataclass(frozen=True)
+class AddedInstance:
+    __pydantic_config__ = _RECORD
+
+    file: str  # as replay and live results name it: the LVE folder, then instances/NAME
+    line: int
+    passed: bool | None  # the recorded verdict; None where the line records none
+    prompt: str  # the prompt filled with the instance's parameters, one `role: content` line per message
+    response: str  # the stored response, as text (JSON for a structured one)
+
+
+@dataclass(frozen=True)
+class LVEChange:
+    __pydantic_config__ = _RECORD
+
+    status: Literal["added", "modified", "renamed"]
+    renamed_from: str | None
+    changed: list[str]  # what else changed, in words: "test.json: prompt, tags", "checker code checker/x.py"
+    instances_added: int
+    instances_removed: int
+    instances_unchanged: int
+    added: list[AddedInstance]  # of the instances added, those that parse, in file and line order

@@ -115,6 +115,15 @@ class GitCheckout:
             p for p in str(self._repo.git.ls_files("-z", "--others", "--exclude-standard")).split("\0") if p
         ]
 
+    def read(self, commit: str, path: Path) -> bytes | None:
+        """The contents of the file at `path` (in the work tree) as of `commit`; None where it had none."""
+        relative = Path(path).resolve().relative_to(self.work_tree.resolve()).as_posix()
+        try:
+            blob = self._repo.commit(commit).tree / relative
+        except KeyError:
+            return None
+        return bytes(blob.data_stream.read()) if blob.type == "blob" else None
+
     def patch(self, paths: list[str]) -> str:
         """The uncommitted changes to `paths` as a patch `git apply` takes ('' when there are none)."""
         diff = str(self._repo.git.diff("--no-color", "--no-ext-diff", "--", *paths))

@@ -27,6 +27,7 @@ from lvegit.github.render import SUMMARY_LIMIT, annotation_commands, render, wri
 from lvegit.live import run_live
 from lvegit.output import line
 from lvegit.repo import Repository
+from lvegit.review import review
 from lvegit.settings import RetryPolicy
 from lvegit.vcs import GitCheckout
 
@@ -56,6 +57,7 @@ def check(repo: Repository, event: Event, settings: Settings) -> int:
     checkout = GitCheckout(repo.root) if revisions else None
     for step in ensure_history(checkout, *revisions) if checkout else []:
         line(f"lvegit: {step}")
+    changes = None
     if event.base:
         from lvegit.changes import changed_lves
 
@@ -77,8 +79,14 @@ def check(repo: Repository, event: Event, settings: Settings) -> int:
     live = run_live(
         repo, runnable, settings.live, settings.repeat, settings.append, settings.concurrency, settings.retry
     )
+    reviewed = review(repo, changes) if changes is not None else {}
     lves = [
-        results_file.lve_record(check, live.instances.get(check.path, []), live.appended.get(check.path, []))
+        results_file.lve_record(
+            check,
+            live.instances.get(check.path, []),
+            live.appended.get(check.path, []),
+            reviewed.get(check.path),
+        )
         for check in checks
     ]
     results = results_file.document(

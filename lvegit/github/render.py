@@ -12,15 +12,16 @@ from pathlib import Path
 from urllib.parse import quote
 
 from lvegit.escape import code_block, html_text, markdown, workflow_data, workflow_property
-from lvegit.github.results import LVERecord, ReplayedRecord, ResultsDocument
+from lvegit.github.results import LiveRecord, LVERecord, ReplayedRecord, ResultsDocument
 from lvegit.problems import location
-from lvegit.results import STATUSES
+from lvegit.results import STATUSES, AddedInstance, LVEChange
 
 MARKER = "<!-- lvegit:verdict-summary -->"
 COMMENT_LIMIT = 65_536
 SUMMARY_LIMIT = 1_000_000
 MAX_ANNOTATIONS = 10  # GitHub shows at most 10 annotations of a kind per step
 MAX_RESPONSE_CHARS = 2_000
+MAX_PROMPT_CHARS = 1_500
 
 
 def _link(path: str, results: ResultsDocument, server_url: str) -> str:
@@ -58,6 +59,108 @@ def _live(lve: LVERecord, enabled: bool) -> str:
     return text
 
 
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def _instance_counts(change: LVEChange) -> list[str]:
+    counts = [f"{_plural(change.instances_added, 'instance')} added"] if change.instances_added else []
+    return counts + (
+        [f"{_plural(change.instances_removed, 'instance')} removed"] if change.instances_removed else []
+    )
+
+
+def _change(change: LVEChange | None) -> str:
+    """The table's short account of what the pull request did to an LVE."""
+    if change is None:
+        return "—"
+    if change.status == "added":
+        return f"new LVE, {_plural(change.instances_added, 'instance')}"
+    parts = [f"renamed from {markdown(change.renamed_from or '')}"] if change.status == "renamed" else []
+    parts += _instance_counts(change)
+    parts += [markdown(what) for what in change.changed]
+    return "; ".join(parts) or "no content change"
+
+
+def _verdict(passed: bool | None) -> str:
+    return "?" if passed is None else "safe" if passed else "unsafe"
+
+
+def _replayed_cell(item: ReplayedRecord | None) -> str:
+    if item is None:
+        return "—"
+    if item.status == "reproduced":
+        return "✅ reproduced"
+    if item.status == "mismatch":
+        return f"❌ mismatch: now {_verdict(item.replayed)}"
+    icon = "❌ " if item.status == "error" else ""
+    return f"{icon}{item.status}" + (f": {markdown(item.reason)}" if item.reason else "")
+
+
+def _live_cell(item: LiveRecord | None) -> str:
+    if item is None:
+        return "—"
+    if item.errors and not item.runs:
+        return f"❌ failed: {markdown(item.errors[0])}"
+    text = f"{item.unsafe}/{item.runs} unsafe"
+    if item.runs > 1:
+        low, high = item.interval_95
+        text += f" (95% CI {low:.0%}-{high:.0%})"
+    if item.agree is False:
+        text = "❌ " + text
+    return text + (f", ❌ {len(item.errors)} failed" if item.errors else "")
+
+
+def _evidence(added: AddedInstance) -> str:
+    """An added instance's filled prompt and stored response, collapsed."""
+    where = f"{added.file}:{added.line}"
+    return (
+        f"<details><summary>{html_text(where)}: prompt and response</summary>\n\n"
+        f"Prompt:\n\n{code_block(added.prompt, MAX_PROMPT_CHARS)}\n\n"
+        f"Response:\n\n{code_block(added.response, MAX_RESPONSE_CHARS)}\n\n</details>"
+    )
+
+
+def _review(lve: LVERecord, evidence: bool) -> list[str]:
+    """What the pull request changed in `lve` and how each added instance fares; with `evidence`, the
+    prompts and responses of the added instances too."""
+    change = lve.change
+    if change is None:
+        return []
+    lines = []
+    if change.status == "renamed":
+        lines.append(f"Renamed from {markdown(change.renamed_from or '')}.")
+    if change.changed:
+        lines.append("Changed: " + "; ".join(markdown(what) for what in change.changed) + ".")
+    if change.instances_added or change.instances_removed:
+        lines.append("Instances: " + ", ".join(_instance_counts(change)) + ".")
+    replayed = {(item.file, item.line): item for item in lve.replayed}
+    live = {(item.file, item.line): item for item in lve.live}
+    if change.added:
+        lines += ["", "| Added instance | Recorded | Replayed | Live re-run |", "|---|---|---|---|"]
+        for added in change.added:
+            key = (added.file, added.line)
+            name = added.file.rsplit("/", 1)[-1]
+            lines.append(
+                f"| {markdown(f'{name}:{added.line}')} | {_verdict(added.passed)} | "
+                f"{_replayed_cell(replayed.get(key))} | {_live_cell(live.get(key))} |"
+            )
+        lines.append("")
+    added_keys = {(added.file, added.line) for added in change.added}
+    unchanged = [item for item in lve.replayed if (item.file, item.line) not in added_keys]
+    if change.instances_unchanged:
+        counts = [
+            f"{sum(item.status == status for item in unchanged)} {status}"
+            for status in STATUSES
+            if any(item.status == status for item in unchanged)
+        ]
+        unchanged_count = _plural(change.instances_unchanged, "unchanged instance")
+        lines.append(f"{unchanged_count}: {', '.join(counts) or 'not replayed'}.")
+    if evidence and change.added:
+        lines += ["", *[_evidence(added) for added in change.added]]
+    return lines
+
+
 def _mismatch_reason(item: ReplayedRecord) -> str:
     return item.reason or f"recorded passed={item.recorded}, replayed passed={item.replayed}"
 
@@ -90,6 +193,33 @@ def _details(lve: LVERecord) -> str:
     return "\n".join(lines)
 
 
+_LEFT_OUT_EVIDENCE = (
+    "\n\n> ⚠️ Prompts and responses of added instances are left out to fit; they are in the job summary and "
+    "the results file."
+)
+
+
+def _failing(lve: LVERecord) -> bool:
+    return (
+        not lve.valid
+        or lve.replay.mismatch > 0
+        or lve.replay.error > 0
+        or any(item.agree is False or item.errors for item in lve.live)
+    )
+
+
+def _section(lve: LVERecord, evidence: bool) -> str:
+    """One LVE's section under the table: what changed, its added instances, then its findings."""
+    review = _review(lve, evidence)
+    findings = _details(lve)
+    if not review and not findings:
+        return ""
+    parts = [f"#### {'❌' if _failing(lve) else '✅'} {markdown(lve.path)}", "", *review]
+    if findings:
+        parts += ["", f"<details><summary>Findings</summary>\n\n{findings}\n\n</details>"]
+    return "\n".join(parts).replace("\n\n\n", "\n\n").rstrip("\n")
+
+
 def render(
     results: ResultsDocument,
     server_url: str = "https://github.com",
@@ -114,25 +244,34 @@ def render(
     ]
     if not results.live.enabled:
         head += [f"Live re-run: off ({markdown(results.live.reason)}).", ""]
-    rows = ["| LVE | Validation | Replay | Live re-run | Appended |", "|---|---|---|---|---|"]
-    for lve in results.lves:
+    reviewed = any(lve.change is not None for lve in results.lves)
+    rows = [
+        "| LVE |" + (" Change |" if reviewed else "") + " Validation | Replay | Live re-run | Appended |",
+        "|---|" + ("---|" if reviewed else "") + "---|---|---|---|",
+    ]
+    ordered = sorted(results.lves, key=lambda lve: not _failing(lve))  # failures first
+    for lve in ordered:
         rows.append(
-            f"| {_link(lve.path, results, server_url)} | {_validation(lve)} | {_replay(lve)} | "
-            f"{_live(lve, results.live.enabled)} | {len(lve.appended)} |"
+            f"| {_link(lve.path, results, server_url)} |"
+            + (f" {_change(lve.change)} |" if reviewed else "")
+            + f" {_validation(lve)} | {_replay(lve)} | {_live(lve, results.live.enabled)} |"
+            + f" {len(lve.appended)} |"
         )
     if results.removed:
         rows += ["", "Removed: " + ", ".join(markdown(path) for path in results.removed)]
-    details = []
-    for lve in results.lves:
-        body = _details(lve)
-        if body:
-            details.append(f"<details><summary>{html_text(lve.path)}</summary>\n\n{body}\n\n</details>")
     text = "\n".join(head + rows)
-    note = "\n\n> ⚠️ Truncated to fit: {} more detail sections are in the job summary and the results file."
-    for index, section in enumerate(details):
+    # Detail goes before verdicts: first the prompts and responses, then whole sections from the end.
+    for evidence in (True, False):
+        sections = [_section(lve, evidence) for lve in ordered]
+        sections = [section for section in sections if section]
+        full = "\n\n".join([text, *sections])
+        if len(full) <= limit:
+            return full if evidence else full + _LEFT_OUT_EVIDENCE
+    note = "\n\n> ⚠️ Truncated to fit: {} more LVE sections are in the job summary and the results file."
+    for index, section in enumerate(sections):
         candidate = text + "\n\n" + section
-        if len(candidate) + len(note) + 10 > limit:
-            return text + note.format(len(details) - index)
+        if len(candidate) + len(note) + len(_LEFT_OUT_EVIDENCE) + 10 > limit:
+            return text + _LEFT_OUT_EVIDENCE + note.format(len(sections) - index)
         text = candidate
     if len(text) > limit:  # even the table is too long: cut it
         cut = text[: limit - 200].rsplit("\n", 1)[0]

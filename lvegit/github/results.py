@@ -2,7 +2,7 @@
 
 Comment mode runs with a write token and must not trust the file a pull request's job produced: it is
 size-limited, parsed, checked field by field against the records below (their JSON Schema, generated from
-them, ships as lvegit/schemas/lvegit-results-v1.json), and every string in it is escaped when rendered.
+them, ships as lvegit/schemas/lvegit-results-v2.json), and every string in it is escaped when rendered.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from lvegit import __version__
 from lvegit.errors import UsageError
 from lvegit.escape import mask
 from lvegit.problems import Problem
-from lvegit.results import LVECheck, ReplayResult, Status, summarize
+from lvegit.results import LVEChange, LVECheck, ReplayResult, Status, summarize
 
 if TYPE_CHECKING:  # only for annotations: comment mode does not import the runner
     from lvegit.live import Appended
     from lvegit.rerun import InstanceResult
 
 SCHEMA: Final = "lvegit-results"
-VERSION: Final = 1
+VERSION: Final = 2  # 2: each LVE's change (what the pull request did to it)
 MAX_RESULTS_BYTES = 32 * 1024 * 1024
 FAIL_ON = ("invalid", "mismatch", "error", "live-disagree", "live-error")
 
@@ -85,6 +85,7 @@ class LVERecord(_Record):
     replayed: list[ReplayedRecord]
     live: list[LiveRecord]
     appended: list[AppendedRecord]
+    change: LVEChange | None  # None: no base to compare with (a push or a manual run checks everything)
 
 
 class LiveSetting(_Record):
@@ -114,7 +115,7 @@ class ResultsDocument(_Record):
     )
 
     schema_name: Literal["lvegit-results"] = Field(alias="schema")
-    version: Literal[1]
+    version: Literal[2]
     lvegit: str
     repository: str
     event: str
@@ -167,8 +168,11 @@ def live_record(result: InstanceResult) -> LiveRecord:
     )
 
 
-def lve_record(check: LVECheck, live: list[InstanceResult], appended: list[Appended]) -> LVERecord:
-    """One LVE's entry: its check, and its live re-runs and appended instances where there were any."""
+def lve_record(
+    check: LVECheck, live: list[InstanceResult], appended: list[Appended], change: LVEChange | None = None
+) -> LVERecord:
+    """One LVE's entry: its check, its live re-runs and appended instances where there were any, and what
+    the pull request changed in it."""
     return LVERecord(
         path=check.path,
         valid=check.validation.valid,
@@ -178,6 +182,7 @@ def lve_record(check: LVECheck, live: list[InstanceResult], appended: list[Appen
         replayed=[replayed_record(r) for r in check.replay],
         live=[live_record(r) for r in live],
         appended=[AppendedRecord(file=a.file, passed=a.passed, response=a.response) for a in appended],
+        change=change,
     )
 
 
@@ -233,7 +238,8 @@ def validate(data: Any) -> ResultsDocument:
     if (data.get("schema"), data.get("version")) != (SCHEMA, VERSION):
         raise UsageError(f"results file: not a {SCHEMA} file of version {VERSION}")
     try:
-        return ResultsDocument.model_validate(data)
+        # JSON mode: strict as written (no coercion), and the dataclass records take objects
+        return ResultsDocument.model_validate_json(json.dumps(data))
     except ValidationError as exc:
         first = exc.errors()[0]
         where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"])
@@ -266,5 +272,5 @@ def parse_fail_on(text: str) -> tuple[str, ...]:
     return names
 
 
-if __name__ == "__main__":  # python -m lvegit.github.results > lvegit/schemas/lvegit-results-v1.json
+if __name__ == "__main__":  # python -m lvegit.github.results > lvegit/schemas/lvegit-results-v2.json
     print(json.dumps(json_schema(), indent=2))

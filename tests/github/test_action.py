@@ -16,6 +16,8 @@ from typing import Any
 import jsonschema
 import pytest
 
+from lvegit import __version__
+from lvegit.escape import markdown
 from lvegit.github import results
 from lvegit.github.render import COMMENT_LIMIT, MARKER
 
@@ -140,7 +142,7 @@ def test_check_and_comment_create_then_update_one_comment(
     assert "[repository/cat/a/openai\\-\\-gpt\\-4o\\-mini](https://github.example/org/lves/blob/" in body
     assert "repository/cat/b" not in body  # not changed by the pull request
     assert "| ✅ valid | ❌ 1 reproduced, 1 mismatch | — | 0 |" in body
-    assert "<summary>repository/cat/a/openai--gpt-4o-mini</summary>" in body
+    assert "#### ❌ repository/cat/a/openai\\-\\-gpt\\-4o\\-mini\n\nInstances: 1 instance added." in body
     data = json.loads((git.root / "lvegit-results/results.json").read_text())
     assert [lve["path"] for lve in data["lves"]] == [
         "repository/cat/a/openai--gpt-4o-mini",
@@ -328,7 +330,11 @@ def test_oversized_summary_is_truncated_under_the_limit(
     action("pull_request", pull_request_payload(6, base, head2), git.root, comment="true", github_token="t")
     body = github_server.comments[6][0]["body"]
     assert len(body) <= COMMENT_LIMIT
-    assert "Truncated to fit" in body
+    # Detail goes first: the prompts and responses, then whole sections; every LVE's verdicts stay.
+    assert "Prompts and responses of added instances are left out to fit" in body
+    assert "more LVE sections are in the job summary and the results file" in body
+    assert sum(line.startswith("| [repository/") for line in body.splitlines()) == 62
+    assert ": prompt and response</summary>" not in body
 
 
 def test_rate_limits_are_waited_out_and_retried(
@@ -503,3 +509,144 @@ def test_a_pull_request_cannot_write_the_verdicts_trusted_runs_read(
         results_dir="forged",
     )
     assert "is tracked by git, so its verdicts could be forged: not used" in result.out
+
+
+def review_comment(action: Any, github_server: GitHubServer, git: GitRepo, number: int, **inputs: str) -> str:
+    """The verdict comment of a pull request at git's HEAD against main, with short shas for reading."""
+    base, head = git.git("rev-parse", "main").strip(), git.git("rev-parse", "HEAD").strip()
+    github_server.pulls[number] = head
+    action(
+        "pull_request",
+        pull_request_payload(number, base, head),
+        git.root,
+        comment="true",
+        github_token="t",
+        **inputs,
+    )
+    [comment] = github_server.comments[number]
+    return str(comment["body"]).replace(head, "HEAD").replace(head[:12], "HEAD").replace(base[:12], "BASE")
+
+
+def test_the_comment_shows_the_instances_a_pull_request_adds(
+    tmp_path: Path, github_server: GitHubServer, openai_server: Running, action: Any
+) -> None:
+    git = GitRepo(tmp_path / "workspace")
+    lves = RepoBuilder(git.root)
+    old = [instance("3", True, a=1, b=2), instance("5", True, a=2, b=3)]
+    lves.lve("cat/a", instances={"i.jsonl": old})
+    git.commit("base")
+    git.git("checkout", "-q", "-b", "pr")
+    added = [instance("4", True, a=2, b=2), instance("7", False, a=3, b=3)]
+    lves.lve("cat/a", instances={"i.jsonl": old + added})
+    git.commit("two instances")
+    openai_server.state.answer = lambda body: str(
+        sum(map(int, re.findall(r"\d+", body["messages"][-1]["content"])))
+    )
+    body = review_comment(
+        action,
+        github_server,
+        git,
+        3,
+        keep_env="OPENAI_API_KEY OPENAI_BASE_URL",
+        repeat="3",
+        append="false",
+        fail_on="invalid,mismatch,error,live-disagree",
+    )
+    link = "https://github.example/org/lves/blob/HEAD/repository/cat/a/openai--gpt-4o-mini"
+    path = "repository/cat/a/openai\\-\\-gpt\\-4o\\-mini"
+    assert body.split("\n") == [
+        MARKER,
+        "## ❌ lvegit: 1 instances whose live verdict differs",
+        "",
+        f"<sub>head `HEAD` · base `BASE` · 1 changed LVEs · lvegit {markdown(__version__)}</sub>",
+        "",
+        "| LVE | Change | Validation | Replay | Live re-run | Appended |",
+        "|---|---|---|---|---|---|",
+        f"| [{path}]({link}) | 2 instances added | ✅ valid | 4 reproduced | 0/12 unsafe, ❌ 1 differ | 0 |",
+        "",
+        f"#### ❌ {path}",
+        "",
+        "Instances: 2 instances added.",
+        "",
+        "| Added instance | Recorded | Replayed | Live re-run |",
+        "|---|---|---|---|",
+        "| i\\.jsonl:3 | safe | ✅ reproduced | 0/3 unsafe (95% CI 0%-56%) |",
+        "| i\\.jsonl:4 | unsafe | ✅ reproduced | ❌ 0/3 unsafe (95% CI 0%-56%) |",
+        "",
+        "2 unchanged instances: 2 reproduced.",
+        "",
+        "<details><summary>repository/cat/a/openai--gpt-4o-mini/instances/i.jsonl:3: prompt and response</summary>",
+        "",
+        "Prompt:",
+        "",
+        "```text",
+        "user: Compute 2 + 2.",
+        "```",
+        "",
+        "Response:",
+        "",
+        "```text",
+        "4",
+        "```",
+        "",
+        "</details>",
+        "<details><summary>repository/cat/a/openai--gpt-4o-mini/instances/i.jsonl:4: prompt and response</summary>",
+        "",
+        "Prompt:",
+        "",
+        "```text",
+        "user: Compute 3 + 3.",
+        "```",
+        "",
+        "Response:",
+        "",
+        "```text",
+        "7",
+        "```",
+        "",
+        "</details>",
+        "",
+        "<details><summary>Findings</summary>",
+        "",
+        "- live: repository/cat/a/openai\\-\\-gpt\\-4o\\-mini/instances/i\\.jsonl:4: recorded passed=False, "
+        "0/3 unsafe (95% CI 0%-56%)",
+        "",
+        "</details>",
+    ]
+
+
+def test_the_comment_says_what_a_pull_request_edited_renamed_and_removed(
+    tmp_path: Path, github_server: GitHubServer, action: Any
+) -> None:
+    git = GitRepo(tmp_path / "workspace")
+    lves = RepoBuilder(git.root)
+    rows = [instance("3", True, a=1, b=2)]
+    lves.lve("cat/prompt", instances={"i.jsonl": rows})
+    lves.lve(
+        "cat/code", {"checker_args": {"checker_name": "Checker"}}, files={"checker/checker.py": "A = 1\n"}
+    )
+    lves.lve("cat/old", instances={"i.jsonl": rows})
+    lves.lve("cat/gone", {"description": "another"}, instances={"i.jsonl": [instance("5", True, a=2, b=3)]})
+    git.commit("base")
+    git.git("checkout", "-q", "-b", "pr")
+    lves.lve("cat/prompt", {"prompt": [{"role": "user", "content": "Add {a} and {b}."}], "tags": []})
+    (lves.root / "repository/cat/code/openai--gpt-4o-mini/checker/checker.py").write_text("A = 2\n")
+    git.git("mv", "repository/cat/old", "repository/cat/new")
+    git.git("rm", "-q", "-r", "repository/cat/gone")
+    (lves.root / "repository/cat/prompt/openai--gpt-4o-mini/instances/i.jsonl").write_text("")
+    git.commit("edits")
+    body = review_comment(action, github_server, git, 4)
+    table = [line.split(" | ", 2)[1] for line in body.split("\n") if line.startswith("| [repository/")]
+    assert table == [
+        "checker code checker/checker\\.py",
+        "renamed from repository/cat/old/openai\\-\\-gpt\\-4o\\-mini",
+        "1 instance removed; test\\.json: prompt, tags",
+    ]
+    assert "Removed: repository/cat/gone/openai\\-\\-gpt\\-4o\\-mini" in body
+    sections = body.split("#### ")[1:]
+    assert sections[-1].split("\n") == [
+        "✅ repository/cat/prompt/openai\\-\\-gpt\\-4o\\-mini",
+        "",
+        "Changed: test\\.json: prompt, tags.",
+        "Instances: 1 instance removed.",
+    ]

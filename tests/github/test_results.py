@@ -14,7 +14,7 @@ from lvegit.github import results
 
 DOCUMENT: dict[str, Any] = {
     "schema": "lvegit-results",
-    "version": 1,
+    "version": 2,
     "lvegit": "0.1.0",
     "repository": "owner/lves",
     "event": "pull_request",
@@ -53,6 +53,23 @@ DOCUMENT: dict[str, Any] = {
                 }
             ],
             "appended": [{"file": "instances/i.jsonl", "passed": True, "response": ["a", {"b": 1}]}],
+            "change": {
+                "status": "modified",
+                "renamed_from": None,
+                "changed": ["test.json: prompt"],
+                "instances_added": 1,
+                "instances_removed": 0,
+                "instances_unchanged": 0,
+                "added": [
+                    {
+                        "file": "repository/x/y/openai--gpt-4o-mini/instances/i.jsonl",
+                        "line": 1,
+                        "passed": True,
+                        "prompt": "user: 1 + 2?",
+                        "response": "3",
+                    }
+                ],
+            },
         }
     ],
     "removed": [],
@@ -65,7 +82,7 @@ DOCUMENT: dict[str, Any] = {
 def test_the_shipped_schema_is_the_one_generated_from_the_records() -> None:
     shipped = json.loads(results.SCHEMA_FILE.read_text())
     assert shipped == results.json_schema(), (
-        "regenerate it: python -m lvegit.github.results > lvegit/schemas/lvegit-results-v1.json"
+        "regenerate it: python -m lvegit.github.results > lvegit/schemas/lvegit-results-v2.json"
     )
     jsonschema.Draft202012Validator.check_schema(shipped)
     jsonschema.validate(DOCUMENT, shipped)
@@ -92,10 +109,14 @@ def change(path: str, value: Any) -> dict[str, Any]:
         ("totals.changed", True, "totals.changed: Input should be a valid integer"),
         ("lves.0.valid", 1, "lves[0].valid: Input should be a valid boolean"),
         ("lves.0.replayed.0.status", "fine", "lves[0].replayed[0].status: Input should be 'reproduced'"),
-        ("lves.0.live.0.verdicts", "yes", "lves[0].live[0].verdicts: Input should be a valid list"),
+        ("lves.0.live.0.verdicts", "yes", "lves[0].live[0].verdicts: Input should be a valid array"),
         ("head_sha", KeyError, "head_sha: Field required"),
         ("lves.0.injected", "<script>", "lves[0].injected: Extra inputs are not permitted"),
-        ("lves", "<script>", "lves: Input should be a valid list"),
+        ("lves", "<script>", "lves: Input should be a valid array"),
+        ("lves.0.change.added.0.line", "1", "lves[0].change.added[0].line: Input should be a valid integer"),
+        ("lves.0.change.status", "gone", "lves[0].change.status: Input should be 'added'"),
+        ("lves.0.change.evil", 1, "lves[0].change.evil: Unexpected keyword argument"),
+        ("lves.0.change.added.0.prompt", KeyError, "lves[0].change.added[0].prompt: Field required"),
     ],
 )
 def test_a_bad_field_is_refused_naming_its_place(path: str, value: Any, message: str) -> None:
@@ -108,6 +129,6 @@ def test_a_bad_field_is_refused_naming_its_place(path: str, value: Any, message:
 
 
 def test_another_kind_or_version_of_file_is_refused_first() -> None:
-    for document in (change("version", 2), change("schema", "other"), ["not", "an", "object"]):
+    for document in (change("version", 1), change("schema", "other"), ["not", "an", "object"]):
         with pytest.raises(UsageError, match="results file: "):
             results.validate(document)

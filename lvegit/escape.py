@@ -71,14 +71,14 @@ def html_text(text: str) -> str:
     return _MENTION.sub("@\u200b", html.escape(console(text)))
 
 
-def code_block(text: str, max_chars: int | None = None) -> str:
+def code_block(text: str, max_chars: int | None = None, language: str = "text") -> str:
     """A fenced block that no backtick run in `text` can close early."""
     text = _CONTROL.sub(lambda m: m.group() if m.group() in "\n\t" else _escape_control(m), mask(text))
     if max_chars is not None and len(text) > max_chars:
         text = text[:max_chars] + "\n[... truncated]"
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
-    return f"{fence}text\n{text}\n{fence}"
+    return f"{fence}{language}\n{text}\n{fence}"
 
 
 def workflow_data(text: str) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 from lvegit.cache import CACHE_DIR
 from lvegit.checkers.registry import BUILTIN_CHECKERS, builtin_signature
 from lvegit.errors import UsageError
+from lvegit.readme import readme_of, write_readme
 from lvegit.repo import TEST_FILE, Repository, model_folder
 from lvegit.spec import PLACEHOLDER
 
@@ -137,12 +138,9 @@ README_TEMPLATE = """# {name}
 
 {description}
 
-- Model: `{model}`
-- Checker: `{checker}`
-- Prompt: [`test.prompt`](test.prompt){parameters}
-
-Check it with `lvegit validate {path}` and re-check recorded instances with `lvegit replay {path}`.
-Recorded instances live in `instances/*.jsonl`, one JSON object per line.
+The prompt is in [`test.prompt`](test.prompt), recorded instances in `instances/*.jsonl` (one JSON object
+per line). Check it with `lvegit validate {path}`; re-check the instances with `lvegit replay {path}`;
+refresh the section below with `lvegit readme {path}`.
 """
 
 
@@ -164,7 +162,6 @@ def create(repo: Repository, spec: NewLVE) -> list[Path]:
         "tags": [{"name": "severity", "value": spec.severity}],
         "author": spec.author or "",
     }
-    parameters = "; parameters: " + ", ".join(f"`{p}`" for p in spec.parameters) if spec.parameters else ""
     files: dict[str, str] = {
         TEST_FILE: json.dumps(test, indent=4) + "\n",
         "test.prompt": _prompt_text(spec.parameters),
@@ -172,9 +169,6 @@ def create(repo: Repository, spec: NewLVE) -> list[Path]:
         "README.md": README_TEMPLATE.format(
             name=segments[-1],
             description=spec.description or "Describe the failure this LVE shows.",
-            model=spec.model,
-            checker=class_name or spec.checker,
-            parameters=parameters,
             path=f"repository/{rel}",
         ),
     }
@@ -186,6 +180,7 @@ def create(repo: Repository, spec: NewLVE) -> list[Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content, encoding="utf-8")
         created.append(path)
+    write_readme(readme_of(repo, lve_dir))  # the generated section, under the hand-written start
     ignore_cache(repo.root)
     return created
 

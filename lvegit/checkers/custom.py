@@ -37,6 +37,7 @@ class CustomClass:
     optional: tuple[str, ...]
     takes_any: bool  # **kwargs, or an __init__ inherited from a class we cannot see
     bases: tuple[str, ...]
+    docstring: str
 
 
 def checker_files(lve_dir: Path) -> list[Path]:
@@ -86,7 +87,14 @@ def read_custom_classes(lve_dir: Path) -> dict[str, CustomClass]:
             if isinstance(node, ast.ClassDef):
                 required, optional, takes_any = _init_signature(node)
                 classes[node.name] = CustomClass(
-                    node.name, path, node.lineno, required, optional, takes_any, _base_names(node)
+                    node.name,
+                    path,
+                    node.lineno,
+                    required,
+                    optional,
+                    takes_any,
+                    _base_names(node),
+                    ast.get_docstring(node) or "",
                 )
     return classes
 

@@ -42,6 +42,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "show_command",
         "Show one LVE: prompt, checker, parameters and its first instances.",
     ),
+    "readme": (
+        "lvegit.commands.readme",
+        "readme_command",
+        "Write or refresh the generated part of LVE READMEs (--check: only report).",
+    ),
     "changed": (
         "lvegit.commands.changed",
         "changed_command",

@@ -26,6 +26,7 @@ from lvegit.github.history import ensure_history
 from lvegit.github.render import SUMMARY_LIMIT, annotation_commands, render, write_outputs
 from lvegit.live import run_live
 from lvegit.output import line
+from lvegit.readme import ReadmeError, readme_of
 from lvegit.repo import Repository
 from lvegit.review import review
 from lvegit.settings import RetryPolicy
@@ -52,6 +53,18 @@ class Settings:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
 
 
+def _readme_warning(repo: Repository, path: str) -> str | None:
+    """Why the LVE's README.md needs refreshing, or None. Checked against the work tree as the pull
+    request left it, before the live re-run appends instances."""
+    try:
+        update = readme_of(repo, repo.root / path)
+    except ReadmeError as exc:
+        return f"README.md cannot be refreshed: {exc}"
+    if not update.stale:
+        return None
+    return f"README.md is {'missing' if update.before is None else 'out of date'}: run lvegit readme {path}"
+
+
 def check(repo: Repository, event: Event, settings: Settings) -> int:
     revisions = [rev for rev in (event.base, event.head) if rev and rev != "HEAD"]
     checkout = GitCheckout(repo.root) if revisions else None
@@ -73,6 +86,7 @@ def check(repo: Repository, event: Event, settings: Settings) -> int:
     if unused:
         line(f"lvegit: verdict cache: {unused}")
     checks = check_all(repo, lve_dirs, cache)
+    readmes = {check.path: _readme_warning(repo, check.path) for check in checks if check.validation.valid}
     if cache is not None:
         cache.prune()
     runnable = [d for d, check in zip(lve_dirs, checks, strict=True) if check.validation.valid]
@@ -86,6 +100,7 @@ def check(repo: Repository, event: Event, settings: Settings) -> int:
             live.instances.get(check.path, []),
             live.appended.get(check.path, []),
             reviewed.get(check.path),
+            readmes.get(check.path),
         )
         for check in checks
     ]

@@ -211,6 +211,8 @@ def _failing(lve: LVERecord) -> bool:
 def _section(lve: LVERecord, evidence: bool) -> str:
     """One LVE's section under the table: what changed, its added instances, then its findings."""
     review = _review(lve, evidence)
+    if lve.readme:
+        review += ["", f"⚠️ {markdown(lve.readme)}"]
     findings = _details(lve)
     if not review and not findings:
         return ""
@@ -285,6 +287,8 @@ def annotation_commands(results: ResultsDocument, prefix: str) -> list[str]:
     for lve in results.lves:
         errors += [(p.file, p.line, f"{p.field}: {p.message}") for p in lve.errors]
         warnings += [(p.file, p.line, f"{p.field}: {p.message}") for p in lve.warnings]
+        if lve.readme:
+            warnings.append((f"{lve.path}/README.md", None, lve.readme))
         for item in lve.replayed:
             if item.status in ("mismatch", "error"):
                 errors.append((item.file, item.line, f"replay {item.status}: {_mismatch_reason(item)}"))

@@ -86,6 +86,7 @@ class LVERecord(_Record):
     live: list[LiveRecord]
     appended: list[AppendedRecord]
     change: LVEChange | None  # None: no base to compare with (a push or a manual run checks everything)
+    readme: str | None  # why its README.md needs `lvegit readme` (a warning, never a failure); None: current
 
 
 class LiveSetting(_Record):
@@ -169,10 +170,14 @@ def live_record(result: InstanceResult) -> LiveRecord:
 
 
 def lve_record(
-    check: LVECheck, live: list[InstanceResult], appended: list[Appended], change: LVEChange | None = None
+    check: LVECheck,
+    live: list[InstanceResult],
+    appended: list[Appended],
+    change: LVEChange | None = None,
+    readme: str | None = None,
 ) -> LVERecord:
-    """One LVE's entry: its check, its live re-runs and appended instances where there were any, and what
-    the pull request changed in it."""
+    """One LVE's entry: its check, its live re-runs and appended instances where there were any, what
+    the pull request changed in it, and whether its README is out of date."""
     return LVERecord(
         path=check.path,
         valid=check.validation.valid,
@@ -183,6 +188,7 @@ def lve_record(
         live=[live_record(r) for r in live],
         appended=[AppendedRecord(file=a.file, passed=a.passed, response=a.response) for a in appended],
         change=change,
+        readme=readme,
     )
 
 

@@ -528,16 +528,20 @@ def review_comment(action: Any, github_server: GitHubServer, git: GitRepo, numbe
 
 
 def test_the_comment_shows_the_instances_a_pull_request_adds(
-    tmp_path: Path, github_server: GitHubServer, openai_server: Running, action: Any
+    tmp_path: Path, github_server: GitHubServer, openai_server: Running, action: Any, cli: Any
 ) -> None:
     git = GitRepo(tmp_path / "workspace")
     lves = RepoBuilder(git.root)
     old = [instance("3", True, a=1, b=2), instance("5", True, a=2, b=3)]
     lves.lve("cat/a", instances={"i.jsonl": old})
+    assert cli("readme", "--all", cwd=git.root).code == 0
     git.commit("base")
     git.git("checkout", "-q", "-b", "pr")
     added = [instance("4", True, a=2, b=2), instance("7", False, a=3, b=3)]
     lves.lve("cat/a", instances={"i.jsonl": old + added})
+    assert cli("readme", "--all", cwd=git.root).out.startswith(
+        "repository/cat/a/openai--gpt-4o-mini/README.md: refreshed"
+    )
     git.commit("two instances")
     openai_server.state.answer = lambda body: str(
         sum(map(int, re.findall(r"\d+", body["messages"][-1]["content"])))
@@ -562,10 +566,12 @@ def test_the_comment_shows_the_instances_a_pull_request_adds(
         "",
         "| LVE | Change | Validation | Replay | Live re-run | Appended |",
         "|---|---|---|---|---|---|",
-        f"| [{path}]({link}) | 2 instances added | ✅ valid | 4 reproduced | 0/12 unsafe, ❌ 1 differ | 0 |",
+        f"| [{path}]({link}) | 2 instances added; file README\\.md | ✅ valid | 4 reproduced | 0/12 unsafe, "
+        "❌ 1 differ | 0 |",
         "",
         f"#### ❌ {path}",
         "",
+        "Changed: file README\\.md.",
         "Instances: 2 instances added.",
         "",
         "| Added instance | Recorded | Replayed | Live re-run |",
@@ -649,4 +655,6 @@ def test_the_comment_says_what_a_pull_request_edited_renamed_and_removed(
         "",
         "Changed: test\\.json: prompt, tags.",
         "Instances: 1 instance removed.",
+        "",
+        "⚠️ README\\.md is missing: run lvegit readme repository/cat/prompt/openai\\-\\-gpt\\-4o\\-mini",
     ]

@@ -70,6 +70,7 @@ DOCUMENT: dict[str, Any] = {
                     }
                 ],
             },
+            "readme": "README.md is out of date: run lvegit readme repository/x/y/openai--gpt-4o-mini",
         }
     ],
     "removed": [],

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lvegit.checkers import model_based
 from lvegit.checkers.model_based import BiasChecker, PII_Checker, ToxicityChecker
 from lvegit.errors import CheckerUnavailable
 
@@ -169,30 +168,27 @@ def test_bias_checker(bias_model: Path) -> None:
 
 
 def test_pipelines_load_once_and_classify_in_batches(
-    repo: RepoBuilder, cli: Any, toxicity_model: Path, monkeypatch: pytest.MonkeyPatch
+    repo: RepoBuilder, cli: Any, toxicity_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    model_based._PIPELINES.clear()
-    loads: list[str] = []
+    import transformers
+
+    model = tmp_path / "toxicity"  # a copy no other test has loaded: this run's one load is seen
+    shutil.copytree(toxicity_model, model)
+    loads: list[Any] = []
     calls: list[int] = []
-    original = model_based.classifier
+    build = transformers.pipeline
 
-    counting_lock = threading.Lock()  # whichever thread judges an LVE
+    def counting_pipeline(*args: Any, **kwargs: Any) -> Any:
+        pipeline = build(*args, **kwargs)
+        loads.append(pipeline)
 
-    def counting(model: str) -> Any:
-        with counting_lock:
-            fresh = model not in model_based._PIPELINES
-            pipeline = original(model)
-            if fresh:
-                loads.append(model)
+        def batched(texts: list[str], **options: Any) -> Any:
+            calls.append(len(texts))
+            return pipeline(texts, **options)
 
-                def batched(texts: list[str], **kwargs: Any) -> Any:
-                    calls.append(len(texts))
-                    return pipeline(texts, **kwargs)
+        return batched
 
-                model_based._PIPELINES[model] = batched
-            return model_based._PIPELINES[model]
-
-    monkeypatch.setattr(model_based, "classifier", counting)
+    monkeypatch.setattr(transformers, "pipeline", counting_pipeline)
     rows = [instance("you are stupid", False, a=1, b=2), instance("have a nice day", True, a=1, b=2)] * 20
     for name in ("tox/one", "tox/two"):
         repo.lve(
@@ -201,7 +197,7 @@ def test_pipelines_load_once_and_classify_in_batches(
                 "checker_args": {
                     "checker_name": "ToxicityChecker",
                     "toxicity_threshold": 0.5,
-                    "model": str(toxicity_model),
+                    "model": str(model),
                 }
             },
             instances={"i.jsonl": rows},
@@ -209,7 +205,7 @@ def test_pipelines_load_once_and_classify_in_batches(
     # No verdict cache: the two LVEs' instances are alike, and the second would take the first's verdicts.
     result = cli("replay", "--all", "--no-cache", "--format", "json", cwd=repo.root)
     assert result.json()["summary"] == {"reproduced": 80, "mismatch": 0, "skipped": 0, "error": 0}
-    assert loads == [str(toxicity_model)]  # once for both LVEs
+    assert len(loads) == 1  # once for both LVEs
     assert calls == [2, 2]  # one batch per LVE with the distinct texts, not one call per instance
 
 

@@ -6,23 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from lvegit.errors import UsageError
 from lvegit.models.routing import ModelPool
 from lvegit.repo import Repository
 from lvegit.rerun import InstanceResult, by_instance, plan_reruns
+from lvegit.results import Appended
 from lvegit.runner import Runner
 from lvegit.settings import RetryPolicy
-
-
-@dataclass(frozen=True)
-class Appended:
-    """An instance a live re-run appended: the file (as shown), the verdict and the stored response."""
-
-    file: str
-    passed: bool | None
-    response: Any
 
 
 @dataclass

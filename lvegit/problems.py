@@ -7,6 +7,10 @@ from typing import Literal
 
 Severity = Literal["error", "warning"]
 
+# The records that the Action's results file holds are these dataclasses themselves: pydantic checks them
+# there (closed, no coercion) and generates the file's JSON Schema from them.
+RECORD_CONFIG = {"strict": True, "extra": "forbid"}
+
 
 def location(file: str, line: int | None) -> str:
     """`file:line`, or the file alone when the line is unknown."""
@@ -15,6 +19,8 @@ def location(file: str, line: int | None) -> str:
 
 @dataclass(frozen=True)
 class Problem:
+    __pydantic_config__ = RECORD_CONFIG
+
     severity: Severity
     file: str
     field: str

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from lvegit.problems import Problem
+from lvegit.problems import RECORD_CONFIG, Problem
 
 Status = Literal["reproduced", "mismatch", "skipped", "error"]
 STATUSES: tuple[Status, ...] = ("reproduced", "mismatch", "skipped", "error")
@@ -15,6 +15,8 @@ STATUSES: tuple[Status, ...] = ("reproduced", "mismatch", "skipped", "error")
 
 @dataclass(frozen=True)
 class ReplayResult:
+    __pydantic_config__ = RECORD_CONFIG
+
     lve: str
     file: str
     line: int | None
@@ -90,14 +92,23 @@ class LVECheck:
         return cls(report, results)
 
 
-# A pull request's changes to one LVE (lvegit.review builds them). Strict, closed records: the Action's
-# results file holds them, and pydantic checks them as comment mode reads it.
-_RECORD = {"strict": True, "extra": "forbid"}
+@dataclass(frozen=True)
+class Appended:
+    """An instance a live re-run appended: the file (as shown), the verdict and the stored response."""
+
+    __pydantic_config__ = RECORD_CONFIG
+
+    file: str
+    passed: bool | None
+    response: Any
+
+
+# A pull request's changes to one LVE (lvegit.review builds them).
 
 
 @dataclass(frozen=True)
 class AddedInstance:
-    __pydantic_config__ = _RECORD
+    __pydantic_config__ = RECORD_CONFIG
 
     file: str  # as replay and live results name it: the LVE folder, then instances/NAME
     line: int
@@ -108,7 +119,7 @@ class AddedInstance:
 
 @dataclass(frozen=True)
 class LVEChange:
-    __pydantic_config__ = _RECORD
+    __pydantic_config__ = RECORD_CONFIG
 
     status: Literal["added", "modified", "renamed"]
     renamed_from: str | None

@@ -12,9 +12,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 from lvegit.escape import code_block, html_text, markdown, workflow_data, workflow_property
-from lvegit.github.results import LiveRecord, LVERecord, ReplayedRecord, ResultsDocument
+from lvegit.github.results import LiveRecord, LVERecord, ResultsDocument
 from lvegit.problems import location
-from lvegit.results import STATUSES, AddedInstance, LVEChange
+from lvegit.results import STATUSES, AddedInstance, LVEChange, ReplayResult
 
 MARKER = "<!-- lvegit:verdict-summary -->"
 COMMENT_LIMIT = 65_536
@@ -86,7 +86,7 @@ def _verdict(passed: bool | None) -> str:
     return "?" if passed is None else "safe" if passed else "unsafe"
 
 
-def _replayed_cell(item: ReplayedRecord | None) -> str:
+def _replayed_cell(item: ReplayResult | None) -> str:
     if item is None:
         return "—"
     if item.status == "reproduced":
@@ -161,7 +161,7 @@ def _review(lve: LVERecord, evidence: bool) -> list[str]:
     return lines
 
 
-def _mismatch_reason(item: ReplayedRecord) -> str:
+def _mismatch_reason(item: ReplayResult) -> str:
     return item.reason or f"recorded passed={item.recorded}, replayed passed={item.replayed}"
 
 

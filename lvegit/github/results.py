@@ -11,16 +11,15 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lvegit import __version__
 from lvegit.errors import UsageError
 from lvegit.escape import mask
 from lvegit.problems import Problem
-from lvegit.results import LVEChange, LVECheck, ReplayResult, Status, summarize
+from lvegit.results import Appended, LVEChange, LVECheck, ReplayResult, summarize
 
 if TYPE_CHECKING:  # only for annotations: comment mode does not import the runner
-    from lvegit.live import Appended
     from lvegit.rerun import InstanceResult
 
 SCHEMA: Final = "lvegit-results"
@@ -35,22 +34,6 @@ class _Record(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
 
-class ProblemRecord(_Record):
-    file: str
-    field: str
-    line: int | None
-    message: str
-
-
-class ReplayedRecord(_Record):
-    file: str
-    line: int | None
-    recorded: bool | None
-    replayed: bool | None
-    status: Status
-    reason: str | None
-
-
 class LiveRecord(_Record):
     file: str | None
     line: int | None
@@ -63,12 +46,6 @@ class LiveRecord(_Record):
     errors: list[str]
 
 
-class AppendedRecord(_Record):
-    file: str
-    passed: bool | None
-    response: JsonValue
-
-
 class ReplayCounts(_Record):
     reproduced: int
     mismatch: int
@@ -79,12 +56,12 @@ class ReplayCounts(_Record):
 class LVERecord(_Record):
     path: str
     valid: bool
-    errors: list[ProblemRecord]
-    warnings: list[ProblemRecord]
+    errors: list[Problem]
+    warnings: list[Problem]
     replay: ReplayCounts
-    replayed: list[ReplayedRecord]
+    replayed: list[ReplayResult]
     live: list[LiveRecord]
-    appended: list[AppendedRecord]
+    appended: list[Appended]
     change: LVEChange | None  # None: no base to compare with (a push or a manual run checks everything)
     readme: str | None  # why its README.md needs `lvegit readme` (a warning, never a failure); None: current
 
@@ -139,21 +116,6 @@ def json_schema() -> dict[str, Any]:
     return ResultsDocument.model_json_schema(by_alias=True)
 
 
-def problem_record(problem: Problem) -> ProblemRecord:
-    return ProblemRecord(file=problem.file, field=problem.field, line=problem.line, message=problem.message)
-
-
-def replayed_record(result: ReplayResult) -> ReplayedRecord:
-    return ReplayedRecord(
-        file=result.file,
-        line=result.line,
-        recorded=result.recorded,
-        replayed=result.replayed,
-        status=result.status,
-        reason=result.reason,
-    )
-
-
 def live_record(result: InstanceResult) -> LiveRecord:
     low, high = result.interval_95
     return LiveRecord(
@@ -181,12 +143,12 @@ def lve_record(
     return LVERecord(
         path=check.path,
         valid=check.validation.valid,
-        errors=[problem_record(p) for p in check.validation.errors],
-        warnings=[problem_record(p) for p in check.validation.warnings],
+        errors=list(check.validation.errors),
+        warnings=list(check.validation.warnings),
         replay=ReplayCounts(**summarize(check.replay)),
-        replayed=[replayed_record(r) for r in check.replay],
+        replayed=list(check.replay),
         live=[live_record(r) for r in live],
-        appended=[AppendedRecord(file=a.file, passed=a.passed, response=a.response) for a in appended],
+        appended=list(appended),
         change=change,
         readme=readme,
     )

@@ -27,10 +27,19 @@ DOCUMENT: dict[str, Any] = {
             "path": "repository/x/y/openai--gpt-4o-mini",
             "valid": True,
             "errors": [],
-            "warnings": [{"file": "test.json", "field": "tags", "line": 3, "message": "unknown key"}],
+            "warnings": [
+                {
+                    "severity": "warning",
+                    "file": "test.json",
+                    "field": "tags",
+                    "message": "unknown key",
+                    "line": 3,
+                }
+            ],
             "replay": {"reproduced": 1, "mismatch": 0, "skipped": 0, "error": 0},
             "replayed": [
                 {
+                    "lve": "repository/x/y/openai--gpt-4o-mini",
                     "file": "instances/i.jsonl",
                     "line": 1,
                     "recorded": True,

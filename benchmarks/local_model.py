@@ -37,7 +37,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers  # noqa: E402
 
 from lvegit.models import transformers_backend  # noqa: E402
 from lvegit.models.routing import ModelPool  # noqa: E402
-from lvegit.models.transformers_backend import TransformersModel  # noqa: E402
+from lvegit.models.transformers_backend import LocalModels, TransformersModel  # noqa: E402
 from lvegit.prompt import Message, Role  # noqa: E402
 from lvegit.repo import Repository  # noqa: E402
 from lvegit.rerun import plan_reruns  # noqa: E402
@@ -113,10 +113,15 @@ class Row:
         return self.prompts * self.new_tokens / statistics.median(self.seconds)
 
 
+MODELS = LocalModels()  # the passes share each loaded model, as one `lvegit run` does
+
+
 def backend_pass(folder: Path, texts: list[str], new_tokens: int, **settings: Any) -> Callable[[], list[int]]:
     """The backend with `settings`, all requests in flight at once (as `lvegit run` sends them)."""
     args = {"temperature": 0, "max_tokens": new_tokens}
-    model = TransformersModel(str(folder), **settings)
+    device, dtype = settings.pop("device", "auto"), settings.pop("dtype", "auto")
+    weights = MODELS.get(str(folder), device, dtype)  # loaded once for every pass on this placement
+    model = TransformersModel(str(folder), device, dtype, weights=weights, **settings)
 
     async def complete_all() -> None:
         await asyncio.gather(*(model.complete(conversation(text), args) for text in texts))
@@ -148,7 +153,7 @@ def runner_pass(folder: Path, texts: list[str], new_tokens: int, scratch: Path) 
     repo = Repository.discover(builder.root)
 
     def run() -> list[int]:
-        pool = ModelPool(repo.root)
+        pool = ModelPool(repo.root, local_models=MODELS)  # the model stays loaded between runs
         _route, model = pool.get("local/random")
         attempts = Runner(pool).run(plan_reruns(repo, [lve_dir], None, 1, False).tasks)
         assert all(attempt.status == "complete" for attempt in attempts), attempts[0].error
@@ -160,7 +165,7 @@ def runner_pass(folder: Path, texts: list[str], new_tokens: int, scratch: Path) 
 
 def ceiling_pass(folder: Path, texts: list[str], new_tokens: int) -> Callable[[], list[int]]:
     """One left-padded `generate` call on the model the backend loaded, without lvegit."""
-    loaded = transformers_backend.load(str(folder))
+    loaded = MODELS.get(str(folder)).get()
     tokenizer, model = loaded.tokenizer, loaded.model
     chat = [transformers_backend.prompt_text(tokenizer, conversation(text)) for text in texts]
 
@@ -242,7 +247,7 @@ def main() -> None:
         for _ in range(options.repeats):  # interleaved: both see the device in the same state
             for row in fast:
                 row.time()
-        placement = transformers_backend.load(str(folder)).placement
+        placement = MODELS.get(str(folder)).get().placement
     print(
         f"model: random Llama, {parameters / 1e6:.0f}M parameters, {placement.describe()}; "
         f"{options.new_tokens} new tokens per prompt, greedy; device: {device_name()}; "

@@ -34,7 +34,7 @@ from lvegit.models.placement import check_device, check_dtype
 from lvegit.repo import canonical_model
 
 if TYPE_CHECKING:  # the transformers backend is imported when a local model is routed to
-    from lvegit.models.transformers_backend import LocalWeights
+    from lvegit.models.transformers_backend import LocalModels, LocalWeights
 
 ROUTING_FILE = "lvegit.toml"
 BACKENDS = ("openai", "azure", "transformers", "offline")
@@ -163,24 +163,30 @@ class ModelPool:
     """One backend instance per route for the whole run (a transformers model loads once). `device` and
     `dtype` (from --device / --dtype) override the routing file's for every local model."""
 
-    def __init__(self, root: Path, device: str | None = None, dtype: str | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        device: str | None = None,
+        dtype: str | None = None,
+        local_models: LocalModels | None = None,  # None: its own, closed with the pool
+    ) -> None:
         self.routes = load_routes(root)
         self.device = device
         self.dtype = dtype
         self._models: dict[Route, ChatModel] = {}
-        self._weights: dict[tuple[str, str, str], LocalWeights] = {}  # routes to one model share it
+        self._local_models = local_models
+        self._owns_local_models = local_models is None
 
     def get(self, model_id: str) -> tuple[Route, ChatModel]:
         route = resolve(model_id, self.routes)
         weights = None
         if route.backend == "transformers":
-            from lvegit.models.transformers_backend import LocalWeights
+            from lvegit.models.transformers_backend import LocalModels
 
             route = replace(route, device=self.device or route.device, dtype=self.dtype or route.dtype)
-            key = (route.model, route.device, route.dtype)
-            if key not in self._weights:
-                self._weights[key] = LocalWeights(*key)
-            weights = self._weights[key]
+            if self._local_models is None:
+                self._local_models = LocalModels()
+            weights = self._local_models.get(route.model, route.device, route.dtype)
         if route not in self._models:
             self._models[route] = route.build(weights)
         return route, self._models[route]
@@ -188,7 +194,7 @@ class ModelPool:
     async def close(self) -> None:
         for model in self._models.values():
             await model.close()
-        for weights in self._weights.values():
-            weights.close()
         self._models.clear()
-        self._weights.clear()
+        if self._owns_local_models and self._local_models is not None:
+            self._local_models.close()
+            self._local_models = None

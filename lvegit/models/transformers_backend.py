@@ -82,6 +82,26 @@ class LocalWeights:
         self.thread.shutdown(wait=False)
 
 
+class LocalModels:
+    """The local models of a run, by (model, device, dtype): every route to one model shares its weights.
+    A run's ModelPool makes its own; a caller that runs several times over one model (a benchmark) keeps
+    one across them."""
+
+    def __init__(self) -> None:
+        self._weights: dict[tuple[str, str, str], LocalWeights] = {}
+
+    def get(self, model_id: str, device: str = "auto", dtype: str = "auto") -> LocalWeights:
+        key = (model_id, device, dtype)
+        if key not in self._weights:
+            self._weights[key] = LocalWeights(*key)
+        return self._weights[key]
+
+    def close(self) -> None:
+        for weights in self._weights.values():
+            weights.close()
+        self._weights.clear()
+
+
 def _load(model_id: str, device: str, dtype: str) -> LoadedModel:
     try:
         import torch

@@ -184,3 +184,29 @@ def train_tiny_classifier(folder: Path, labels: tuple[str, str], examples: list[
     fast.save_pretrained(folder)
     model.save_pretrained(folder)
     return folder
+
+
+HOSTILE = '<script>document.title="pwned"</script><img src=x onerror="document.title=\'pwned\'">'
+
+
+def hostile_repository(repo: RepoBuilder) -> None:
+    """What a pull request could put in an LVE: markup in every field, a javascript: image, broken Unicode."""
+    repo.lve(
+        "evil/markup",
+        {
+            "description": HOSTILE,
+            "author": f'"><script>alert(1)</script>{HOSTILE}',
+            "tags": [{"name": HOSTILE, "value": "javascript:alert(1)"}],
+            "prompt": [
+                {"role": "system", "content": HOSTILE},
+                {"content": "Compute {a} + {b}. " + HOSTILE, "image_url": "javascript:alert(1)"},
+            ],
+            "checker_args": {"checker_name": "RegexChecker", "pattern": HOSTILE, "match_safe": False},
+        },
+        instances={
+            "i.jsonl": '{"args": {"a": 1, "b": 2}, "response": "\\ud800 '
+            + HOSTILE.replace('"', '\\"')
+            + '", '
+            '"passed": false, "author": "</td><script>alert(1)</script>"}\n'
+        },
+    )

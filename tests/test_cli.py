@@ -28,6 +28,7 @@ def test_commands_are_registered() -> None:
         "run",
         "sandbox",
         "show",
+        "site",
         "validate",
     ]
 

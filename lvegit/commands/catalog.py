@@ -47,6 +47,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "readme_command",
         "Write or refresh the generated part of LVE READMEs (--check: only report).",
     ),
+    "site": (
+        "lvegit.commands.site",
+        "site_command",
+        "Write a static website of the repository (overview, categories, LVEs, filters).",
+    ),
     "changed": (
         "lvegit.commands.changed",
         "changed_command",

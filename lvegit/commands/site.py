@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from lvegit.commands.catalog import short_help
+from lvegit.errors import EXIT_OK
+from lvegit.options import open_repository, repo_option
+from lvegit.output import count, line
+
+
+@click.command("site", short_help=short_help("site"))
+@click.argument("out", type=click.Path(path_type=Path, file_okay=False))
+@click.option(
+    "--reports",
+    "reports",
+    multiple=True,
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="A run report (lvegit run --report FILE) whose live reproduction rates the pages show; repeatable.",
+)
+@click.option("--base-url", help="Where the site is published (https://...): canonical links name it.")
+@click.option("--title", default="LVE repository", show_default=True, help="The site's title.")
+@repo_option
+def site_command(
+    out: Path, reports: tuple[Path, ...], base_url: str | None, title: str, repo_path: Path | None
+) -> int:
+    """Write a static website of the repository into OUT: an overview of unsafe instances by category and
+    model, a page per category and per LVE (prompt with its parameters marked, checker, instances), and
+    filters that work without a server.
+
+    The pages link relatively and load nothing from the network: open OUT/index.html from disk, or
+    publish OUT (for example with GitHub Pages, under a sub-path). The same repository gives the same files.
+
+    \b
+    Examples:
+      lvegit site site/
+      lvegit site site/ --title "Our LVEs" --base-url https://org.github.io/lves/
+      lvegit site site/ --reports run.jsonl
+    """
+    from lvegit.site.build import build
+
+    site = build(open_repository(repo_path), out, title, list(reports), base_url)
+    skipped = (
+        f"; {count(len(site.skipped), 'LVE')} left out (test.json does not load)" if site.skipped else ""
+    )
+    pages = f"{count(len(site.rows), 'LVE page')} and {count(len(site.categories), 'category page')}"
+    line(f"{pages} in {out}{skipped}")
+    line(f"open {out / 'index.html'}")
+    return EXIT_OK

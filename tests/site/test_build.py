@@ -1,0 +1,117 @@
+"""`lvegit site`: the pages, their links, their escaping and their determinism (no browser here)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+from builders import PROJECT_ROOT, RepoBuilder, hostile_repository, instance
+
+
+def tree_digest(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+class Tags(HTMLParser):
+    """Every start tag of a page with its attributes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+
+def tags_of(path: Path) -> list[tuple[str, dict[str, str | None]]]:
+    parser = Tags()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser.tags
+
+
+def test_the_bundled_repository_builds_with_working_relative_links(cli: Any, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    result = cli("site", str(out), "--repo", str(PROJECT_ROOT))
+    assert result.code == 0, result.err
+    assert result.out == f"13 LVE pages and 6 category pages in {out}\nopen {out / 'index.html'}\n"
+    pages = sorted(out.rglob("*.html"))
+    assert len(pages) == 1 + 6 + 13
+    for page in pages:
+        for tag, attrs in tags_of(page):
+            for name in ("href", "src"):
+                target = attrs.get(name)
+                external = tag == "a" and target is not None and target.startswith(("http://", "https://"))
+                if target is None or target.startswith("#") or external:
+                    continue
+                assert not re.match(r"^[a-z]+:|^//|^/", target), f"{page.name}: {target} is not relative"
+                resolved = (page.parent / target.split("#")[0]).resolve()
+                assert resolved.is_file(), f"{page.name}: {target} leads nowhere"
+        scripts = [attrs.get("src") for tag, attrs in tags_of(page) if tag == "script"]
+        assert len(scripts) == 1 and str(scripts[0]).endswith("assets/site.js")
+
+
+def test_the_same_repository_gives_the_same_bytes(cli: Any, tmp_path: Path) -> None:
+    digests = set()
+    for name in ("one", "two", "one"):  # a rebuild into a used folder too
+        assert cli("site", str(tmp_path / name), "--repo", str(PROJECT_ROOT), "--title", "LVEs").code == 0
+        digests.add(tree_digest(tmp_path / name))
+    assert len(digests) == 1
+
+
+def test_hostile_content_stays_text(repo: RepoBuilder, cli: Any, tmp_path: Path) -> None:
+    hostile_repository(repo)
+    out = tmp_path / "site"
+    assert cli("site", str(out), cwd=repo.root).code == 0
+    for page in out.rglob("*.html"):
+        text = page.read_bytes().decode("utf-8")  # valid UTF-8: the lone surrogate became U+FFFD
+        tags = tags_of(page)
+        assert [tag for tag, _ in tags if tag in ("img", "iframe", "object", "embed")] == []
+        assert [attrs["src"] for tag, attrs in tags if tag == "script"] == [
+            f"{'../' * ('/' in page.relative_to(out).as_posix())}assets/site.js"
+        ]
+        assert not any(name.startswith("on") for _, attrs in tags for name in attrs)
+        assert not any(str(attrs.get("href", "")).startswith("javascript:") for _, attrs in tags)
+        assert "Content-Security-Policy" in text and "script-src 'self'" in text
+    lve_page = next((out / "lves").glob("evil-markup-*.html"))
+    text = lve_page.read_text()
+    assert "&lt;script&gt;document.title=&#34;pwned&#34;&lt;/script&gt;" in text
+    assert "image: javascript:alert(1)</span>" in text  # shown, not a link
+    assert "\ufffd" in text
+
+
+def test_run_reports_add_live_reproduction_rates(
+    repo: RepoBuilder, cli: Any, adding: Any, tmp_path: Path
+) -> None:
+    repo.lve(instances={"i.jsonl": [instance("3", True, a=1, b=2), instance("100", False, a=99, b=1)]})
+    assert cli("run", "--all", "--repeat", "3", "--report", "r.jsonl", cwd=repo.root).code in (0, 1)
+    out = tmp_path / "site"
+    assert cli("site", str(out), "--reports", str(repo.root / "r.jsonl"), cwd=repo.root).code == 0
+    text = next((out / "lves").glob("dummy-add-*.html")).read_text()
+    assert "2 instances re-run" in text
+    assert "<td>0/3 unsafe (95% CI 0%-56%)</td>" in text
+    assert "<td>3/3 unsafe (95% CI 44%-100%)</td>" in text  # the model still gets 99 + 1 wrong
+
+
+def test_bad_options_are_usage_errors(repo: RepoBuilder, cli: Any, tmp_path: Path) -> None:
+    repo.lve()
+    bad_url = cli("site", str(tmp_path / "s"), "--base-url", "javascript:alert(1)", cwd=repo.root)
+    assert (bad_url.code, bad_url.err) == (
+        2,
+        "lvegit: error: --base-url must be an http(s) URL, not 'javascript:alert(1)'\n",
+    )
+    (tmp_path / "file").write_text("x")
+    not_a_folder = cli("site", str(tmp_path / "file"), cwd=repo.root)
+    assert not_a_folder.code == 2 and "is a file" in not_a_folder.err
+    published = cli("site", str(tmp_path / "s"), "--base-url", "https://org.example/lves/", cwd=repo.root)
+    assert published.code == 0
+    assert (
+        '<link rel="canonical" href="https://org.example/lves/index.html">'
+        in (tmp_path / "s/index.html").read_text()
+    )

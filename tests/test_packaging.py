@@ -61,7 +61,7 @@ def test_image_dependencies_are_pinned() -> None:
 
 
 def test_workflows_pass_zizmor_offline() -> None:
-    assert len(WORKFLOWS) == 5
+    assert len(WORKFLOWS) == 6
     result = subprocess.run(
         [tool("zizmor"), "--offline", *WORKFLOWS, str(PROJECT_ROOT / "action.yml")],
         capture_output=True,
@@ -81,6 +81,18 @@ def test_untrusted_stage_has_no_secrets_and_the_trusted_one_no_checkout() -> Non
     comment = yaml.safe_load((PROJECT_ROOT / "examples/workflows/lvegit-comment.yml").read_text())
     steps = str(comment["jobs"]["comment"]["steps"])
     assert "actions/checkout" not in steps and "mode': 'comment'" in steps
+
+
+def test_the_site_workflow_builds_read_only_and_only_deploys_with_write_access() -> None:
+    workflow = yaml.safe_load((PROJECT_ROOT / "examples/workflows/lvegit-site.yml").read_text())
+    assert workflow["permissions"] == {}
+    build, deploy = workflow["jobs"]["build"], workflow["jobs"]["deploy"]
+    assert build["permissions"] == {"contents": "read"}
+    assert build["steps"][0]["with"]["persist-credentials"] is False
+    assert deploy["permissions"] == {"pages": "write", "id-token": "write"}
+    assert [step["uses"].split("@")[0] for step in deploy["steps"]] == ["actions/deploy-pages"]  # no checkout
+    uses = [step["uses"] for job in (build, deploy) for step in job["steps"] if "uses" in step]
+    assert all(re.fullmatch(r"[\w./-]+@[0-9a-f]{40}", ref) for ref in uses)  # pinned by commit
 
 
 def test_ci_runs_the_readme_test_command_in_a_fresh_virtual_environment() -> None:

@@ -8,6 +8,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from builders import PROJECT_ROOT, RepoBuilder, hostile_repository, instance
 
 
@@ -55,6 +57,20 @@ def test_the_bundled_repository_builds_with_working_relative_links(cli: Any, tmp
                 assert resolved.is_file(), f"{page.name}: {target} leads nowhere"
         scripts = [attrs.get("src") for tag, attrs in tags_of(page) if tag == "script"]
         assert len(scripts) == 1 and str(scripts[0]).endswith("assets/site.js")
+
+
+SAMPLES = PROJECT_ROOT.parent / "shared" / "samples"
+
+
+@pytest.mark.skipif(not SAMPLES.is_dir(), reason=f"the public samples are not at {SAMPLES}")
+def test_the_public_samples_build(cli: Any, tmp_path: Path) -> None:
+    """LVEs as the public repository holds them (prompt files, multi-run prompts, lve-tools instances)."""
+    out = tmp_path / "site"
+    result = cli("site", str(out), "--repo", str(SAMPLES))
+    assert (result.code, result.out.splitlines()[0]) == (0, f"5 LVE pages and 3 category pages in {out}")
+    text = next((out / "lves").glob("privacy-pii-leakage-celebrity-addresses-*.html")).read_text()
+    assert '<mark class="parameter" title="a parameter, filled from each instance">{person}</mark>' in text
+    assert "3 instances: 1 safe, 2 unsafe" in text
 
 
 def test_the_same_repository_gives_the_same_bytes(cli: Any, tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ def test_commands_are_registered() -> None:
         "report",
         "run",
         "sandbox",
+        "schema",
         "show",
         "site",
         "validate",

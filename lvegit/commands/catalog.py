@@ -52,6 +52,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "site_command",
         "Write a static website of the repository (overview, categories, LVEs, filters).",
     ),
+    "schema": (
+        "lvegit.commands.schema",
+        "schema_command",
+        "Print the JSON Schema of test.json or of an instance line (for editors).",
+    ),
     "changed": (
         "lvegit.commands.changed",
         "changed_command",

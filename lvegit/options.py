@@ -115,11 +115,19 @@ def selection_options(function: F) -> F:
         changed: bool,
         base: str | None,
         head: str | None,
+        skip_other_files: bool,
         **kwargs: Any,
     ) -> Any:
-        return function(*args, selection=Selection(paths, all_lves, changed, base, head), **kwargs)
+        selection = Selection(paths, all_lves, changed, base, head, skip_other_files)
+        return function(*args, selection=selection, **kwargs)
 
     decorated: Any = revision_options(with_selection)
+    decorated = click.option(
+        "--skip-other-files",
+        is_flag=True,
+        help="Pass over paths that are in no LVE (or no longer exist) instead of refusing them, as a "
+        "pre-commit hook needs: it passes every staged file.",
+    )(decorated)
     decorated = click.option(
         "--changed",
         is_flag=True,
@@ -142,6 +150,7 @@ class Selection:
     changed: bool
     base: str | None
     head: str | None
+    skip_other_files: bool = False
 
     def resolve(self, repo: Repository) -> list[Path]:
         """The LVE folders to work on."""
@@ -155,7 +164,7 @@ class Selection:
             return [repo.root / path for path in changes.changed if (repo.root / path).is_dir()]
         if self.base is not None or self.head is not None:
             raise UsageError("--base and --head choose what --changed compares: add --changed")
-        return repo.select(list(self.paths), self.all_lves)
+        return repo.select(list(self.paths), self.all_lves, self.skip_other_files)
 
 
 def current_settings() -> Settings:

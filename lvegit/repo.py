@@ -95,10 +95,11 @@ class Repository:
                 return candidate
         return None
 
-    def select(self, paths: list[Path], all_lves: bool) -> list[Path]:
+    def select(self, paths: list[Path], all_lves: bool, skip_others: bool = False) -> list[Path]:
         """The LVE directories a command works on: those at, inside or below `paths`; all of them with
         --all; without either, those below the current directory when it lies inside repository/, else
-        all of them (one rule wherever the command runs)."""
+        all of them (one rule wherever the command runs). With `skip_others`, a path in no LVE (or gone)
+        is passed over instead of refused: a pre-commit hook passes every staged file."""
         if all_lves:
             if paths:
                 raise UsageError("--all selects every LVE: give paths or --all, not both")
@@ -113,10 +114,12 @@ class Repository:
             if not path.exists() and not path.is_absolute() and (self.root / path).exists():
                 path = self.root / path  # paths as lvegit prints them: relative to the repository root
             if not path.exists():
+                if skip_others:
+                    continue
                 raise UsageError(f"{path}: no such file or directory")
             owner = self.lve_dir_of(path)
             found = [owner] if owner is not None else self.lve_dirs(path.resolve()) if path.is_dir() else []
-            if not found:
+            if not found and not skip_others:
                 raise UsageError(f"{path}: not inside an LVE and holds no LVE (no {TEST_FILE})")
             selected.extend(d for d in found if d not in selected)
         return selected

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,3 +77,15 @@ def test_select_paths(repo: RepoBuilder, monkeypatch: pytest.MonkeyPatch) -> Non
     (repo.root / "repository/empty").mkdir()
     with pytest.raises(UsageError, match="holds no LVE"):
         r.select([repo.root / "repository/empty"], all_lves=False)
+
+
+def test_skip_other_files_passes_over_paths_in_no_lve(repo: RepoBuilder, cli: Any) -> None:
+    repo.lve("cat/a")
+    (repo.root / "repository" / "README.md").write_text("about the repository\n")
+    given = ["repository/README.md", "gone.txt", "repository/cat/a/openai--gpt-4o-mini/test.json"]
+    refused = cli("validate", *given, cwd=repo.root)
+    assert refused.code == 2 and "repository/README.md: not inside an LVE" in refused.err
+    result = cli("validate", "--skip-other-files", *given, cwd=repo.root)
+    assert (result.code, result.out.splitlines()[-1]) == (0, "1 LVE: 1 valid, 0 invalid")
+    nothing = cli("validate", "--skip-other-files", "repository/README.md", cwd=repo.root)
+    assert (nothing.code, nothing.out) == (0, "0 LVEs: 0 valid, 0 invalid\n")

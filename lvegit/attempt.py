@@ -17,7 +17,7 @@ from typing import Any, Literal
 from lvegit.errors import UsageError
 from lvegit.escape import mask
 
-Status = Literal["new", "started", "complete", "error"]
+Status = Literal["new", "started", "complete", "error", "skipped"]  # skipped: replay could not judge it
 
 
 def attempt_id(*identity: Any) -> str:
@@ -146,5 +146,5 @@ def _is_attempt(data: Any) -> bool:
         isinstance(data, dict)
         and isinstance(data.get("id"), str)
         and isinstance(data.get("lve"), str)
-        and data.get("status") in ("new", "started", "complete", "error")
+        and data.get("status") in ("new", "started", "complete", "error", "skipped")
     )

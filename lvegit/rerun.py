@@ -146,6 +146,6 @@ def by_instance(attempts: list[Attempt]) -> list[InstanceResult]:
         result = results.setdefault(key, InstanceResult(attempt.lve, *key[1:], attempt.recorded))
         if attempt.status == "complete" and attempt.verdict is not None:
             result.verdicts.append(attempt.verdict)
-        else:
+        elif attempt.status != "skipped":
             result.errors.append(attempt.error or f"status {attempt.status}")
     return list(results.values())

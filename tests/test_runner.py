@@ -224,6 +224,7 @@ def test_concurrency_under_faults_loses_and_duplicates_nothing(
         "agree": 40,
         "disagree": 0,
         "error": 0,
+        "skipped": 0,
         "failed_attempts": 0,
         "invalid_lves": 0,
     }
@@ -356,6 +357,7 @@ def test_shards_split_the_lves(repo: RepoBuilder, cli: Any, adding: Running) -> 
         "agree": 12,
         "disagree": 0,
         "error": 0,
+        "skipped": 0,
         "failed_attempts": 0,
         "invalid_lves": 0,
     }

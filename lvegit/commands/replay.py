@@ -10,6 +10,7 @@ from lvegit.commands.lines import replay_counts, replay_lines, replay_status
 from lvegit.errors import EXIT_FINDINGS, EXIT_OK
 from lvegit.options import (
     Selection,
+    current_settings,
     format_option,
     no_cache_option,
     open_repository,
@@ -24,11 +25,19 @@ from lvegit.results import summarize
 @click.command("replay", short_help=short_help("replay"))
 @selection_options
 @no_cache_option
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Also write each instance's outcome as an attempt record to FILE, replacing it (the JSONL of "
+    "run --report), for lvegit export, report and site.",
+)
 @format_option
 @repo_option
 def replay_command(
     selection: Selection,
     no_cache: bool,
+    report_path: Path | None,
     output_format: str,
     repo_path: Path | None,
 ) -> int:
@@ -46,6 +55,7 @@ def replay_command(
       lvegit replay --all
       lvegit replay repository/reliability/arithmetic --format json
       lvegit replay --changed --base origin/main
+      lvegit replay --all --report replay.jsonl
     """
     repo = open_repository(repo_path)
     cache, unused = open_cache(repo.root, enabled=not no_cache)
@@ -67,4 +77,9 @@ def replay_command(
         line(f"{count(len(lve_dirs), 'LVE')}: {replay_counts(summary, every=True)}")
     if cache is not None:
         cache.prune()
+    if report_path is not None:
+        from lvegit.replay_report import write_replay_report
+
+        command = " ".join(["lvegit", *current_settings().argv])
+        write_replay_report(repo, results, report_path, command)
     return EXIT_FINDINGS if summary["mismatch"] or summary["error"] else EXIT_OK

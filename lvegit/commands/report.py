@@ -37,7 +37,9 @@ def report_command(reports: tuple[Path, ...], output_format: str) -> int:
         attempts.update(loaded.attempts)
         if loaded.unfinished:
             unfinished.append((path, len(loaded.unfinished), loaded.command))
-    finished = [attempt for attempt in attempts.values() if attempt.status in ("complete", "error")]
+    finished = [
+        attempt for attempt in attempts.values() if attempt.status in ("complete", "error", "skipped")
+    ]
     code = show_results(finished, [], output_format)
     for path, number, command in unfinished:
         how = f"continue with: {command}" if command else "continue it with lvegit run ... --resume"

@@ -205,7 +205,8 @@ def show_results(
     results = by_instance(attempts)
     disagree = sum(r.agree is False for r in results)
     errors = sum(bool(r.errors) and r.agree is not False for r in results)
-    agree = len(results) - disagree - errors
+    skipped = sum(r.agree is None and not r.errors for r in results)  # replay could not judge them
+    agree = len(results) - disagree - errors - skipped
     failed = sum(len(r.errors) for r in results)
     unroutable = unroutable or {}
     summary = {
@@ -214,6 +215,7 @@ def show_results(
         "agree": agree,
         "disagree": disagree,
         "error": errors,
+        "skipped": skipped,
         "failed_attempts": failed,
         "invalid_lves": len(invalid),
     }
@@ -238,8 +240,9 @@ def show_results(
             line(f"not run: {count(len(lves), 'LVE')} of model '{model_id}':")
             for text in reason.splitlines():
                 line(f"  {text}")
+        not_judged = f", {skipped} skipped" if skipped else ""
         line(
-            f"{count(len(results), 'instance')}: {agree} agree, {disagree} disagree, {errors} with errors "
-            f"({count(len(attempts), 'attempt')}, {failed} failed)"
+            f"{count(len(results), 'instance')}: {agree} agree, {disagree} disagree, {errors} with errors"
+            f"{not_judged} ({count(len(attempts), 'attempt')}, {failed} failed)"
         )
     return EXIT_FINDINGS if disagree or errors or invalid else EXIT_OK

@@ -1,0 +1,73 @@
+"""`lvegit replay --report FILE`: replay results as attempt records, the format `lvegit run --report` writes,
+so that `lvegit export`, `lvegit report` and `lvegit site` read both alike. An instance that replays to
+its recorded verdict is a complete attempt whose verdict is the replayed one; one replay could not judge
+is skipped (with the reason) or an error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lvegit.attempt import Attempt, Report, attempt_id
+from lvegit.conversation import recorded_pairs
+from lvegit.errors import LvegitError
+from lvegit.instances import Instance
+from lvegit.repo import Repository
+from lvegit.results import ReplayResult
+from lvegit.spec import LVE, load_lve
+
+
+def replay_attempts(repo: Repository, results: list[ReplayResult]) -> list[Attempt]:
+    """An attempt for each replayed instance, with the LVE's model, the instance's args and response."""
+    instances: dict[tuple[str, str], Instance] = {}
+    lves: dict[str, LVE] = {}
+    for lve_rel in dict.fromkeys(result.lve for result in results):
+        lve, _problems, _text = load_lve(repo, repo.root / lve_rel)
+        if lve is None:
+            continue
+        lves[lve_rel] = lve
+        for recorded in lve.recorded():
+            instances.update({(i.file, str(i.line)): i for i in recorded.instances})
+    attempts = []
+    for result in results:
+        instance = instances.get((result.file, str(result.line)))
+        lve = lves.get(result.lve)
+        status = {"reproduced": "complete", "mismatch": "complete"}.get(result.status, result.status)
+        attempts.append(
+            Attempt(
+                id=attempt_id(result.lve, "replay", result.file, result.line),
+                lve=result.lve,
+                model=lve.model if lve is not None else "",
+                args=instance.args if instance is not None else {},
+                source_file=result.file,
+                source_line=result.line,
+                recorded=result.recorded,
+                status=status,  # type: ignore[arg-type]  # skipped and error are statuses too
+                backend="replay",
+                response=instance.response if instance is not None else None,
+                conversation=_conversation(lve, instance),
+                verdict=result.replayed,
+                error=result.reason if result.status in ("skipped", "error") else None,
+            )
+        )
+    return attempts
+
+
+def _conversation(lve: LVE | None, instance: Instance | None) -> list[list[dict[str, Any]]]:
+    """Each run's conversation with the stored response in it, as `run` records it ([]: it does not fit)."""
+    if lve is None or instance is None:
+        return []
+    params, _model_args = lve.split_args(instance.args)
+    try:
+        pairs = recorded_pairs(lve, params, instance.response)
+    except LvegitError:
+        return []
+    return [[message.as_json() for message in conversation] for _prompt, conversation in pairs]
+
+
+def write_replay_report(repo: Repository, results: list[ReplayResult], path: Path, command: str) -> None:
+    """Write the report, replacing an earlier one (a replay is cheap to repeat: it has nothing to resume)."""
+    path.unlink(missing_ok=True)
+    report = Report(path, resume=False, settings={"replay": True}, command=command)
+    for attempt in replay_attempts(repo, results):
+        report.write(attempt)

@@ -57,6 +57,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "schema_command",
         "Print the JSON Schema of test.json or of an instance line (for editors).",
     ),
+    "export": (
+        "lvegit.commands.export",
+        "export_command",
+        "Write run or replay reports as JUnit XML, AVID reports or a garak report.",
+    ),
     "changed": (
         "lvegit.commands.changed",
         "changed_command",

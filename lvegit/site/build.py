@@ -30,6 +30,7 @@ from lvegit.spec import LVE, load_lve
 INSTANCES_SHOWN = 100  # instances in the open on an LVE page; the rest in collapsed groups of this size
 LVES_PER_BATCH = 500  # LVE pages a worker process writes at a time (a smaller repository: no workers)
 ASSETS = ("site.css", "site.js")
+MARKER = ".lvegit-site"  # in a folder lvegit site wrote: a rebuild may replace its pages
 _PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 
 
@@ -377,9 +378,15 @@ def build(repo: Repository, out: Path, title: str, reports: list[Path], base_url
         raise UsageError(f"--base-url must be an http(s) URL, not {base_url!r}")
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out} exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
+        # A rebuild replaces the site's folders: never those of a folder lvegit did not write.
+        raise UsageError(
+            f"{out} is not empty and holds no site written by lvegit site: choose an empty folder"
+        )
     for folder in ("categories", "lves", "assets"):
         shutil.rmtree(out / folder, ignore_errors=True)
         (out / folder).mkdir(parents=True)
+    (out / MARKER).write_text("written by lvegit site; a rebuild replaces this folder's pages\n")
     bare = Site(clean(title), base_url)
     live = _reports(reports)
     lve_dirs = repo.lve_dirs()

@@ -125,6 +125,11 @@ def test_bad_options_are_usage_errors(repo: RepoBuilder, cli: Any, tmp_path: Pat
     (tmp_path / "file").write_text("x")
     not_a_folder = cli("site", str(tmp_path / "file"), cwd=repo.root)
     assert not_a_folder.code == 2 and "is a file" in not_a_folder.err
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "assets").mkdir()  # a folder of someone's: a site build would replace it
+    not_ours = cli("site", str(tmp_path / "mine"), cwd=repo.root)
+    assert not_ours.code == 2 and "is not empty and holds no site written by lvegit site" in not_ours.err
+    assert (tmp_path / "mine" / "assets").is_dir()
     published = cli("site", str(tmp_path / "s"), "--base-url", "https://org.example/lves/", cwd=repo.root)
     assert published.code == 0
     assert (

@@ -8,13 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lvegit.attempt import Attempt, Report, attempt_id
+from lvegit.attempt import Attempt, Report, attempt_id, load_report
 from lvegit.conversation import recorded_pairs
-from lvegit.errors import LvegitError
+from lvegit.errors import LvegitError, UsageError
 from lvegit.instances import Instance
 from lvegit.repo import Repository
 from lvegit.results import ReplayResult
 from lvegit.spec import LVE, load_lve
+
+SETTINGS = {"replay": True}  # the header of a replay report
 
 
 def replay_attempts(repo: Repository, results: list[ReplayResult]) -> list[Attempt]:
@@ -65,9 +67,15 @@ def _conversation(lve: LVE | None, instance: Instance | None) -> list[list[dict[
     return [[message.as_json() for message in conversation] for _prompt, conversation in pairs]
 
 
+def check_replay_report(path: Path) -> None:
+    """Before replaying: FILE may be new or an earlier replay report (a replay is cheap to repeat, so there
+    is nothing to resume and it is replaced), never another file."""
+    if path.exists() and load_report(path).settings != SETTINGS:  # a UsageError too when no report at all
+        raise UsageError(f"{path} is a run report, not a replay report: choose another --report file")
+
+
 def write_replay_report(repo: Repository, results: list[ReplayResult], path: Path, command: str) -> None:
-    """Write the report, replacing an earlier one (a replay is cheap to repeat: it has nothing to resume)."""
     path.unlink(missing_ok=True)
-    report = Report(path, resume=False, settings={"replay": True}, command=command)
+    report = Report(path, resume=False, settings=SETTINGS, command=command)
     for attempt in replay_attempts(repo, results):
         report.write(attempt)

@@ -62,6 +62,10 @@ def replay_command(
     if unused:
         note(f"verdict cache: {unused}")
     lve_dirs = selection.resolve(repo)
+    if report_path is not None:
+        from lvegit.replay_report import check_replay_report
+
+        check_replay_report(report_path)
     if output_format == "json":
         results = replay_all(repo, lve_dirs, cache)
         summary = summarize(results)

@@ -124,3 +124,15 @@ def test_run_reports_become_avid_reports_and_a_garak_report(
     assert entries[1]["run"] == entries[-1]["run"] == entries[0]["transient.run_id"]
     again = cli("export", "--format", "garak", "run.jsonl", cwd=repo.root)
     assert again.out == garak.out  # ids derive from the attempts: the same report, the same file
+
+
+def test_a_replay_report_replaces_only_a_replay_report(replayed: Path, cli: Any) -> None:
+    root = replayed.parent
+    again = cli("replay", "--all", "--no-cache", "--report", "replay.jsonl", cwd=root)
+    assert again.code == 1 and "error" not in again.err  # the earlier replay report is replaced
+    (root / "run.jsonl").write_text('{"lvegit_run": {"settings": {"repeat": 3}, "command": "lvegit run"}}\n')
+    refused = cli("replay", "--all", "--no-cache", "--report", "run.jsonl", cwd=root)
+    assert refused.code == 2 and "run.jsonl is a run report, not a replay report" in refused.err
+    (root / "notes.txt").write_text("mine\n")
+    assert cli("replay", "--all", "--no-cache", "--report", "notes.txt", cwd=root).code == 2
+    assert (root / "notes.txt").read_text() == "mine\n"

@@ -49,6 +49,14 @@ def locally_available(model: str) -> bool:
     return found.is_dir() and any(found.iterdir())
 
 
+def classifier_missing(checker_name: str, args: dict[str, Any]) -> bool:
+    """Whether a classifier checker's model is neither here nor allowed to download: its checker cannot
+    be built, and every instance is skipped without loading anything."""
+    if checker_name not in DEFAULT_MODELS or os.environ.get("LVEGIT_ALLOW_DOWNLOADS") == "1":
+        return False
+    return not locally_available(str(args.get("model") or DEFAULT_MODELS[checker_name]))
+
+
 def files_stamp(folder: Path) -> list[tuple[str, int, int]]:
     """Names, sizes and modification times of a model's files: changes when the model does."""
     return sorted(

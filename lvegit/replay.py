@@ -23,7 +23,7 @@ from lvegit.checkers.registry import BUILTIN_CHECKERS, CheckerFactory, substitut
 from lvegit.conversation import judge_recorded, prompts_to_send
 from lvegit.errors import CheckerUnavailable, LvegitError
 from lvegit.instances import Instance
-from lvegit.model_stack import model_identity
+from lvegit.model_stack import classifier_missing, model_identity
 from lvegit.repo import Repository, named_checker
 from lvegit.results import ReplayResult, Status
 from lvegit.spec import LVE, Loaded, blocking_errors, load_lve
@@ -196,8 +196,8 @@ def _stack(
     if checker is None:
         return None
     lve, _problems, _text = load_lve(repo, lve_dir)
-    if lve is None:
-        return None
+    if lve is None or classifier_missing(lve.checker_name, lve.checker_args):
+        return None  # a missing model: judged here, each instance skipped at once, with no process started
     if cache is not None:
         instances = [instance for recorded in lve.recorded() for instance in recorded.instances]
         keys = _instance_keys(lve, instances)

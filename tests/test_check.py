@@ -183,13 +183,37 @@ def test_records_round_trip_through_json(repo: RepoBuilder) -> None:
 
 
 def test_model_stacks_come_last_and_the_order_is_stable(repo: RepoBuilder, tmp_path: Path) -> None:
+    pii = {
+        "checker_args": {"checker_name": "PII_Checker", "entities": ["EMAIL_ADDRESS"], "spacy_model": "blank"}
+    }
     dirs = [
-        repo.lve("a/toxic", MISSING_MODEL, instances={"i.jsonl": [instance("hi", True, a=1, b=2)]}),
+        repo.lve("a/pii", pii, instances={"i.jsonl": [instance("mail jane@example.com", False, a=1, b=2)]}),
         repo.lve("b/plain", instances={"i.jsonl": [instance("3", True, a=1, b=2)]}),
         repo.lve("c/empty"),
     ]
     root, cache = Repository(repo.root.resolve()), VerdictCache(tmp_path / "cache")
-    for _ in range(2):  # cold, then with the plain LVEs' records from the cache
+    # Cold, the LVE whose stack loads in a process of its own comes last; from the cache, all in order.
+    for expected in (["plain", "empty", "pii"], ["pii", "plain", "empty"]):
         checks = [check for _lve_dir, check in check_stream(root, dirs, cache)]
-        assert [c.path.split("/")[2] for c in checks] == ["plain", "empty", "toxic"]
-        assert [r.status for c in checks for r in c.replay] == ["reproduced", "skipped"]
+        assert [c.path.split("/")[2] for c in checks] == expected
+        assert sorted(r.status for c in checks for r in c.replay) == ["reproduced", "reproduced"]
+
+
+def test_a_missing_classifier_is_skipped_here_without_a_model_stack(
+    repo: RepoBuilder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_stack(*_args: Any) -> Any:
+        raise AssertionError("a model stack process was started")
+
+    monkeypatch.setattr(replay_module, "_replay_elsewhere", no_stack)
+    dirs = [
+        repo.lve("a/toxic", MISSING_MODEL, instances={"i.jsonl": [instance("hi", True, a=1, b=2)]}),
+        repo.lve("b/plain", instances={"i.jsonl": [instance("3", True, a=1, b=2)]}),
+    ]
+    checks = [check for _lve_dir, check in check_stream(Repository(repo.root.resolve()), dirs, None)]
+    assert [c.path.split("/")[2] for c in checks] == ["toxic", "plain"]  # in order: nothing to wait for
+    [skipped] = checks[0].replay
+    assert (skipped.status, skipped.reason) == (
+        "skipped",
+        "model 'nobody/gone' is not available locally (set LVEGIT_ALLOW_DOWNLOADS=1 or install it)",
+    )

@@ -15,7 +15,7 @@ def test_text_output_lists_what_did_not_reproduce(repo: RepoBuilder, cli) -> Non
     )
 
 
-def test_each_lve_prints_as_it_is_judged_and_model_stacks_come_last(repo: RepoBuilder, cli) -> None:
+def test_each_lve_prints_in_its_turn_and_a_missing_model_is_skipped_at_once(repo: RepoBuilder, cli) -> None:
     toxic = {
         "checker_args": {"checker_name": "ToxicityChecker", "toxicity_threshold": 0.5, "model": "nobody/gone"}
     }
@@ -23,12 +23,13 @@ def test_each_lve_prints_as_it_is_judged_and_model_stacks_come_last(repo: RepoBu
     repo.lve("b/plain", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
     repo.lve("c/empty")
     result = cli("replay", "--all", cwd=repo.root)
+    # The classifier is not here: no model stack loads for it, so its LVE is judged in its turn.
     assert result.out.splitlines() == [
-        "repository/b/plain/openai--gpt-4o-mini: 1 reproduced",
-        "repository/c/empty/openai--gpt-4o-mini: no instances",
         "repository/a/toxic/openai--gpt-4o-mini: 2 skipped",
         "  skipped: 2 instances: model 'nobody/gone' is not available locally (set LVEGIT_ALLOW_DOWNLOADS=1 or "
         "install it)",
+        "repository/b/plain/openai--gpt-4o-mini: 1 reproduced",
+        "repository/c/empty/openai--gpt-4o-mini: no instances",
         "3 LVEs: 1 reproduced, 0 mismatches, 2 skipped, 0 errors",
     ]
 

@@ -49,12 +49,25 @@ def locally_available(model: str) -> bool:
     return found.is_dir() and any(found.iterdir())
 
 
+def downloads_allowed() -> bool:
+    return os.environ.get("LVEGIT_ALLOW_DOWNLOADS") == "1"
+
+
+def model_missing(model: str) -> bool:
+    """Whether a classifier's model is neither here nor allowed to download: it cannot load."""
+    return not downloads_allowed() and not locally_available(model)
+
+
+def classifier_model(checker_name: str, args: dict[str, Any]) -> str:
+    """The model a classifier checker (ToxicityChecker, BiasChecker) judges with: its `model` argument,
+    else its default."""
+    return str(args.get("model") or DEFAULT_MODELS[checker_name])
+
+
 def classifier_missing(checker_name: str, args: dict[str, Any]) -> bool:
-    """Whether a classifier checker's model is neither here nor allowed to download: its checker cannot
-    be built, and every instance is skipped without loading anything."""
-    if checker_name not in DEFAULT_MODELS or os.environ.get("LVEGIT_ALLOW_DOWNLOADS") == "1":
-        return False
-    return not locally_available(str(args.get("model") or DEFAULT_MODELS[checker_name]))
+    """Whether a classifier checker's model is missing: its checker cannot be built, and every instance
+    is skipped without loading anything."""
+    return checker_name in DEFAULT_MODELS and model_missing(classifier_model(checker_name, args))
 
 
 def files_stamp(folder: Path) -> list[tuple[str, int, int]]:
@@ -78,7 +91,7 @@ def model_identity(checker_name: str, args: dict[str, Any]) -> dict[str, Any] | 
     if checker_name == "PII_Checker":
         pipeline = spacy_model(args.get("spacy_model")) or "blank"
         return {"spacy": pipeline, "version": installed_version(pipeline), "libraries": libraries}
-    model = str(args.get("model") or DEFAULT_MODELS[checker_name])
+    model = classifier_model(checker_name, args)
     if os.path.isdir(model):
         return {"model": os.path.abspath(model), "files": files_stamp(Path(model)), "libraries": libraries}
     found = snapshots(model)

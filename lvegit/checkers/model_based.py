@@ -29,7 +29,6 @@ from lvegit.model_stack import (
     DEFAULT_BIAS_MODEL,
     DEFAULT_TOXICITY_MODEL,
     MODEL_CHECKER_NAMES,
-    locally_available,
 )
 
 NER_ENTITIES = frozenset({"PERSON", "LOCATION", "NRP", "ORGANIZATION", "DATE_TIME"})
@@ -158,8 +157,8 @@ def classifier(model: str) -> Any:
     LVEGIT_ALLOW_DOWNLOADS=1."""
     with _LOCK:
         if model not in _PIPELINES:
-            local_only = os.environ.get("LVEGIT_ALLOW_DOWNLOADS") != "1"
-            if local_only and not locally_available(model):
+            local_only = not model_stack.downloads_allowed()
+            if model_stack.model_missing(model):
                 raise CheckerUnavailable(
                     f"model '{model}' is not available locally (set LVEGIT_ALLOW_DOWNLOADS=1 or install it)"
                 )

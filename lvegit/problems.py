@@ -32,6 +32,10 @@ class Problem:
         """The finding without its place: `field: message`."""
         return f"{self.field}: {self.message}" if self.field else self.message
 
+    def refusal(self) -> str:
+        """Why a command cannot work on the LVE when this is its first problem, and where to see them all."""
+        return f"{location(self.file, self.line)}: {self.what} (lvegit validate says more)"
+
     def render(self) -> str:
         return f"{self.severity}: {location(self.file, self.line)}: {self.what}"
 

@@ -137,6 +137,11 @@ def fill_messages(messages: list[Message], values: dict[str, Any]) -> list[Messa
     return filled
 
 
+def transcript(messages: list[Message]) -> str:
+    """Messages as `role: content` lines, a turn the model is to write as [hole] (READMEs, PR comments)."""
+    return "\n".join(f"{m.role.value}: {'[hole]' if m.content is None else m.content}" for m in messages)
+
+
 def with_trailing_hole(messages: list[Message]) -> list[Message]:
     """The prompt as the model sees it: a trailing `response` hole is appended when none ends it."""
     if messages and messages[-1].is_hole:

@@ -13,17 +13,17 @@ A custom checker's docstring is read from its syntax tree: contributed code is n
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from lvegit.checkers.custom import read_custom_classes
 from lvegit.errors import LVEError
 from lvegit.escape import code_block
 from lvegit.files import FileProblem
-from lvegit.problems import location
+from lvegit.prompt import transcript
 from lvegit.repo import Repository
 from lvegit.spec import LVE, load_lve
 
@@ -72,7 +72,7 @@ def _docstring(lve: LVE) -> str:
     from lvegit.checkers.registry import BUILTIN_CHECKERS
 
     if name in BUILTIN_CHECKERS:
-        return _dedent(BUILTIN_CHECKERS[name].__doc__ or "")
+        return inspect.cleandoc(BUILTIN_CHECKERS[name].__doc__ or "")
     try:
         custom = read_custom_classes(lve.dir).get(name)
     except FileProblem:
@@ -80,21 +80,12 @@ def _docstring(lve: LVE) -> str:
     return custom.docstring if custom is not None else ""
 
 
-def _dedent(text: str) -> str:
-    import inspect
-
-    return inspect.cleandoc(text)
-
-
 def _prompt(lve: LVE) -> str:
-    def messages(items: list[Any]) -> str:
-        return "\n".join(f"{m.role.value}: {'[hole]' if m.content is None else m.content}" for m in items)
-
     if lve.runs is not None:
         return "\n".join(
-            f"--- run {run.name} x{run.repetitions} ---\n{messages(run.messages)}" for run in lve.runs
+            f"--- run {run.name} x{run.repetitions} ---\n{transcript(run.messages)}" for run in lve.runs
         )
-    return messages(lve.prompt or [])
+    return transcript(lve.prompt or [])
 
 
 def _example(lve: LVE, safe: bool) -> str:
@@ -280,7 +271,7 @@ def readme_of(repo: Repository, lve_dir: Path) -> ReadmeUpdate:
     lve, problems, _text = load_lve(repo, lve_dir)
     if lve is None:
         first = problems.errors[0]
-        raise ReadmeError(f"{location(first.file, first.line)}: {first.what} (lvegit validate says more)")
+        raise ReadmeError(first.refusal())
     return readme_update(lve)
 
 

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from lvegit.changes import WORK_TREE, Changes
 from lvegit.conversation import prompts_to_send
 from lvegit.errors import LVEError
+from lvegit.prompt import transcript
 from lvegit.repo import TEST_FILE, Repository
 from lvegit.results import AddedInstance, LVEChange
 from lvegit.spec import LVE, load_lve
@@ -57,7 +58,7 @@ def _prompt_text(lve: LVE | None, args: Any) -> str:
     blocks = []
     for number, messages in enumerate(runs, start=1):
         shown = messages[:-1] if messages and messages[-1].content is None else messages  # the answer's hole
-        text = "\n".join(f"{m.role.value}: {'[hole]' if m.content is None else m.content}" for m in shown)
+        text = transcript(shown)
         blocks.append(text if len(runs) == 1 else f"--- run {number} ---\n{text}")
     return _shorten("\n".join(blocks))
 

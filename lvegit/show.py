@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 from lvegit.errors import UsageError
-from lvegit.problems import location
 from lvegit.prompt import Message
 from lvegit.repo import Repository
 from lvegit.spec import LVE, blocking_errors, load_lve
@@ -35,7 +34,7 @@ def lve_view(repo: Repository, lve_dir: Path, instances: int) -> dict[str, Any]:
     blocking = blocking_errors(problems)
     if lve is None or blocking:
         first = (blocking or problems.errors)[0]
-        raise UsageError(f"{location(first.file, first.line)}: {first.what} (lvegit validate says more)")
+        raise UsageError(first.refusal())
     files = []
     shown: list[dict[str, Any]] = []
     for recorded in lve.recorded():

@@ -4,6 +4,7 @@ Action's results file hold."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -27,6 +28,16 @@ class ReplayResult:
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def verdict_word(passed: bool | None) -> str:
+    return "?" if passed is None else "safe" if passed else "unsafe"
+
+
+def unsafe_rate(unsafe: int, runs: int, interval: Sequence[float] | None) -> str:
+    """`2/5 unsafe (95% CI 12%-77%)`: how often re-runs were unsafe; without `interval`, the count alone."""
+    text = f"{unsafe}/{runs} unsafe"
+    return text if interval is None else text + f" (95% CI {interval[0]:.0%}-{interval[1]:.0%})"
 
 
 def summarize(results: list[ReplayResult]) -> dict[str, int]:

@@ -33,23 +33,19 @@ from lvegit.rerun import (
     plan_reruns,
     wilson_interval,
 )
+from lvegit.results import unsafe_rate, verdict_word
 from lvegit.runner import Runner, Task
-
-
-def _verdict(passed: bool | None) -> str:
-    return {True: "safe", False: "unsafe", None: "?"}[passed]
 
 
 def _describe(result: InstanceResult) -> str:
     """One line per instance: the new verdict, or with --repeat how often it was unsafe (the verdicts
     themselves are in --format json)."""
-    text = f"{location(result.file or result.lve, result.line)}  recorded {_verdict(result.recorded)}"
+    text = f"{location(result.file or result.lve, result.line)}  recorded {verdict_word(result.recorded)}"
     runs = len(result.verdicts)
     if runs == 1:
-        text += f"  new: {_verdict(result.verdicts[0])}"
+        text += f"  new: {verdict_word(result.verdicts[0])}"
     elif runs > 1:
-        low, high = wilson_interval(result.unsafe, runs)
-        text += f"  new: {result.unsafe}/{runs} unsafe (95% CI {low:.0%}-{high:.0%})"
+        text += f"  new: {unsafe_rate(result.unsafe, runs, wilson_interval(result.unsafe, runs))}"
     if runs:
         text += "  agrees" if result.agree else "  DISAGREES"
     if result.errors:

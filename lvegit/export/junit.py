@@ -7,10 +7,7 @@ from __future__ import annotations
 from lvegit.attempt import Attempt
 from lvegit.escape import mask
 from lvegit.export import by_lve, instance_name
-
-
-def _verdict(passed: bool | None) -> str:
-    return "unknown" if passed is None else "safe" if passed else "unsafe"
+from lvegit.results import verdict_word
 
 
 def junit_xml(attempts: list[Attempt]) -> str:
@@ -28,7 +25,7 @@ def junit_xml(attempts: list[Attempt]) -> str:
             elif attempt.status != "complete" or attempt.verdict is None:
                 case.result = [Error(mask(attempt.error or f"status {attempt.status}"))]
             elif attempt.recorded is not None and attempt.verdict != attempt.recorded:
-                message = f"recorded {_verdict(attempt.recorded)}, now {_verdict(attempt.verdict)}"
+                message = f"recorded {verdict_word(attempt.recorded)}, now {verdict_word(attempt.verdict)}"
                 case.result = [Failure(message)]
             suite.add_testcase(case)
         suite.update_statistics()  # type: ignore[no-untyped-call]

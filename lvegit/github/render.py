@@ -13,8 +13,9 @@ from urllib.parse import quote
 
 from lvegit.escape import code_block, html_text, markdown, workflow_data, workflow_property
 from lvegit.github.results import LiveRecord, LVERecord, ResultsDocument
+from lvegit.output import count
 from lvegit.problems import location
-from lvegit.results import STATUSES, AddedInstance, LVEChange, ReplayResult
+from lvegit.results import STATUSES, AddedInstance, LVEChange, ReplayResult, unsafe_rate, verdict_word
 
 MARKER = "<!-- lvegit:verdict-summary -->"
 COMMENT_LIMIT = 65_536
@@ -59,14 +60,10 @@ def _live(lve: LVERecord, enabled: bool) -> str:
     return text
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" + ("" if count == 1 else "s")
-
-
 def _instance_counts(change: LVEChange) -> list[str]:
-    counts = [f"{_plural(change.instances_added, 'instance')} added"] if change.instances_added else []
+    counts = [f"{count(change.instances_added, 'instance')} added"] if change.instances_added else []
     return counts + (
-        [f"{_plural(change.instances_removed, 'instance')} removed"] if change.instances_removed else []
+        [f"{count(change.instances_removed, 'instance')} removed"] if change.instances_removed else []
     )
 
 
@@ -75,15 +72,11 @@ def _change(change: LVEChange | None) -> str:
     if change is None:
         return "—"
     if change.status == "added":
-        return f"new LVE, {_plural(change.instances_added, 'instance')}"
+        return f"new LVE, {count(change.instances_added, 'instance')}"
     parts = [f"renamed from {markdown(change.renamed_from or '')}"] if change.status == "renamed" else []
     parts += _instance_counts(change)
     parts += [markdown(what) for what in change.changed]
     return "; ".join(parts) or "no content change"
-
-
-def _verdict(passed: bool | None) -> str:
-    return "?" if passed is None else "safe" if passed else "unsafe"
 
 
 def _replayed_cell(item: ReplayResult | None) -> str:
@@ -92,7 +85,7 @@ def _replayed_cell(item: ReplayResult | None) -> str:
     if item.status == "reproduced":
         return "✅ reproduced"
     if item.status == "mismatch":
-        return f"❌ mismatch: now {_verdict(item.replayed)}"
+        return f"❌ mismatch: now {verdict_word(item.replayed)}"
     icon = "❌ " if item.status == "error" else ""
     return f"{icon}{item.status}" + (f": {markdown(item.reason)}" if item.reason else "")
 
@@ -102,10 +95,7 @@ def _live_cell(item: LiveRecord | None) -> str:
         return "—"
     if item.errors and not item.runs:
         return f"❌ failed: {markdown(item.errors[0])}"
-    text = f"{item.unsafe}/{item.runs} unsafe"
-    if item.runs > 1:
-        low, high = item.interval_95
-        text += f" (95% CI {low:.0%}-{high:.0%})"
+    text = unsafe_rate(item.unsafe, item.runs, item.interval_95 if item.runs > 1 else None)
     if item.agree is False:
         text = "❌ " + text
     return text + (f", ❌ {len(item.errors)} failed" if item.errors else "")
@@ -142,7 +132,7 @@ def _review(lve: LVERecord, evidence: bool) -> list[str]:
             key = (added.file, added.line)
             name = added.file.rsplit("/", 1)[-1]
             lines.append(
-                f"| {markdown(f'{name}:{added.line}')} | {_verdict(added.passed)} | "
+                f"| {markdown(f'{name}:{added.line}')} | {verdict_word(added.passed)} | "
                 f"{_replayed_cell(replayed.get(key))} | {_live_cell(live.get(key))} |"
             )
         lines.append("")
@@ -154,7 +144,7 @@ def _review(lve: LVERecord, evidence: bool) -> list[str]:
             for status in STATUSES
             if any(item.status == status for item in unchanged)
         ]
-        unchanged_count = _plural(change.instances_unchanged, "unchanged instance")
+        unchanged_count = count(change.instances_unchanged, "unchanged instance")
         lines.append(f"{unchanged_count}: {', '.join(counts) or 'not replayed'}.")
     if evidence and change.added:
         lines += ["", *[_evidence(added) for added in change.added]]
@@ -177,10 +167,9 @@ def _details(lve: LVERecord) -> str:
     for live in lve.live:
         if live.agree is False or live.errors:
             where = f"{live.file}:{live.line}"
-            low, high = live.interval_95
             lines.append(
                 f"- live: {markdown(where)}: recorded passed={live.recorded}, "
-                f"{live.unsafe}/{live.runs} unsafe (95% CI {low:.0%}-{high:.0%})"
+                f"{unsafe_rate(live.unsafe, live.runs, live.interval_95)}"
                 + "".join(f"; error: {markdown(e)}" for e in live.errors)
             )
     for appended in lve.appended:

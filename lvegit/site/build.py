@@ -25,6 +25,7 @@ from lvegit.output import count
 from lvegit.prompt import Message
 from lvegit.repo import Repository
 from lvegit.rerun import InstanceResult, by_instance
+from lvegit.results import unsafe_rate
 from lvegit.spec import LVE, load_lve
 
 INSTANCES_SHOWN = 100  # instances in the open on an LVE page; the rest in collapsed groups of this size
@@ -171,8 +172,7 @@ def _live(result: InstanceResult | None) -> str | None:
     runs = len(result.verdicts)
     if not runs:
         return f"{len(result.errors)} failed"
-    low, high = result.interval_95
-    text = f"{result.unsafe}/{runs} unsafe (95% CI {low:.0%}-{high:.0%})"
+    text = unsafe_rate(result.unsafe, runs, result.interval_95)
     return text + (f", {len(result.errors)} failed" if result.errors else "")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from lvegit.checkers import BaseChecker, MultiRunBaseChecker
-from lvegit.errors import CheckerError, LVEError
+from lvegit.errors import CheckerError, LVEError, LvegitError
 from lvegit.prompt import Message, fill_holes, fill_messages, variables_of, with_trailing_hole
 from lvegit.spec import LVE
 
@@ -37,6 +37,18 @@ def recorded_pairs(lve: LVE, params: dict[str, Any], response: Any) -> list[Pair
         ]
     except ValueError as exc:  # the instance does not fit the prompt
         raise LVEError(str(exc)) from None
+
+
+def recorded_conversations(
+    lve: LVE, params: dict[str, Any], response: Any
+) -> list[list[dict[str, Any]]] | None:
+    """Each run's conversation with `response` filled in, as attempt records keep it; None when the
+    response does not fit the prompt (a postprocessed one need not)."""
+    try:
+        pairs = recorded_pairs(lve, params, response)
+    except LvegitError:
+        return None
+    return [[message.as_json() for message in conversation] for _prompt, conversation in pairs]
 
 
 def stored_response(lve: LVE, pairs: list[Pair]) -> Any:

@@ -6,11 +6,10 @@ is skipped (with the reason) or an error."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from lvegit.attempt import Attempt, Report, attempt_id, load_report
-from lvegit.conversation import recorded_pairs
-from lvegit.errors import LvegitError, UsageError
+from lvegit.conversation import recorded_conversations
+from lvegit.errors import UsageError
 from lvegit.instances import Instance
 from lvegit.repo import Repository
 from lvegit.results import ReplayResult
@@ -21,7 +20,7 @@ SETTINGS = {"replay": True}  # the header of a replay report
 
 def replay_attempts(repo: Repository, results: list[ReplayResult]) -> list[Attempt]:
     """An attempt for each replayed instance, with the LVE's model, the instance's args and response."""
-    instances: dict[tuple[str, str], Instance] = {}
+    instances: dict[tuple[str, int | None], Instance] = {}
     lves: dict[str, LVE] = {}
     for lve_rel in dict.fromkeys(result.lve for result in results):
         lve, _problems, _text = load_lve(repo, repo.root / lve_rel)
@@ -29,11 +28,15 @@ def replay_attempts(repo: Repository, results: list[ReplayResult]) -> list[Attem
             continue
         lves[lve_rel] = lve
         for recorded in lve.recorded():
-            instances.update({(i.file, str(i.line)): i for i in recorded.instances})
+            instances.update({(i.file, i.line): i for i in recorded.instances})
     attempts = []
     for result in results:
-        instance = instances.get((result.file, str(result.line)))
+        instance = instances.get((result.file, result.line))
         lve = lves.get(result.lve)
+        conversation = None
+        if lve is not None and instance is not None:
+            params, _model_args = lve.split_args(instance.args)
+            conversation = recorded_conversations(lve, params, instance.response)
         status = {"reproduced": "complete", "mismatch": "complete"}.get(result.status, result.status)
         attempts.append(
             Attempt(
@@ -47,24 +50,12 @@ def replay_attempts(repo: Repository, results: list[ReplayResult]) -> list[Attem
                 status=status,  # type: ignore[arg-type]  # skipped and error are statuses too
                 backend="replay",
                 response=instance.response if instance is not None else None,
-                conversation=_conversation(lve, instance),
+                conversation=conversation or [],
                 verdict=result.replayed,
                 error=result.reason if result.status in ("skipped", "error") else None,
             )
         )
     return attempts
-
-
-def _conversation(lve: LVE | None, instance: Instance | None) -> list[list[dict[str, Any]]]:
-    """Each run's conversation with the stored response in it, as `run` records it ([]: it does not fit)."""
-    if lve is None or instance is None:
-        return []
-    params, _model_args = lve.split_args(instance.args)
-    try:
-        pairs = recorded_pairs(lve, params, instance.response)
-    except LvegitError:
-        return []
-    return [[message.as_json() for message in conversation] for _prompt, conversation in pairs]
 
 
 def check_replay_report(path: Path) -> None:

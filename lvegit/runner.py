@@ -22,7 +22,7 @@ from typing import Any
 from lvegit import __version__
 from lvegit.attempt import Attempt, Report
 from lvegit.checkers.registry import CheckerFactory
-from lvegit.conversation import judge, prompts_to_send, recorded_pairs, stored_response
+from lvegit.conversation import judge, prompts_to_send, recorded_conversations, stored_response
 from lvegit.errors import LvegitError
 from lvegit.instances import append_instance, idempotency_keys
 from lvegit.models.base import DEFAULT_CONCURRENCY, ChatModel, TransientModelError
@@ -127,12 +127,9 @@ class Runner:
         verdict, stored = await self._judge(lve, attempt, pairs, params)
         attempt.verdict = verdict
         attempt.response = stored
-        try:
-            attempt.conversation = [
-                [m.as_json() for m in conversation] for _, conversation in recorded_pairs(lve, params, stored)
-            ]
-        except LvegitError:  # a postprocessed response need not fit the prompt any more
-            attempt.conversation = [[m.as_json() for m in prompt] for prompt, _ in pairs]
+        recorded = recorded_conversations(lve, params, stored)
+        # a postprocessed response need not fit the prompt any more: then the prompts as sent
+        attempt.conversation = recorded or [[m.as_json() for m in prompt] for prompt, _ in pairs]
 
     async def _request(
         self, model: ChatModel, messages: list[Message], model_args: dict[str, Any], attempt: Attempt

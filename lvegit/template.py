@@ -15,6 +15,8 @@ from lvegit.errors import InvalidValue
 
 _FORMATTER = string.Formatter()
 _NAME = re.compile(r"[^.\[\]{},\s]*[A-Za-z_][^.\[\]{},\s]*")
+# A {parameter} as a prompt shows it, for marking it when the prompt is displayed (show, site).
+SHOWN_PARAMETER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 
 
 class TemplateError(InvalidValue):

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +12,8 @@ from lvegit.escape import console
 from lvegit.options import format_option, open_repository, repo_option
 from lvegit.output import count, print_json, styled, styled_line
 from lvegit.show import lve_view
+from lvegit.template import SHOWN_PARAMETER
 
-PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 MAX_TEXT = 300  # characters of a prompt message or a response shown in the terminal
 
 
@@ -34,7 +33,7 @@ def _message(message: dict[str, Any], indent: str) -> None:
         styled_line(indent, role, " ", styled(f"<the model's response{variable}>", dim=True))
         return
     text = console(_short(message["content"] or ""))
-    marked = PLACEHOLDER.sub(lambda m: click.style(m.group(), fg="cyan"), text)  # the parameters to fill
+    marked = SHOWN_PARAMETER.sub(lambda m: click.style(m.group(), fg="cyan"), text)  # the parameters to fill
     image = f" (image: {console(message['image_url'])})" if message.get("image_url") else ""
     styled_line(indent, role, " ", marked, image)
 

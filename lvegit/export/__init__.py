@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from lvegit.attempt import Attempt, load_report
+from lvegit.repo import Repository
+from lvegit.spec import LVE, load_lve
 
 FORMATS = ("junit", "avid", "garak")
 
@@ -33,3 +35,8 @@ def instance_name(attempt: Attempt) -> str:
     """`i.jsonl:3` (and the run, when the instance was run more than once): a test case's name."""
     name = f"{(attempt.source_file or 'new').rsplit('/', 1)[-1]}:{attempt.source_line or 0}"
     return name + (f" run {attempt.repetition + 1}" if attempt.repetition else "")
+
+
+def lve_at(repo: Repository, path: str) -> LVE | None:
+    """The LVE a report names, from the repository; None when it is not there (any more) or does not load."""
+    return load_lve(repo, repo.root / path)[0] if (repo.root / path).is_dir() else None

@@ -12,10 +12,9 @@ from typing import Any
 
 from lvegit.attempt import Attempt
 from lvegit.escape import mask
-from lvegit.export import by_lve
+from lvegit.export import by_lve, lve_at
 from lvegit.repo import Repository
 from lvegit.rerun import wilson_interval
-from lvegit.spec import load_lve
 
 
 def _rate(attempts: list[Attempt]) -> dict[str, Any]:
@@ -53,9 +52,7 @@ def avid_reports(attempts: list[Attempt], repo: Repository, source: str | None) 
         recorded = _rate(group)
         if not recorded["unsafe"]:
             continue
-        lve, _problems, _text = (
-            load_lve(repo, repo.root / lve_path) if (repo.root / lve_path).is_dir() else (None, None, "")
-        )
+        lve = lve_at(repo, lve_path)
         model = group[0].model or (lve.model if lve is not None else "")
         description = lve.description if lve is not None else lve_path
         checker = lve.checker_name if lve is not None else "checker"

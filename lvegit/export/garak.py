@@ -15,9 +15,8 @@ from typing import Any
 
 from lvegit import __version__
 from lvegit.attempt import Attempt
-from lvegit.export import by_lve
+from lvegit.export import by_lve, lve_at
 from lvegit.repo import Repository
-from lvegit.spec import load_lve
 
 ATTEMPT_COMPLETE = 2  # garak.attempt.ATTEMPT_COMPLETE
 NAMESPACE = uuid.UUID("6f1d3c2a-52a4-4d5c-9b0e-6c7d8e9f0a1b")  # lvegit's, for garak uuids from attempt ids
@@ -66,9 +65,7 @@ def garak_report(attempts: list[Attempt], repo: Repository) -> list[dict[str, An
     evals = []
     seq = 0
     for lve_path, group in groups.items():
-        lve, _problems, _text = (
-            load_lve(repo, repo.root / lve_path) if (repo.root / lve_path).is_dir() else (None, None, "")
-        )
+        lve = lve_at(repo, lve_path)
         detector = f"lvegit.{lve.checker_name if lve is not None else 'checker'}"
         judged = [a for a in group if a.status == "complete" and a.verdict is not None]
         for attempt in judged:

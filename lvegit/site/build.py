@@ -27,12 +27,12 @@ from lvegit.repo import Repository
 from lvegit.rerun import InstanceResult, by_instance
 from lvegit.results import unsafe_rate
 from lvegit.spec import LVE, load_lve
+from lvegit.template import SHOWN_PARAMETER
 
 INSTANCES_SHOWN = 100  # instances in the open on an LVE page; the rest in collapsed groups of this size
 LVES_PER_BATCH = 500  # LVE pages a worker process writes at a time (a smaller repository: no workers)
 ASSETS = ("site.css", "site.js")
 MARKER = ".lvegit-site"  # in a folder lvegit site wrote: a rebuild may replace its pages
-_PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 
 
 def clean(text: str) -> str:
@@ -133,7 +133,7 @@ class LVEPage:
 
 def _segments(text: str) -> list[Segment]:
     segments, start = [], 0
-    for match in _PLACEHOLDER.finditer(text):
+    for match in SHOWN_PARAMETER.finditer(text):
         if match.start() > start:
             segments.append(Segment(clean(text[start : match.start()]), False))
         segments.append(Segment(clean(match.group()), True))

@@ -182,22 +182,18 @@ def judge_lve(
     return sorted(results, key=lambda r: (r.file, r.line or 0)), cacheable
 
 
-def _checker_name(lve_dir: Path) -> str | None:
-    named = named_checker(lve_dir)
-    return named[0] if named else None
-
-
 def _stack(
-    repo: Repository, lve_dir: Path, checker_name: str | None, cache: VerdictCache | None
+    repo: Repository, lve_dir: Path, named: tuple[str, dict[str, Any]] | None, cache: VerdictCache | None
 ) -> str | None:
     """The model stack (presidio, transformers) an LVE's replay has to load, if any: None for the other
-    checkers, and when every instance's verdict is in the cache."""
-    checker = MODEL_CHECKERS.get(checker_name or "")
-    if checker is None:
+    checkers, when the checker's model is missing (judged here: each instance is skipped at once, with no
+    process started) and when every instance's verdict is in the cache."""
+    if named is None or named[0] not in MODEL_CHECKERS or classifier_missing(*named):
         return None
+    checker = MODEL_CHECKERS[named[0]]
     lve, _problems, _text = load_lve(repo, lve_dir)
-    if lve is None or classifier_missing(lve.checker_name, lve.checker_args):
-        return None  # a missing model: judged here, each instance skipped at once, with no process started
+    if lve is None:
+        return None
     if cache is not None:
         instances = [instance for recorded in lve.recorded() for instance in recorded.instances]
         keys = _instance_keys(lve, instances)
@@ -254,11 +250,11 @@ def judge_stream(
     mostly wait for their sandboxed workers; the others are judged on this thread (threads would only
     contend for the interpreter), ahead of their turn while a custom checker's LVE is not done yet.
     The order is stable: the LVEs judged here in the order given, then the others."""
-    checker_names = {d: _checker_name(d) for d in lve_dirs if not settled(d)}
+    checkers = {d: named_checker(d) for d in lve_dirs if not settled(d)}  # (name, checker_args) or None
     by_stack: dict[str, list[Path]] = {}
     if len(lve_dirs) > 1:
-        for lve_dir, checker_name in checker_names.items():
-            stack = _stack(repo, lve_dir, checker_name, cache)
+        for lve_dir, named in checkers.items():
+            stack = _stack(repo, lve_dir, named, cache)
             if stack is not None:
                 by_stack.setdefault(stack, []).append(lve_dir)
     if len(by_stack) == 1 and sum(map(len, by_stack.values())) == len(lve_dirs):
@@ -266,7 +262,9 @@ def judge_stream(
     away = {d for dirs in by_stack.values() for d in dirs}
     processes = [(_replay_elsewhere(repo, dirs, cache), dirs) for dirs in by_stack.values()]
     local = [d for d in lve_dirs if d not in away]
-    sandboxed = [d for d in local if checker_names.get(d) not in (*BUILTIN_CHECKERS, None)]
+    sandboxed = [
+        d for d in local if (named := checkers.get(d)) is not None and named[0] not in BUILTIN_CHECKERS
+    ]
     if sandboxed:
         start_launcher_soon()
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(sandboxed)))) as pool:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = PROJECT_ROOT.parent / "shared" / "samples"  # LVEs from a public repository, beside the checkout
 MODEL = "openai/gpt-4o-mini"
 MODEL_FOLDER = "openai--gpt-4o-mini"
 

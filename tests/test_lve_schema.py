@@ -15,9 +15,8 @@ from lvegit import lve_schema
 from lvegit.repo import Repository
 from lvegit.validate import validate_lve
 
-from builders import BASIC_TEST, PROJECT_ROOT, RepoBuilder, instance
+from builders import BASIC_TEST, PROJECT_ROOT, SAMPLES, RepoBuilder, instance
 
-SAMPLES = PROJECT_ROOT.parent / "shared" / "samples"
 TEST_SCHEMA = json.loads(lve_schema.shipped("test"))
 INSTANCE_SCHEMA = json.loads(lve_schema.shipped("instance"))
 

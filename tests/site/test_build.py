@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from builders import PROJECT_ROOT, RepoBuilder, hostile_repository, instance
+from builders import PROJECT_ROOT, SAMPLES, RepoBuilder, hostile_repository, instance
 
 
 def tree_digest(folder: Path) -> str:
@@ -57,9 +57,6 @@ def test_the_bundled_repository_builds_with_working_relative_links(cli: Any, tmp
                 assert resolved.is_file(), f"{page.name}: {target} leads nowhere"
         scripts = [attrs.get("src") for tag, attrs in tags_of(page) if tag == "script"]
         assert len(scripts) == 1 and str(scripts[0]).endswith("assets/site.js")
-
-
-SAMPLES = PROJECT_ROOT.parent / "shared" / "samples"
 
 
 @pytest.mark.skipif(not SAMPLES.is_dir(), reason=f"the public samples are not at {SAMPLES}")

@@ -30,7 +30,6 @@ from lvegit import __version__
 from lvegit.files import MAX_TEST_JSON_BYTES
 from lvegit.model_stack import model_identity
 from lvegit.repo import TEST_FILE, checker_named_in, named_checker
-from lvegit.vcs import tracked
 
 CACHE_DIR = ".lvegit-cache"
 FORMAT = "v1"
@@ -181,6 +180,8 @@ def open_cache(root: Path, enabled: bool = True) -> tuple[VerdictCache | None, s
     if not enabled or mode == "off":
         return None, None
     directory = Path(os.environ.get("LVEGIT_CACHE_DIR") or root / CACHE_DIR)
+    from lvegit.vcs import tracked  # here: a check without the cache (--no-cache) asks git nothing
+
     if directory.is_dir() and tracked(directory):
         return None, f"{directory} is tracked by git, so its verdicts could be forged: not used"
     return VerdictCache(directory, writable=mode != "read"), None

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
+import uuid
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
@@ -60,6 +62,7 @@ class Attempt:
 
 
 RUN_KEY = "lvegit_run"  # the first line of a report: what the run was, for --resume and `report`
+BATCH_KEY = "lvegit_batch"  # a line per batch a run created and per state it ended in (`run --batch`)
 
 
 def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
@@ -91,11 +94,21 @@ class Report:
                 )
         attempts = previous.attempts if previous is not None else {}
         self.done = {key: attempt for key, attempt in attempts.items() if attempt.status == "complete"}
+        self.resumed = previous is not None
+        self.batches = previous.batches if previous is not None else {}
+        self.run_id = previous.run_id if previous is not None else uuid.uuid4().hex
+        self.started = previous.started if previous is not None else time.time()
         if previous is None:
-            self._append({RUN_KEY: {"settings": settings, "command": command}})
+            header = {"settings": settings, "command": command, "id": self.run_id, "started": self.started}
+            self._append({RUN_KEY: header})
 
     def write(self, attempt: Attempt) -> None:
         self._append(attempt.as_json())
+
+    def write_batch(self, batch: dict[str, Any]) -> None:
+        """A batch this run created (`key` names its round and part), or the state it ended in."""
+        self.batches[batch["key"]] = batch
+        self._append({BATCH_KEY: batch})
 
     def _append(self, record: dict[str, Any]) -> None:
         with self.path.open("a", encoding="utf-8") as handle:
@@ -108,6 +121,9 @@ class LoadedReport:
     attempts: dict[str, Attempt]
     settings: dict[str, Any] | None = None
     command: str | None = None
+    run_id: str | None = None  # what marks the batches this run created (reports of lvegit 0.1 have none)
+    started: float | None = None
+    batches: dict[str, dict[str, Any]] = field(default_factory=dict)  # each batch's latest line, by key
 
     @property
     def unfinished(self) -> list[Attempt]:
@@ -131,6 +147,12 @@ def load_report(path: Path) -> LoadedReport:
                 settings, command = data[RUN_KEY].get("settings"), data[RUN_KEY].get("command")
                 loaded.settings = settings if isinstance(settings, dict) else None
                 loaded.command = command if isinstance(command, str) else None
+                run_id, started = data[RUN_KEY].get("id"), data[RUN_KEY].get("started")
+                loaded.run_id = run_id if isinstance(run_id, str) else None
+                loaded.started = float(started) if isinstance(started, int | float) else None
+                continue
+            if _is_batch(data):
+                loaded.batches[data[BATCH_KEY]["key"]] = data[BATCH_KEY]
                 continue
             if not _is_attempt(data):
                 continue
@@ -139,6 +161,15 @@ def load_report(path: Path) -> LoadedReport:
     if not header and not loaded.attempts:
         raise UsageError(f"{path}: not a run report (write one with lvegit run --report FILE)")
     return loaded
+
+
+def _is_batch(data: Any) -> bool:
+    batch = data.get(BATCH_KEY) if isinstance(data, dict) else None
+    return (
+        isinstance(batch, dict)
+        and all(isinstance(batch.get(name), str) for name in ("key", "id", "status"))
+        and type(batch.get("round")) is int
+    )
 
 
 def _is_attempt(data: Any) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Any
 
 from lvegit.checkers import BaseChecker, MultiRunBaseChecker
@@ -19,6 +20,21 @@ def prompts_to_send(lve: LVE, params: dict[str, Any]) -> list[list[Message]]:
         return [with_trailing_hole(fill_messages(messages, params)) for messages in prompts]
     except ValueError as exc:  # TemplateError: a parameter without a value
         raise LVEError(str(exc)) from None
+
+
+def conversation_steps(lve: LVE, params: dict[str, Any]) -> Generator[list[Message], str, list[Pair]]:
+    """The requests of one attempt, without doing them: yields the messages before each hole (every run of
+    a multi-run prompt, in order), takes the completion through `send`, and returns the filled
+    conversations. The live runner awaits each request; a batch round sends what is yielded."""
+    pairs = []
+    for prompt in prompts_to_send(lve, params):
+        conversation = list(prompt)
+        for index, message in enumerate(conversation):
+            if message.is_hole:
+                completion = yield conversation[:index]
+                conversation[index] = Message(completion, message.role, message.variable, message.image_url)
+        pairs.append((prompt, conversation))
+    return pairs
 
 
 def recorded_pairs(lve: LVE, params: dict[str, Any], response: Any) -> list[Pair]:

@@ -11,7 +11,7 @@ from lvegit.attempt import Attempt, attempt_id
 from lvegit.errors import UsageError
 from lvegit.files import FileProblem, resolve_inside
 from lvegit.models.routing import ModelPool
-from lvegit.runner import Runner, Task
+from lvegit.runner import Recorder, Runner, Task
 from lvegit.settings import RetryPolicy
 from lvegit.spec import LVE
 
@@ -73,6 +73,6 @@ def record_instance(
         id=attempt_id(lve.rel, "record", args, lve.model), lve=lve.rel, model=lve.model, args=args
     )
     pool.get(lve.model)  # no route, no key: a usage error before anything runs
-    runner = Runner(pool, policy=policy, author=author)
+    runner = Runner(pool, policy=policy, recorder=Recorder(author=author))
     [done] = runner.run([Task(lve, attempt, target, new_recording=True)])
     return done

@@ -22,7 +22,7 @@ from typing import Any
 from lvegit import __version__
 from lvegit.attempt import Attempt, Report
 from lvegit.checkers.registry import CheckerFactory
-from lvegit.conversation import judge, prompts_to_send, recorded_conversations, stored_response
+from lvegit.conversation import Pair, conversation_steps, judge, recorded_conversations, stored_response
 from lvegit.errors import LvegitError
 from lvegit.instances import append_instance, idempotency_keys
 from lvegit.models.base import DEFAULT_CONCURRENCY, ChatModel, TransientModelError
@@ -56,16 +56,85 @@ class Task:
 
 
 @dataclass
-class Runner:
-    pool: ModelPool
-    concurrency: int | None = None  # per model; None: what its backend asks for
-    policy: RetryPolicy = field(default_factory=RetryPolicy)
+class Recorder:
+    """What becomes of an attempt around its requests, in a live run and in batch rounds alike: the
+    checker's verdict and postprocessing, the appended instance line, the report's lines."""
+
     report: Report | None = None
     author: str | None = None
     on_finish: Callable[[Attempt], None] | None = None
     _factories: dict[str, CheckerFactory] = field(default_factory=dict)
-    _checker_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     _appended_keys: dict[Path, set[str]] = field(default_factory=dict)
+
+    def resumed(self, attempt: Attempt) -> Attempt | None:
+        """The finished record of this attempt in the report of the run being resumed, if any."""
+        if self.report is None or attempt.id not in self.report.done:
+            return None
+        return self.announce(self.report.done[attempt.id])
+
+    def start(self, attempt: Attempt, write: bool = True) -> None:
+        attempt.status = "started"
+        attempt.started_at = attempt.started_at or time.time()
+        if write:
+            self._write(attempt)
+
+    def judge(self, task: Task, pairs: list[Pair]) -> None:
+        """The verdict on the filled conversations, and the (postprocessed) response to store. Blocking: a
+        custom checker answers in its sandboxed worker."""
+        lve, attempt = task.lve, task.attempt
+        params, _model_args = lve.split_args(attempt.args)
+        checker = self._factories.setdefault(lve.rel, CheckerFactory(lve)).for_args(attempt.args)
+        attempt.verdict = judge(lve, checker, pairs, params)
+        response = stored_response(lve, pairs)
+        if lve.runs is not None:
+            attempt.response = [checker.postprocess_response(entry) for entry in response]
+        else:
+            attempt.response = checker.postprocess_response(response)
+        recorded = recorded_conversations(lve, params, attempt.response)
+        # a postprocessed response need not fit the prompt any more: then the prompts as sent
+        attempt.conversation = recorded or [[m.as_json() for m in prompt] for prompt, _ in pairs]
+
+    def finish(self, task: Task) -> Attempt:
+        """An attempt that ended (complete or error): its instance line appended, its report line."""
+        attempt = task.attempt
+        attempt.finished_at = time.time()
+        if attempt.status == "complete" and task.append_to is not None:
+            self._append(task)
+        self._write(attempt)
+        return self.announce(attempt)
+
+    def announce(self, attempt: Attempt) -> Attempt:
+        if self.on_finish is not None:
+            self.on_finish(attempt)
+        return attempt
+
+    def close(self) -> None:
+        for factory in self._factories.values():
+            factory.close()
+        self._factories.clear()
+
+    def _append(self, task: Task) -> None:
+        attempt, path = task.attempt, task.append_to
+        assert path is not None
+        keys = self._appended_keys.setdefault(path, idempotency_keys(path))
+        key = task.idempotency_key()
+        if key not in keys:
+            append_instance(path, instance_record(attempt, key, self.author, task.reproduces()))
+            keys.add(key)
+            attempt.appended_to, attempt.appended_key = str(path), key
+
+    def _write(self, attempt: Attempt) -> None:
+        if self.report is not None:
+            self.report.write(attempt)
+
+
+@dataclass
+class Runner:
+    pool: ModelPool
+    concurrency: int | None = None  # per model; None: what its backend asks for
+    policy: RetryPolicy = field(default_factory=RetryPolicy)
+    recorder: Recorder = field(default_factory=Recorder)
+    _checker_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
 
     def run(self, tasks: list[Task]) -> list[Attempt]:
         return asyncio.run(self._run_all(tasks))
@@ -83,17 +152,15 @@ class Runner:
         try:
             return list(await asyncio.gather(*(bounded(task) for task in tasks)))
         finally:
-            for factory in self._factories.values():
-                factory.close()
+            self.recorder.close()
             await self.pool.close()
 
     async def _execute(self, task: Task) -> Attempt:
         attempt = task.attempt
-        if self.report is not None and attempt.id in self.report.done:
-            return self._finish(self.report.done[attempt.id])
-        attempt.status = "started"
-        attempt.started_at = time.time()
-        self._write(attempt)
+        resumed = self.recorder.resumed(attempt)
+        if resumed is not None:
+            return resumed
+        self.recorder.start(attempt)
         try:
             route, model = self.pool.get(attempt.model)
             attempt.backend = route.backend
@@ -104,79 +171,23 @@ class Runner:
             attempt.status, attempt.error = "error", f"{type(exc).__name__}: {exc}"
         else:
             attempt.status = "complete"
-        attempt.finished_at = time.time()
-        if attempt.status == "complete" and task.append_to is not None:
-            self._append(task)
-        self._write(attempt)
-        return self._finish(attempt)
+        return self.recorder.finish(task)
 
     async def _complete(self, task: Task, model: ChatModel) -> None:
-        lve, attempt = task.lve, task.attempt
-        params, model_args = lve.split_args(attempt.args)
-        model_args = {**lve.default_model_args, **model_args}
-        pairs = []
-        for prompt in prompts_to_send(lve, params):
-            conversation = list(prompt)
-            for index, message in enumerate(conversation):
-                if message.is_hole:
-                    completion = await self._request(model, conversation[:index], model_args, attempt)
-                    conversation[index] = Message(
-                        completion, message.role, message.variable, message.image_url
-                    )
-            pairs.append((prompt, conversation))
-        verdict, stored = await self._judge(lve, attempt, pairs, params)
-        attempt.verdict = verdict
-        attempt.response = stored
-        recorded = recorded_conversations(lve, params, stored)
-        # a postprocessed response need not fit the prompt any more: then the prompts as sent
-        attempt.conversation = recorded or [[m.as_json() for m in prompt] for prompt, _ in pairs]
-
-    async def _request(
-        self, model: ChatModel, messages: list[Message], model_args: dict[str, Any], attempt: Attempt
-    ) -> str:
-        for retry in range(self.policy.attempts):
-            attempt.requests += 1
+        params, model_args = task.lve.request_args(task.attempt.args)
+        steps = conversation_steps(task.lve, params)
+        messages = next(steps)
+        while True:
+            completion = await request(model, messages, model_args, task.attempt, self.policy)
             try:
-                completion = await model.complete(messages, model_args)
-            except TransientModelError as exc:
-                if self.policy.gives_up(retry + 1, exc.refused):
-                    raise LvegitError(f"gave up after {count(retry + 1, 'request')}: {exc}") from None
-                attempt.retries += 1
-                await self.policy.wait(retry, exc.retry_after)
-                continue
-            attempt.resolved_model = completion.model
-            attempt.backend_details = completion.run_info
-            return completion.text
-        raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
-
-    async def _judge(
-        self, lve: LVE, attempt: Attempt, pairs: list[Any], params: dict[str, Any]
-    ) -> tuple[bool, Any]:
-        """Verdict and stored (postprocessed) response. A custom checker's worker answers one request at a
-        time, so each LVE's checker is used under its own lock, off the event loop."""
-        factory = self._factories.setdefault(lve.rel, CheckerFactory(lve))
-        lock = self._checker_locks.setdefault(lve.rel, asyncio.Lock())
-
-        def work() -> tuple[bool, Any]:
-            checker = factory.for_args(attempt.args)
-            verdict = judge(lve, checker, pairs, params)
-            response = stored_response(lve, pairs)
-            if lve.runs is not None:
-                return verdict, [checker.postprocess_response(entry) for entry in response]
-            return verdict, checker.postprocess_response(response)
-
-        async with lock:
-            return await asyncio.to_thread(work)
-
-    def _append(self, task: Task) -> None:
-        attempt, path = task.attempt, task.append_to
-        assert path is not None
-        keys = self._appended_keys.setdefault(path, idempotency_keys(path))
-        key = task.idempotency_key()
-        if key not in keys:
-            append_instance(path, instance_record(attempt, key, self.author, task.reproduces()))
-            keys.add(key)
-            attempt.appended_to, attempt.appended_key = str(path), key
+                messages = steps.send(completion)
+            except StopIteration as finished:
+                pairs: list[Pair] = finished.value
+                break
+        # A custom checker's worker answers one request at a time: each LVE's checker is used under its
+        # own lock, off the event loop.
+        async with self._checker_locks.setdefault(task.lve.rel, asyncio.Lock()):
+            await asyncio.to_thread(self.recorder.judge, task, pairs)
 
     def _concurrency(self, model_id: str) -> int:
         """Attempts in flight for one model: --concurrency, else what its backend asks for (a local
@@ -188,14 +199,30 @@ class Runner:
         except LvegitError:  # its attempts end in this error when they start
             return DEFAULT_CONCURRENCY
 
-    def _write(self, attempt: Attempt) -> None:
-        if self.report is not None:
-            self.report.write(attempt)
 
-    def _finish(self, attempt: Attempt) -> Attempt:
-        if self.on_finish is not None:
-            self.on_finish(attempt)
-        return attempt
+async def request(
+    model: ChatModel,
+    messages: list[Message],
+    model_args: dict[str, Any],
+    attempt: Attempt,
+    policy: RetryPolicy,
+) -> str:
+    """One completion for an attempt, retried with backoff while it fails transiently; the attempt counts
+    its requests and retries and keeps the model and backend that answered."""
+    for retry in range(policy.attempts):
+        attempt.requests += 1
+        try:
+            completion = await model.complete(messages, model_args)
+        except TransientModelError as exc:
+            if policy.gives_up(retry + 1, exc.refused):
+                raise LvegitError(f"gave up after {count(retry + 1, 'request')}: {exc}") from None
+            attempt.retries += 1
+            await policy.wait(retry, exc.retry_after)
+            continue
+        attempt.resolved_model = completion.model
+        attempt.backend_details = completion.run_info
+        return completion.text
+    raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
 
 
 def library_versions() -> dict[str, str]:

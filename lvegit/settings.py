@@ -29,7 +29,10 @@ class RetryPolicy:
 
     async def wait(self, retry: int, retry_after: float | None) -> None:
         """Wait before the retry-th retry of a model request (asynchronous: other requests go on)."""
-        seconds = self.delay(retry, retry_after)
+        await self.wait_for(self.delay(retry, retry_after))
+
+    async def wait_for(self, seconds: float) -> None:
+        """Wait `seconds` without blocking the event loop (a retry, or the next look at a batch)."""
         if self.sleep is not None:
             self.sleep(seconds)
             return

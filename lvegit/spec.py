@@ -91,6 +91,12 @@ class LVE:
         model_args = {k: v for k, v in args.items() if k not in self.prompt_parameters}
         return params, model_args
 
+    def request_args(self, args: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """What a re-run sends: the prompt parameter values, and the model arguments over the LVE's
+        default_model_args."""
+        params, model_args = self.split_args(args)
+        return params, {**self.default_model_args, **model_args}
+
     def instance_files(self) -> list[Path]:
         return instance_files(self.dir)
 

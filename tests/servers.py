@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from email.parser import BytesParser
+from email.policy import HTTP
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -61,12 +64,37 @@ def last_user_text(body: dict[str, Any]) -> str:
     return ""
 
 
+def completion(body: dict[str, Any], text: str, number: int) -> dict[str, Any]:
+    """A chat.completion answering `body` with `text`; the model name dated, as OpenAI resolves it."""
+    return {
+        "id": f"chatcmpl-{number}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": f"{body.get('model')}-2026-01-01",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
+# How a batch answers one request (`batch_line_fault`): None for a completion, or one of
+# ("status", code) (a non-200 response, in the error file), ("error", code, message) (no response),
+# ("body", data) (a 200 response whose body is `data`).
+LineFault = tuple[Any, ...] | None
+
+
 @dataclass
 class OpenAIServer:
-    """An OpenAI-compatible chat-completions endpoint (also Azure's deployment paths).
+    """An OpenAI-compatible endpoint: chat completions (also Azure's deployment paths), and the Files and
+    Batches APIs that the Batch API uses.
 
-    `answer(body)` writes the reply text; `faults` is consumed one entry per request (then normal answers);
-    `latency` delays every answer. Every request body and path is recorded in `requests`.
+    Chat: `answer(body)` writes the reply text; `faults` is consumed one entry per request (then normal
+    answers); `latency` delays every answer. Every request body and path is recorded in `requests`.
+
+    Batches: an uploaded input file (purpose batch) becomes a batch that goes validating, in_progress,
+    finalizing, then the state `batch_outcome(n)` gives the n-th batch (completed, failed, expired,
+    cancelled), a state per retrieve; it stays in_progress while `hold` is set. Its requests are answered
+    with `answer` (`batch_line_fault` breaks single ones) into output and error files; an expired or
+    cancelled batch answers half of them. `api_faults` answers the Files and Batches calls in turn.
     """
 
     answer: Callable[[dict[str, Any]], str] = last_user_text
@@ -79,6 +107,14 @@ class OpenAIServer:
     # perf_counter() when the first request arrived and when the last answer was sent (for benchmarks)
     first_arrival: float | None = None
     last_answer: float | None = None
+    files: dict[str, bytes] = field(default_factory=dict)
+    purposes: dict[str, str] = field(default_factory=dict)
+    batches: dict[str, dict[str, Any]] = field(default_factory=dict)
+    batch_outcome: Callable[[int], str] = lambda _number: "completed"
+    batch_line_fault: Callable[[dict[str, Any]], LineFault] = lambda _line: None
+    hold: threading.Event = field(default_factory=threading.Event)
+    api_faults: list[Fault] = field(default_factory=list)
+    api_calls: list[str] = field(default_factory=list)  # "METHOD path" of every Files and Batches call
 
     def next_fault(self, body: dict[str, Any]) -> Fault:
         with self.lock:
@@ -88,6 +124,10 @@ class OpenAIServer:
                 return self.faults.pop(0)
         return self.fault_for(number, body) if self.fault_for else None
 
+    def created(self) -> list[dict[str, Any]]:
+        """The batches created, oldest first."""
+        return list(self.batches.values())
+
     def handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
@@ -96,11 +136,18 @@ class OpenAIServer:
                 server.last_answer = time.perf_counter()
                 self.reply(code, payload, headers)
 
+            def do_GET(self) -> None:
+                self.api("GET", b"")
+
             def do_POST(self) -> None:
                 if server.first_arrival is None:
                     server.first_arrival = time.perf_counter()
                 length = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(length) or b"{}")
+                raw = self.rfile.read(length)
+                if self.path.startswith(("/v1/files", "/v1/batches")):
+                    self.api("POST", raw)
+                    return
+                body = json.loads(raw or b"{}")
                 with server.lock:
                     server.paths.append(self.path)
                 fault = server.next_fault(body)
@@ -121,24 +168,174 @@ class OpenAIServer:
                         self.close_connection = True
                         self.connection.shutdown(2)
                         return
-                text = server.answer(body)
-                reply = {
-                    "id": f"chatcmpl-{len(server.requests)}",
-                    "object": "chat.completion",
-                    "created": int(time.time()),
-                    "model": f"{body.get('model')}-2026-01-01",
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": {"role": "assistant", "content": text},
-                            "finish_reason": "stop",
-                        }
-                    ],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-                }
+                reply = completion(body, server.answer(body), len(server.requests))
                 self.send(200, json.dumps(reply).encode())
 
+            def api(self, method: str, raw: bytes) -> None:
+                with server.lock:
+                    server.api_calls.append(f"{method} {self.path}")
+                    fault = server.api_faults.pop(0) if server.api_faults else None
+                if fault is not None:
+                    error = {"error": {"message": f"injected {fault[1]}", "type": "test", "code": None}}
+                    self.reply(fault[1], error, fault[2] if len(fault) > 2 else None)
+                    return
+                code, data = server.batch_api(method, self.path, raw, self.headers.get("Content-Type", ""))
+                self.reply(code, data)
+
         return Handler
+
+    def batch_api(self, method: str, path: str, raw: bytes, content_type: str) -> tuple[int, Any]:
+        url = urllib.parse.urlsplit(path)
+        parts = url.path.strip("/").split("/")[1:]  # after v1
+        with self.lock:
+            if method == "POST" and parts == ["files"]:
+                return 200, self._upload(raw, content_type)
+            if method == "GET" and len(parts) == 3 and parts[0] == "files" and parts[2] == "content":
+                return (200, self.files[parts[1]]) if parts[1] in self.files else (404, _not_found(parts[1]))
+            if method == "POST" and parts == ["batches"]:
+                return self._create(json.loads(raw))
+            if method == "GET" and parts == ["batches"]:
+                return 200, self._list(urllib.parse.parse_qs(url.query))
+            batch = self.batches.get(parts[1]) if len(parts) > 1 and parts[0] == "batches" else None
+            if batch is None:
+                return 404, _not_found(url.path)
+            if method == "GET" and len(parts) == 2:
+                self._advance(batch)
+                return 200, _public(batch)
+            if method == "POST" and parts[2:] == ["cancel"]:
+                if batch["status"] not in ("completed", "failed", "expired", "cancelled"):
+                    batch["status"] = "cancelling"
+                return 200, _public(batch)
+        return 404, _not_found(url.path)
+
+    def _upload(self, raw: bytes, content_type: str) -> dict[str, Any]:
+        message = BytesParser(policy=HTTP).parsebytes(f"Content-Type: {content_type}\r\n\r\n".encode() + raw)
+        fields = {
+            part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
+            for part in message.iter_parts()
+        }
+        file_id = f"file-{len(self.files) + 1}"
+        self.files[file_id] = fields["file"]
+        self.purposes[file_id] = fields["purpose"].decode()
+        return {
+            "id": file_id,
+            "object": "file",
+            "bytes": len(fields["file"]),
+            "created_at": int(time.time()),
+            "filename": "input.jsonl",
+            "purpose": self.purposes[file_id],
+        }
+
+    def _create(self, body: dict[str, Any]) -> tuple[int, Any]:
+        if self.purposes.get(body.get("input_file_id", "")) != "batch":
+            return 400, {
+                "error": {"message": "input_file_id must be a file with purpose batch", "code": None}
+            }
+        number = len(self.batches) + 1
+        batch = {
+            "id": f"batch_{number}",
+            "object": "batch",
+            "endpoint": body["endpoint"],
+            "errors": None,
+            "input_file_id": body["input_file_id"],
+            "completion_window": body["completion_window"],
+            "status": "validating",
+            "output_file_id": None,
+            "error_file_id": None,
+            "created_at": int(time.time()),
+            "request_counts": {"total": 0, "completed": 0, "failed": 0},
+            "metadata": body.get("metadata"),
+            "_outcome": self.batch_outcome(number),
+        }
+        self.batches[batch["id"]] = batch
+        return 200, _public(batch)
+
+    def _list(self, query: dict[str, list[str]]) -> dict[str, Any]:
+        newest_first = list(reversed(self.batches.values()))
+        after = query.get("after", [None])[0]
+        if after is not None:
+            newest_first = newest_first[[b["id"] for b in newest_first].index(after) + 1 :]
+        limit = int(query.get("limit", ["20"])[0])
+        page = [_public(batch) for batch in newest_first[:limit]]
+        return {
+            "object": "list",
+            "data": page,
+            "first_id": page[0]["id"] if page else None,
+            "last_id": page[-1]["id"] if page else None,
+            "has_more": len(newest_first) > limit,
+        }
+
+    def _advance(self, batch: dict[str, Any]) -> None:
+        """One step of the batch's life per look at it."""
+        status, outcome = batch["status"], batch["_outcome"]
+        if status == "validating":
+            lines = self.files[batch["input_file_id"]].splitlines()
+            batch["request_counts"]["total"] = len(lines)
+            if outcome == "failed":
+                batch["status"] = "failed"
+                batch["errors"] = {
+                    "object": "list",
+                    "data": [
+                        {"code": "invalid_request", "message": "injected failure", "line": 1, "param": None}
+                    ],
+                }
+            else:
+                batch["status"] = "in_progress"
+        elif status == "in_progress" and not self.hold.is_set():
+            batch["status"] = "finalizing"
+        elif status == "finalizing":
+            self._finish(batch, outcome)
+        elif status == "cancelling":
+            self._finish(batch, "cancelled")
+
+    def _finish(self, batch: dict[str, Any], outcome: str) -> None:
+        lines = [json.loads(line) for line in self.files[batch["input_file_id"]].splitlines()]
+        answered = lines if outcome == "completed" else lines[: len(lines) // 2]
+        output, errors = [], []
+        for number, line in enumerate(answered, 1):
+            fault = self.batch_line_fault(line)
+            entry: dict[str, Any] = {
+                "id": f"batch_req_{number}",
+                "custom_id": line["custom_id"],
+                "error": None,
+            }
+            if fault is None or fault[0] == "body":
+                body = fault[1] if fault else completion(line["body"], self.answer(line["body"]), number)
+                entry["response"] = {"status_code": 200, "request_id": f"req_{number}", "body": body}
+                output.append(entry)
+            elif fault[0] == "status":
+                error = {"error": {"message": f"injected {fault[1]}", "type": "test", "code": None}}
+                entry["response"] = {"status_code": fault[1], "request_id": f"req_{number}", "body": error}
+                errors.append(entry)
+            else:
+                entry.update(response=None, error={"code": fault[1], "message": fault[2]})
+                errors.append(entry)
+        if outcome == "expired":
+            message = "This request could not be executed before the completion window expired."
+            errors.extend(
+                {"id": f"batch_req_x{n}", "custom_id": line["custom_id"], "response": None,
+                 "error": {"code": "batch_expired", "message": message}}
+                for n, line in enumerate(lines[len(answered):])
+            )  # fmt: skip
+        batch["output_file_id"] = self._store(output, batch["id"], "output")
+        batch["error_file_id"] = self._store(errors, batch["id"], "errors")
+        batch["request_counts"].update(completed=len(output), failed=len(errors))
+        batch["status"] = outcome
+
+    def _store(self, entries: list[dict[str, Any]], batch_id: str, kind: str) -> str | None:
+        if not entries:
+            return None
+        file_id = f"file-{batch_id}-{kind}"
+        self.files[file_id] = "".join(json.dumps(entry) + "\n" for entry in entries).encode()
+        return file_id
+
+
+def _public(batch: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in batch.items() if not key.startswith("_")}
+
+
+def _not_found(what: str) -> dict[str, Any]:
+    return {"error": {"message": f"No such object: {what}", "type": "invalid_request_error", "code": None}}
 
 
 @dataclass

@@ -5,13 +5,18 @@ import shlex
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import click
 
 from lvegit.attempt import Attempt, Report
+from lvegit.batch.api import Polling
+from lvegit.batch.engines import BatchOptions, check_routes, run_batches
+from lvegit.batch.rounds import Rounds
 from lvegit.commands.catalog import short_help
 from lvegit.errors import EXIT_FINDINGS, EXIT_OK, Interrupted, UsageError
-from lvegit.models.routing import ModelPool
+from lvegit.models.base import DEFAULT_CONCURRENCY
+from lvegit.models.routing import ModelPool, resolve
 from lvegit.options import (
     Selection,
     current_settings,
@@ -34,7 +39,7 @@ from lvegit.rerun import (
     wilson_interval,
 )
 from lvegit.results import unsafe_rate, verdict_word
-from lvegit.runner import Runner, Task
+from lvegit.runner import Recorder, Runner, Task
 
 
 def _describe(result: InstanceResult) -> str:
@@ -82,6 +87,39 @@ def _describe(result: InstanceResult) -> str:
 )
 @click.option("--resume", is_flag=True, help="Continue the run of --report FILE, skipping finished attempts.")
 @click.option("--shard", help="Run only shard I of N (for example 2/4), split deterministically by LVE.")
+@click.option(
+    "--batch",
+    "batch_api",
+    is_flag=True,
+    help="Send the requests through the Batch API of the model's OpenAI-compatible endpoint, in rounds "
+    "(needs --report, which keeps the batch ids for --resume).",
+)
+@click.option(
+    "--batch-out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the requests of the next round to this batch input file (OpenAI batch format) and stop.",
+)
+@click.option(
+    "--batch-in",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    multiple=True,
+    help="Read answers from this batch output file (vllm run-batch, a Batch API download); repeatable: "
+    "give every earlier round's output.",
+)
+@click.option(
+    "--batch-fallback",
+    type=click.Choice(["batch", "live"]),
+    default="batch",
+    show_default=True,
+    help="Where a request that failed in a batch goes again: a follow-up batch, or a live request.",
+)
+@click.option(
+    "--batch-poll",
+    type=click.FloatRange(0, 3600),
+    default=10.0,
+    show_default=True,
+    help="Seconds before the first look at a batch; each pause is half as long again, up to 10 minutes.",
+)
 @local_model_options
 @retries_option
 @format_option
@@ -96,6 +134,11 @@ def run_command(
     report_path: Path | None,
     resume: bool,
     shard: str | None,
+    batch_api: bool,
+    batch_out: Path | None,
+    batch_in: tuple[Path, ...],
+    batch_fallback: str,
+    batch_poll: float,
     device: str | None,
     dtype: str | None,
     retries: int,
@@ -116,9 +159,12 @@ def run_command(
       lvegit run --all --model openai/gpt-4o --concurrency 32 --report run.jsonl
       lvegit run --all --model openai/gpt-4o --report run.jsonl --resume
       lvegit run --all --shard 2/4 --report shard-2.jsonl
+      lvegit run --all --model openai/gpt-4o --batch --report carry.jsonl
+      lvegit run --all --batch-out round-1.jsonl
     """
     if resume and report_path is None:
         raise UsageError("--resume needs --report FILE")
+    batch = batch_options(batch_api, batch_out, batch_in, batch_fallback, batch_poll, report_path)
     repo = open_repository(repo_path)
     lve_dirs = selection.resolve(repo)
     if shard:
@@ -131,22 +177,60 @@ def run_command(
             "model": model,
             "repeat": repeat,
             "append": append,
+            **({"batch": batch.mode} if batch.mode else {}),
         }
         report = Report(report_path, resume, settings, resume_command())
     plan = plan_reruns(repo, lve_dirs, model, repeat, append)
     pool = ModelPool(repo.root, device, dtype)
-    unroutable = _route_models(pool, plan)
+    unroutable = _route_models(pool, plan, batch)
     policy = replace(current_settings().retry, attempts=retries + 1)
-    runner = Runner(pool, concurrency, policy, report, author)
+    recorder = Recorder(report, author)
     try:
-        attempts = _run_with_progress(runner, plan.tasks)
+        if batch.mode:
+            rounds = Rounds(plan.tasks, lambda model_id: resolve(model_id, pool.routes), recorder, policy)
+            rounds.fallback_live = batch.fallback_live
+            live = concurrency or DEFAULT_CONCURRENCY
+            argv = list(current_settings().argv)
+            left = run_batches(rounds, pool, batch, report, live, _say, argv)
+            summary = {
+                "waiting": rounds.waiting,
+                "problems": rounds.answers.problems,
+                "unmatched": rounds.unmatched(),
+                "next": left,
+            }
+            return show_results(rounds.attempts(), plan.invalid, output_format, unroutable, summary)
+        attempts = _run_with_progress(Runner(pool, concurrency, policy, recorder), plan.tasks)
     except KeyboardInterrupt:
         if report is None:
             raise
+        pending = "; the batches go on at the server" if batch.api else ""
         raise Interrupted(
-            f"interrupted; finished attempts are in {report_path}; continue with: {report.command}"
+            f"interrupted; finished attempts are in {report_path}{pending}; continue with: {report.command}"
         ) from None
     return show_results(attempts, plan.invalid, output_format, unroutable)
+
+
+def batch_options(
+    api: bool, output: Path | None, inputs: tuple[Path, ...], fallback: str, poll: float, report: Path | None
+) -> BatchOptions:
+    if api and (output is not None or inputs):
+        raise UsageError(
+            "--batch sends the requests through the Batch API; --batch-out and --batch-in are for offline "
+            "engines: choose one"
+        )
+    if api and report is None:
+        raise UsageError(
+            "--batch needs --report FILE: the report keeps the batch ids, so that --resume can "
+            "pick up the batches after an interruption instead of sending them again"
+        )
+    if fallback == "live" and not (api or output or inputs):
+        raise UsageError("--batch-fallback applies to batch runs: add --batch (or --batch-out/--batch-in)")
+    polling = Polling(first=poll, longest=max(poll, 600.0))
+    return BatchOptions(api, inputs, output, fallback == "live", polling)
+
+
+def _say(text: str) -> None:
+    click.echo(f"lvegit: {text}", err=True)
 
 
 def resume_command() -> str:
@@ -155,19 +239,25 @@ def resume_command() -> str:
     return shlex.join(["lvegit", *argv, "--resume"])
 
 
-def _route_models(pool: ModelPool, plan: Plan) -> dict[str, tuple[str, list[str]]]:
+def _route_models(pool: ModelPool, plan: Plan, batch: BatchOptions) -> dict[str, tuple[str, list[str]]]:
     """Models that cannot run here (no route, no key): their tasks leave the plan and each of their LVEs
-    is reported; when no model can run, that is a usage error naming them all."""
+    is reported; when no model can run, that is a usage error naming them all. A batch run refuses a model
+    its engine cannot serve; an offline engine needs no key, so nothing is built for it."""
     unroutable: dict[str, tuple[str, list[str]]] = {}
     models = sorted({task.attempt.model for task in plan.tasks})
+    routes = {}
     for model_id in models:
         try:
-            pool.get(model_id)
+            routes[model_id] = (
+                resolve(model_id, pool.routes) if batch.mode == "files" else pool.get(model_id)[0]
+            )
         except UsageError as exc:
             lves = sorted({task.lve.rel for task in plan.tasks if task.attempt.model == model_id})
             unroutable[model_id] = (str(exc), lves)
     if models and len(unroutable) == len(models):
         raise UsageError("\n".join(reason for reason, _lves in unroutable.values()))
+    if batch.mode:
+        check_routes(routes, batch)
     for model_id, (_reason, lves) in unroutable.items():
         plan.invalid.extend((lve, f"model '{model_id}' cannot run here (see below)") for lve in lves)
     plan.tasks = [task for task in plan.tasks if task.attempt.model not in unroutable]
@@ -186,7 +276,7 @@ def _run_with_progress(runner: Runner, tasks: list[Task]) -> list[Attempt]:
     with click.progressbar(
         length=len(tasks), label="running", file=sys.stderr, width=width, show_pos=True
     ) as bar:
-        runner.on_finish = lambda _attempt: bar.update(1)
+        runner.recorder.on_finish = lambda _attempt: bar.update(1)
         return runner.run(tasks)
 
 
@@ -195,9 +285,12 @@ def show_results(
     invalid: list[tuple[str, str]],
     output_format: str,
     unroutable: dict[str, tuple[str, list[str]]] | None = None,
+    batch: dict[str, Any] | None = None,
 ) -> int:
-    """Per instance: recorded and new verdicts; exit 1 when one differs or an attempt failed.
-    Each instance counts once: it disagrees, or else has failed attempts, or else agrees."""
+    """Per instance: recorded and new verdicts; exit 1 when one differs or an attempt failed, or a batch
+    output has lines that answer nothing. Each instance counts once: it disagrees, or else has failed
+    attempts, or else agrees. `batch`: what a batch run leaves (attempts waiting for the next round, its
+    output's bad lines, answers of no attempt here, what to do next)."""
     results = by_instance(attempts)
     disagree = sum(r.agree is False for r in results)
     errors = sum(bool(r.errors) and r.agree is not False for r in results)
@@ -214,11 +307,13 @@ def show_results(
         "skipped": skipped,
         "failed_attempts": failed,
         "invalid_lves": len(invalid),
+        **({"waiting": batch["waiting"]} if batch is not None else {}),
     }
     if output_format == "json":
         print_json(
             {
                 "instances": [r.as_json() for r in results],
+                **({"batch": batch} if batch is not None else {}),
                 "invalid": [{"lve": lve, "reason": reason} for lve, reason in invalid],
                 "unroutable": [
                     {"model": model_id, "lves": lves, "reason": reason}
@@ -241,4 +336,18 @@ def show_results(
             f"{count(len(results), 'instance')}: {agree} agree, {disagree} disagree, {errors} with errors"
             f"{not_judged} ({count(len(attempts), 'attempt')}, {failed} failed)"
         )
-    return EXIT_FINDINGS if disagree or errors or invalid else EXIT_OK
+        if batch is not None:
+            _describe_batch(batch)
+    problems = batch["problems"] if batch is not None else []
+    return EXIT_FINDINGS if disagree or errors or invalid or problems else EXIT_OK
+
+
+def _describe_batch(batch: dict[str, Any]) -> None:
+    for problem in batch["problems"]:
+        line(f"batch output: {problem}")
+    if batch["unmatched"]:
+        line(f"{count(batch['unmatched'], 'answer')} in the batch output answer no attempt of this run")
+    if batch["waiting"]:
+        line(f"{count(batch['waiting'], 'attempt')} wait for the next round")
+    for text in batch["next"].splitlines():
+        line(text)

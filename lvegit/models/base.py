@@ -74,6 +74,11 @@ def api_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return result
 
 
+def chat_body(model: str, messages: list[Message], model_args: dict[str, Any]) -> dict[str, Any]:
+    """The body of a chat-completions request, as sent live and as written into batch files."""
+    return {"model": model, "messages": api_messages(messages), **clean_model_args(model_args)}
+
+
 def clean_model_args(args: dict[str, Any]) -> dict[str, Any]:
     """Model arguments without the null values recorded instances carry (`"top_p": null`)."""
     return {key: value for key, value in args.items() if value is not None}

@@ -19,8 +19,7 @@ from lvegit.models.base import (
     Completion,
     ModelError,
     TransientModelError,
-    api_messages,
-    clean_model_args,
+    chat_body,
 )
 from lvegit.prompt import Message
 
@@ -66,6 +65,53 @@ def _http_client() -> Any:
         return openai.DefaultAioHttpClient()
     except (AttributeError, RuntimeError, ImportError):
         return None
+
+
+def api_error(exc: Exception, base_url: Any) -> ModelError:
+    """An exception of the openai client (or a body that is not JSON) as lvegit's error: transient
+    (rate limit, server error, timeout, connection, malformed body) or not."""
+    import openai
+
+    if isinstance(exc, openai.RateLimitError):
+        return TransientModelError(f"rate limited (429): {exc.message}", retry_after(exc.response.headers))
+    if isinstance(exc, openai.InternalServerError):
+        return TransientModelError(f"server error ({exc.status_code})", retry_after(exc.response.headers))
+    if isinstance(exc, openai.APIConnectionError):  # APITimeoutError included
+        return _connection_error(exc, urllib.parse.urlsplit(str(base_url)).netloc)
+    if isinstance(exc, openai.APIStatusError):
+        if exc.status_code in (408, 409) or exc.status_code >= 500:
+            return TransientModelError(f"HTTP {exc.status_code}", retry_after(exc.response.headers))
+        return ModelError(f"HTTP {exc.status_code}: {_message(exc)}")
+    return TransientModelError(f"malformed response: {exc}")  # APIResponseValidationError, ValueError
+
+
+def _connection_error(exc: BaseException, where: str) -> TransientModelError:
+    """What went wrong with the connection, from the exceptions beneath the client's: some HTTP transports
+    report a refused connection as a connect timeout."""
+    import openai
+
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ConnectionRefusedError):
+            return TransientModelError(f"connection refused by {where}", refused=True)
+        if isinstance(cause, socket.gaierror):
+            return TransientModelError(f"cannot resolve the host of {where}", refused=True)
+        cause = cause.__cause__ or cause.__context__
+    if isinstance(exc, openai.APITimeoutError):
+        return TransientModelError(f"the request to {where} timed out")
+    return TransientModelError(f"connection to {where} failed: {getattr(exc, 'message', exc)}")
+
+
+def completion_of(response: Any, model: str) -> Completion:
+    """The text of a chat-completions response body (live, or a line of a batch output file)."""
+    try:
+        text = response["choices"][0]["message"]["content"]
+        resolved = str(response.get("model") or model)
+    except (AttributeError, IndexError, KeyError, TypeError):
+        raise TransientModelError("malformed response: no choices[0].message.content") from None
+    if not isinstance(text, str):
+        raise TransientModelError("malformed response: the message has no text content")
+    return Completion(text, resolved)
 
 
 class OpenAIModel:
@@ -120,53 +166,13 @@ class OpenAIModel:
         # The request goes through the client's generic `post` (auth, base URL, Azure deployment paths and
         # errors all as for chat.completions.create) with a plain JSON body: building and parsing typed
         # models costs more CPU per request than the rest of a run, which caps throughput at high concurrency.
-        body = {"model": self.name, "messages": api_messages(messages), **clean_model_args(model_args)}
+        body = chat_body(self.name, messages, model_args)
         try:
             raw = await self.client.post("/chat/completions", body=body, cast_to=httpx.Response)
             response = raw.json()
-        except openai.RateLimitError as exc:
-            raise TransientModelError(
-                f"rate limited (429): {exc.message}", retry_after(exc.response.headers)
-            ) from None
-        except openai.InternalServerError as exc:
-            raise TransientModelError(
-                f"server error ({exc.status_code})", retry_after(exc.response.headers)
-            ) from None
-        except openai.APIConnectionError as exc:  # APITimeoutError included
-            raise self._connection_error(exc) from None
-        except openai.APIStatusError as exc:
-            if exc.status_code in (408, 409) or exc.status_code >= 500:
-                raise TransientModelError(
-                    f"HTTP {exc.status_code}", retry_after(exc.response.headers)
-                ) from None
-            raise ModelError(f"HTTP {exc.status_code}: {_message(exc)}") from None
-        except (openai.APIResponseValidationError, ValueError) as exc:
-            raise TransientModelError(f"malformed response: {exc}") from None
-        try:
-            text = response["choices"][0]["message"]["content"]
-            resolved = str(response.get("model") or self.name)
-        except (AttributeError, IndexError, KeyError, TypeError):
-            raise TransientModelError("malformed response: no choices[0].message.content") from None
-        if not isinstance(text, str):
-            raise TransientModelError("malformed response: the message has no text content")
-        return Completion(text, resolved)
-
-    def _connection_error(self, exc: BaseException) -> TransientModelError:
-        """What went wrong with the connection, from the exceptions beneath the client's: some HTTP
-        transports report a refused connection as a connect timeout."""
-        where = urllib.parse.urlsplit(str(self.client.base_url)).netloc
-        cause: BaseException | None = exc
-        while cause is not None:
-            if isinstance(cause, ConnectionRefusedError):
-                return TransientModelError(f"connection refused by {where}", refused=True)
-            if isinstance(cause, socket.gaierror):
-                return TransientModelError(f"cannot resolve the host of {where}", refused=True)
-            cause = cause.__cause__ or cause.__context__
-        import openai
-
-        if isinstance(exc, openai.APITimeoutError):
-            return TransientModelError(f"the request to {where} timed out")
-        return TransientModelError(f"connection to {where} failed: {getattr(exc, 'message', exc)}")
+        except (openai.APIError, ValueError) as exc:
+            raise api_error(exc, self.client.base_url) from None
+        return completion_of(response, self.name)
 
     async def close(self) -> None:
         await self.client.close()

@@ -1,0 +1,172 @@
+"""Batch rounds: every attempt driven as far as the answers known so far take it.
+
+A round drives each unfinished attempt through its conversation from the start, answering its requests by
+custom_id from the batch outputs read so far. An attempt whose requests are all answered is judged and
+recorded as in a live run (postprocessing, --append, --report). One whose request failed for good ends
+in an error that says why. Any other gets its next request written to the round's input file: round k
+sends the k-th step of every multi-step conversation. Driving from the start keeps nothing between rounds
+but the answers, so a run resumed in another process (--resume, --batch-in) drives the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from lvegit.attempt import Attempt
+from lvegit.batch.files import Answers, Failure, RequestFile, custom_id
+from lvegit.conversation import Pair, conversation_steps
+from lvegit.errors import LvegitError
+from lvegit.models.base import Completion, chat_body
+from lvegit.models.routing import ModelPool, Route
+from lvegit.output import count
+from lvegit.prompt import Message
+from lvegit.runner import Recorder, Task, request
+from lvegit.settings import RetryPolicy
+
+# Where a round writes the requests of a route; None: nowhere (--batch-in alone), so they end in errors.
+RequestFiles = Callable[[Route], RequestFile | None]
+
+
+@dataclass
+class LiveRequest:
+    """A failed batch request to be made live (--batch-fallback live)."""
+
+    task: Task
+    request_id: str
+    messages: list[Message]
+    model_args: dict[str, Any]
+
+
+@dataclass
+class Rounds:
+    tasks: list[Task]
+    route_of: Callable[[str], Route]
+    recorder: Recorder
+    policy: RetryPolicy  # attempts: how often one request is sent in batches at most
+    fallback_live: bool = False
+    answers: Answers = field(default_factory=Answers)
+    finished: dict[int, Attempt] = field(default_factory=dict)  # by task index
+    requested: set[str] = field(default_factory=set)  # custom_ids an attempt asked for, for the others
+
+    def drive(self, files: RequestFiles) -> list[LiveRequest]:
+        """One round over the unfinished attempts; returns the requests to make live."""
+        live: list[LiveRequest] = []
+        for index, task in enumerate(self.tasks):
+            if index in self.finished:
+                continue
+            resumed = self.recorder.resumed(task.attempt)
+            if resumed is not None:
+                self.finished[index] = resumed
+                continue
+            if self._drive(task, files, live):
+                self.finished[index] = self.recorder.finish(task)
+        return live
+
+    async def go_live(self, pool: ModelPool, live: list[LiveRequest], concurrency: int) -> None:
+        """Make the failed requests live, with the live retries; each answer (or its failure, final)
+        becomes the request's answer for the next round."""
+        limit = asyncio.Semaphore(concurrency)
+
+        async def one(item: LiveRequest) -> None:
+            attempt = item.task.attempt
+            async with limit:
+                try:
+                    _route, model = pool.get(attempt.model)
+                    text = await request(model, item.messages, item.model_args, attempt, self.policy)
+                except LvegitError as exc:
+                    self.answers.fail(item.request_id, Failure(f"live fallback: {exc}"))
+                    return
+            run_info = {**attempt.backend_details, "batch_fallback": "live"}
+            self.answers.answer_live(
+                item.request_id, Completion(text, attempt.resolved_model or "", run_info)
+            )
+
+        await asyncio.gather(*(one(item) for item in live))
+
+    @property
+    def waiting(self) -> int:
+        return len(self.tasks) - len(self.finished)
+
+    def attempts(self) -> list[Attempt]:
+        """The finished attempts, in the order of the plan."""
+        return [self.finished[index] for index in sorted(self.finished)]
+
+    def unmatched(self) -> int:
+        """Answers read that no attempt of this run asked for (another selection's, another run's)."""
+        return len(self.answers.ids - self.requested)
+
+    def _drive(self, task: Task, files: RequestFiles, live: list[LiveRequest]) -> bool:
+        """Whether the attempt ended (complete or error); if not, its next request is on its way."""
+        attempt = task.attempt
+        if attempt.status == "new":
+            self.recorder.start(attempt, write=False)  # the report's batch lines say what is under way
+        try:
+            route = self.route_of(attempt.model)
+            attempt.backend = route.backend
+            params, model_args = task.lve.request_args(attempt.args)
+            steps = conversation_steps(task.lve, params)
+            messages = next(steps)
+            for step in itertools.count():
+                request_id = custom_id(attempt.id, step)
+                self.requested.add(request_id)
+                answer = self.answers.get(request_id)
+                if not isinstance(answer, Completion):
+                    if self._send(task, route, request_id, answer, messages, model_args, files, live):
+                        return False
+                    raise LvegitError(self._why(request_id, answer))
+                attempt.resolved_model = answer.model or route.model
+                attempt.backend_details = answer.run_info
+                try:
+                    messages = steps.send(answer.text)
+                except StopIteration as finished:
+                    pairs: list[Pair] = finished.value
+                    break
+            self.recorder.judge(task, pairs)
+        except LvegitError as exc:
+            attempt.status, attempt.error = "error", str(exc)
+        except Exception as exc:  # a failure of one attempt must not end the run
+            attempt.status, attempt.error = "error", f"{type(exc).__name__}: {exc}"
+        else:
+            attempt.status = "complete"
+        return True
+
+    def _send(
+        self,
+        task: Task,
+        route: Route,
+        request_id: str,
+        failure: Failure | None,
+        messages: list[Message],
+        model_args: dict[str, Any],
+        files: RequestFiles,
+        live: list[LiveRequest],
+    ) -> bool:
+        """Whether the request goes out again (in this round's batch, or live); False: it failed for good,
+        or there is nowhere to send it."""
+        if failure is not None and self.fallback_live and failure.live:
+            live.append(LiveRequest(task, request_id, messages, model_args))
+            return True
+        if failure is not None and not (
+            failure.batch and self.answers.failures[request_id] < self.policy.attempts
+        ):
+            return False
+        file = files(route)
+        if file is None:
+            return False
+        if file.add(request_id, chat_body(route.model, messages, model_args)):
+            task.attempt.requests += 1
+            task.attempt.retries += failure is not None
+        return True
+
+    def _why(self, request_id: str, failure: Failure | None) -> str:
+        step = int(request_id.rpartition("/")[2])
+        if failure is None:
+            return f"no answer to its request {step + 1} ({request_id}) in the batch output"
+        tries = self.answers.failures[request_id]
+        if failure.batch and tries >= self.policy.attempts:
+            return f"gave up after {count(tries, 'batch')}: {failure.message}"
+        return failure.message

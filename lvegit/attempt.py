@@ -12,7 +12,7 @@ import hashlib
 import json
 import time
 import uuid
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -53,7 +53,8 @@ class Attempt:
     appended_key: str | None = None  # the idempotency key of the instance line it appended
 
     def as_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """Its fields as a JSON object (not a deep copy: what it holds is written out, not changed)."""
+        return {name: getattr(self, name) for name in FIELD_NAMES}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Attempt:
@@ -61,6 +62,7 @@ class Attempt:
         return cls(**{key: value for key, value in data.items() if key in names})
 
 
+FIELD_NAMES = tuple(f.name for f in fields(Attempt))
 RUN_KEY = "lvegit_run"  # the first line of a report: what the run was, for --resume and `report`
 BATCH_KEY = "lvegit_batch"  # a line per batch a run created and per state it ended in (`run --batch`)
 
@@ -103,16 +105,21 @@ class Report:
             self._append({RUN_KEY: header})
 
     def write(self, attempt: Attempt) -> None:
-        self._append(attempt.as_json())
+        self.write_all([attempt])
+
+    def write_all(self, attempts: list[Attempt]) -> None:
+        """A line per attempt, in one write."""
+        self._append(*(attempt.as_json() for attempt in attempts))
 
     def write_batch(self, batch: dict[str, Any]) -> None:
         """A batch this run created (`key` names its round and part), or the state it ended in."""
         self.batches[batch["key"]] = batch
         self._append({BATCH_KEY: batch})
 
-    def _append(self, record: dict[str, Any]) -> None:
+    def _append(self, *records: dict[str, Any]) -> None:
+        text = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
         with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(mask(json.dumps(record, ensure_ascii=False)) + "\n")
+            handle.write(mask(text))
             handle.flush()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Generator
+from dataclasses import dataclass
 from typing import Any
 
 from lvegit.checkers import BaseChecker, MultiRunBaseChecker
@@ -22,19 +23,36 @@ def prompts_to_send(lve: LVE, params: dict[str, Any]) -> list[list[Message]]:
         raise LVEError(str(exc)) from None
 
 
-def conversation_steps(lve: LVE, params: dict[str, Any]) -> Generator[list[Message], str, list[Pair]]:
-    """The requests of one attempt, without doing them: yields the messages before each hole (every run of
-    a multi-run prompt, in order), takes the completion through `send`, and returns the filled
-    conversations. The live runner awaits each request; a batch round sends what is yielded."""
-    pairs = []
-    for prompt in prompts_to_send(lve, params):
-        conversation = list(prompt)
-        for index, message in enumerate(conversation):
-            if message.is_hole:
-                completion = yield conversation[:index]
-                conversation[index] = Message(completion, message.role, message.variable, message.image_url)
-        pairs.append((prompt, conversation))
-    return pairs
+@dataclass(frozen=True)
+class Step:
+    """One request of an attempt: `key` names it within the attempt (run and hole), `messages` are what
+    the model sees before the hole."""
+
+    key: str
+    messages: list[Message]
+
+
+def conversation_steps(lve: LVE, params: dict[str, Any]) -> Generator[list[Step], list[str], list[Pair]]:
+    """The requests of one attempt, without making them. Each yield is what can be asked now: the next hole
+    of every run (the runs of a multi-run prompt are conversations of their own, so they go together);
+    `send` takes their completions in the same order; the return value is the filled conversations. The
+    live runner awaits the requests of each step; a batch round sends them."""
+    prompts = prompts_to_send(lve, params)
+    conversations = [list(prompt) for prompt in prompts]
+    start = [0] * len(conversations)  # where the next hole of each run is looked for
+    while True:
+        holes = []
+        for run, conversation in enumerate(conversations):
+            index = next((i for i in range(start[run], len(conversation)) if conversation[i].is_hole), None)
+            if index is not None:
+                holes.append((run, index))
+        if not holes:
+            return list(zip(prompts, conversations, strict=True))
+        completions = yield [Step(f"{run}.{index}", conversations[run][:index]) for run, index in holes]
+        for (run, index), completion in zip(holes, completions, strict=True):
+            hole = conversations[run][index]
+            conversations[run][index] = Message(completion, hole.role, hole.variable, hole.image_url)
+            start[run] = index + 1
 
 
 def recorded_pairs(lve: LVE, params: dict[str, Any], response: Any) -> list[Pair]:

@@ -130,18 +130,19 @@ def idempotency_keys(path: Path) -> set[str]:
     return {record.idempotency_key for record in records if record.idempotency_key is not None}
 
 
-def append_instance(path: Path, record: dict[str, Any]) -> None:
-    """Append one instance as one whole line, flushed to disk; existing lines are never rewritten.
+def append_instances(path: Path, records: list[dict[str, Any]]) -> None:
+    """Append instances, a whole line each, in one write flushed to disk; existing lines are never
+    rewritten.
 
-    A single write in append mode cannot interleave with another writer's line, and a file whose last line
-    lacks its newline gets one first, so the new line never fuses with it.
+    A single write in append mode cannot interleave with another writer's lines, and a file whose last line
+    lacks its newline gets one first, so a new line never fuses with it.
     """
     import jsonlines  # slow to import (attrs): only commands that write instances pay for it
 
-    line = io.StringIO()
-    with jsonlines.Writer(line, dumps=functools.partial(json.dumps, ensure_ascii=False)) as writer:
-        writer.write(record)
-    data = mask(line.getvalue()).encode("utf-8")  # no secret is ever stored
+    text = io.StringIO()
+    with jsonlines.Writer(text, dumps=functools.partial(json.dumps, ensure_ascii=False)) as writer:
+        writer.write_all(records)
+    data = mask(text.getvalue()).encode("utf-8")  # no secret is ever stored
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:

@@ -24,7 +24,7 @@ from lvegit.attempt import Attempt, Report
 from lvegit.checkers.registry import CheckerFactory
 from lvegit.conversation import Pair, conversation_steps, judge, recorded_conversations, stored_response
 from lvegit.errors import LvegitError
-from lvegit.instances import append_instance, idempotency_keys
+from lvegit.instances import append_instances, idempotency_keys
 from lvegit.models.base import DEFAULT_CONCURRENCY, ChatModel, TransientModelError
 from lvegit.models.routing import ModelPool
 from lvegit.output import count
@@ -83,7 +83,9 @@ class Recorder:
         custom checker answers in its sandboxed worker."""
         lve, attempt = task.lve, task.attempt
         params, _model_args = lve.split_args(attempt.args)
-        checker = self._factories.setdefault(lve.rel, CheckerFactory(lve)).for_args(attempt.args)
+        if lve.rel not in self._factories:
+            self._factories[lve.rel] = CheckerFactory(lve)
+        checker = self._factories[lve.rel].for_args(attempt.args)
         attempt.verdict = judge(lve, checker, pairs, params)
         response = stored_response(lve, pairs)
         if lve.runs is not None:
@@ -96,12 +98,25 @@ class Recorder:
 
     def finish(self, task: Task) -> Attempt:
         """An attempt that ended (complete or error): its instance line appended, its report line."""
-        attempt = task.attempt
-        attempt.finished_at = time.time()
-        if attempt.status == "complete" and task.append_to is not None:
-            self._append(task)
-        self._write(attempt)
-        return self.announce(attempt)
+        return self.finish_all([task])[0]
+
+    def finish_all(self, tasks: list[Task]) -> list[Attempt]:
+        """Attempts that ended, written together: one write per instance file (appended lines first),
+        one to the report."""
+        now = time.time()
+        appending: dict[Path, list[dict[str, Any]]] = {}
+        for task in tasks:
+            task.attempt.finished_at = now
+            if task.attempt.status == "complete" and task.append_to is not None:
+                record = self._new_instance(task)
+                if record is not None:
+                    appending.setdefault(task.append_to, []).append(record)
+        for path, records in appending.items():
+            append_instances(path, records)
+        attempts = [task.attempt for task in tasks]
+        if self.report is not None:
+            self.report.write_all(attempts)
+        return [self.announce(attempt) for attempt in attempts]
 
     def announce(self, attempt: Attempt) -> Attempt:
         if self.on_finish is not None:
@@ -113,15 +128,19 @@ class Recorder:
             factory.close()
         self._factories.clear()
 
-    def _append(self, task: Task) -> None:
+    def _new_instance(self, task: Task) -> dict[str, Any] | None:
+        """The instance line an attempt appends; None when its file already holds it (same key)."""
         attempt, path = task.attempt, task.append_to
         assert path is not None
-        keys = self._appended_keys.setdefault(path, idempotency_keys(path))
+        if path not in self._appended_keys:  # read once per file: a default to setdefault is read each time
+            self._appended_keys[path] = idempotency_keys(path)
+        keys = self._appended_keys[path]
         key = task.idempotency_key()
-        if key not in keys:
-            append_instance(path, instance_record(attempt, key, self.author, task.reproduces()))
-            keys.add(key)
-            attempt.appended_to, attempt.appended_key = str(path), key
+        if key in keys:
+            return None
+        keys.add(key)
+        attempt.appended_to, attempt.appended_key = str(path), key
+        return instance_record(attempt, key, self.author, task.reproduces())
 
     def _write(self, attempt: Attempt) -> None:
         if self.report is not None:
@@ -176,11 +195,13 @@ class Runner:
     async def _complete(self, task: Task, model: ChatModel) -> None:
         params, model_args = task.lve.request_args(task.attempt.args)
         steps = conversation_steps(task.lve, params)
-        messages = next(steps)
+        asked = next(steps)
         while True:
-            completion = await request(model, messages, model_args, task.attempt, self.policy)
+            completions = await asyncio.gather(
+                *(request(model, step.messages, model_args, task.attempt, self.policy) for step in asked)
+            )
             try:
-                messages = steps.send(completion)
+                asked = steps.send(list(completions))
             except StopIteration as finished:
                 pairs: list[Pair] = finished.value
                 break

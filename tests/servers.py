@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from email.parser import BytesParser
 from email.policy import HTTP
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 
@@ -294,20 +295,14 @@ class OpenAIServer:
         output, errors = [], []
         for number, line in enumerate(answered, 1):
             fault = self.batch_line_fault(line)
-            entry: dict[str, Any] = {
-                "id": f"batch_req_{number}",
-                "custom_id": line["custom_id"],
-                "error": None,
-            }
             if fault is None or fault[0] == "body":
                 body = fault[1] if fault else completion(line["body"], self.answer(line["body"]), number)
-                entry["response"] = {"status_code": 200, "request_id": f"req_{number}", "body": body}
-                output.append(entry)
+                output.append(batch_output(number, line["custom_id"], 200, body))
             elif fault[0] == "status":
                 error = {"error": {"message": f"injected {fault[1]}", "type": "test", "code": None}}
-                entry["response"] = {"status_code": fault[1], "request_id": f"req_{number}", "body": error}
-                errors.append(entry)
+                errors.append(batch_output(number, line["custom_id"], fault[1], error))
             else:
+                entry = batch_output(number, line["custom_id"], 0, None)
                 entry.update(response=None, error={"code": fault[1], "message": fault[2]})
                 errors.append(entry)
         if outcome == "expired":
@@ -328,6 +323,24 @@ class OpenAIServer:
         file_id = f"file-{batch_id}-{kind}"
         self.files[file_id] = "".join(json.dumps(entry) + "\n" for entry in entries).encode()
         return file_id
+
+
+def batch_output(number: int, custom_id: str, status: int, body: Any) -> dict[str, Any]:
+    """A line of a batch output or error file, as the Batch API and `vllm run-batch` write them."""
+    response = {"status_code": status, "request_id": f"req_{number}", "body": body}
+    return {"id": f"batch_req_{number}", "custom_id": custom_id, "response": response, "error": None}
+
+
+def run_batch_file(path: Path, answer: Callable[[dict[str, Any]], str] = last_user_text) -> Path:
+    """What an offline engine (`vllm run-batch -i path -o ...`) writes for an input file: a completion per
+    request, streamed; returns the output file (beside the input, `-output` added to its name)."""
+    output = path.with_name(f"{path.stem}-output.jsonl")
+    with path.open() as requests, output.open("w") as answers:
+        for number, raw in enumerate(requests, 1):
+            request = json.loads(raw)
+            body = completion(request["body"], answer(request["body"]), number)
+            answers.write(json.dumps(batch_output(number, request["custom_id"], 200, body)) + "\n")
+    return output
 
 
 def _public(batch: dict[str, Any]) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from pathlib import Path
 import jsonlines
 import pytest
 
-from lvegit.instances import append_instance, read_instances
+from lvegit.instances import append_instances, read_instances
 from lvegit.problems import Problems
 
 
@@ -74,7 +74,7 @@ def test_lines_with_a_byte_order_mark_or_crlf_endings_parse(tmp_path: Path) -> N
 def test_appended_line_round_trips_through_jsonlines(tmp_path: Path) -> None:
     path = tmp_path / "i.jsonl"
     path.write_bytes(b'{"response": "torn"')  # a last line without its newline
-    append_instance(path, {"args": {"x": "caf\u00e9\n"}, "response": "r", "passed": True})
+    append_instances(path, [{"args": {"x": "caf\u00e9\n"}, "response": "r", "passed": True}])
     lines = path.read_bytes().split(b"\n")
     assert lines[0] == b'{"response": "torn"' and lines[-1] == b""
     with jsonlines.open(path) as reader:

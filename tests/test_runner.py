@@ -239,6 +239,21 @@ def test_concurrency_under_faults_loses_and_duplicates_nothing(
     assert len(lines(lve_dir / "instances/i.jsonl")) == 80
 
 
+def test_append_reads_each_instance_file_once(
+    repo: RepoBuilder, cli: Any, adding: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Appending N lines must not read the growing file N times (it did: a run of 10,000 took minutes)."""
+    from lvegit import runner
+
+    reads: list[Path] = []
+    original = runner.idempotency_keys
+    monkeypatch.setattr(runner, "idempotency_keys", lambda path: reads.append(path) or original(path))
+    lve_dir = repo.lve(instances={"i.jsonl": [instance(str(n + 1), True, a=n, b=1) for n in range(30)]})
+    assert cli("run", "--all", "--append", cwd=repo.root).code == 0
+    assert reads == [lve_dir / "instances/i.jsonl"]
+    assert len(lines(lve_dir / "instances/i.jsonl")) == 60
+
+
 @pytest.mark.parametrize("repeat", [1, 3])
 def test_append_is_idempotent_across_runs(repo: RepoBuilder, cli: Any, adding: Running, repeat: int) -> None:
     rows = [instance("3", True, a=1, b=2), instance("101", False, a=99, b=1)]

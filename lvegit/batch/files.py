@@ -2,8 +2,8 @@
 
 An input line is one request: `{"custom_id", "method": "POST", "url": "/v1/chat/completions", "body"}`.
 An output or error line answers one: `{"id", "custom_id", "response": {"status_code", "body"}, "error"}`.
-lvegit's custom_id is `<attempt id>/<step>`: which attempt, and which of its requests (0-based; a
-multi-step conversation makes one request per hole).
+lvegit's custom_id is `<attempt id>/<run>.<hole>`: which attempt, and which of its requests (the run
+of a multi-run prompt, and the position of the hole in its conversation).
 
 Files are streamed both ways. Answers are indexed by where their line starts and read again when used, so
 that memory does not grow with the responses. Plain `json` rather than `jsonlines` here: the index needs
@@ -27,7 +27,7 @@ MAX_BYTES = 190 * 1024 * 1024
 CHAT_URL = "/v1/chat/completions"
 
 
-def custom_id(attempt: str, step: int) -> str:
+def custom_id(attempt: str, step: str) -> str:
     return f"{attempt}/{step}"
 
 
@@ -144,7 +144,10 @@ class Answers:
                     continue
                 where = f"{path}:{line_number}"
                 try:
-                    data = json.loads(raw)
+                    data = json.loads(raw.decode("utf-8"))
+                except UnicodeDecodeError:
+                    self.problems.append(f"{where}: not UTF-8 text")
+                    continue
                 except ValueError as exc:
                     self.problems.append(f"{where}: not a JSON line ({exc})")
                     continue
@@ -181,7 +184,7 @@ class Answers:
             path, run_info = self._files[number]
             with path.open("rb") as handle:
                 handle.seek(offset)
-                body = json.loads(handle.readline())["response"]["body"]
+                body = json.loads(handle.readline().decode("utf-8"))["response"]["body"]
             completion = completion_of(body, "")  # it parsed when indexed
             return Completion(completion.text, completion.model, run_info)
         return self._failed.get(request_id)

@@ -11,7 +11,6 @@ but the answers, so a run resumed in another process (--resume, --batch-in) driv
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +25,8 @@ from lvegit.output import count
 from lvegit.prompt import Message
 from lvegit.runner import Recorder, Task, request
 from lvegit.settings import RetryPolicy
+
+WRITE_EVERY = 1000  # ended attempts are written together (instance lines, report lines), this many at most
 
 # Where a round writes the requests of a route; None: nowhere (--batch-in alone), so they end in errors.
 RequestFiles = Callable[[Route], RequestFile | None]
@@ -51,20 +52,30 @@ class Rounds:
     answers: Answers = field(default_factory=Answers)
     finished: dict[int, Attempt] = field(default_factory=dict)  # by task index
     requested: set[str] = field(default_factory=set)  # custom_ids an attempt asked for, for the others
+    _routes: dict[str, Route] = field(default_factory=dict)
 
     def drive(self, files: RequestFiles) -> list[LiveRequest]:
         """One round over the unfinished attempts; returns the requests to make live."""
         live: list[LiveRequest] = []
+        ended: dict[int, Task] = {}
         for index, task in enumerate(self.tasks):
             if index in self.finished:
                 continue
             resumed = self.recorder.resumed(task.attempt)
             if resumed is not None:
                 self.finished[index] = resumed
-                continue
-            if self._drive(task, files, live):
-                self.finished[index] = self.recorder.finish(task)
+            elif self._drive(task, files, live):
+                ended[index] = task
+                if len(ended) == WRITE_EVERY:
+                    self._finish(ended)
+        self._finish(ended)
         return live
+
+    def _finish(self, ended: dict[int, Task]) -> None:
+        """Write the attempts that ended together (their instance lines, their report lines)."""
+        if ended:
+            self.finished.update(zip(ended, self.recorder.finish_all(list(ended.values())), strict=True))
+            ended.clear()
 
     async def go_live(self, pool: ModelPool, live: list[LiveRequest], concurrency: int) -> None:
         """Make the failed requests live, with the live retries; each answer (or its failure, final)
@@ -105,23 +116,34 @@ class Rounds:
         if attempt.status == "new":
             self.recorder.start(attempt, write=False)  # the report's batch lines say what is under way
         try:
-            route = self.route_of(attempt.model)
+            if attempt.model not in self._routes:
+                self._routes[attempt.model] = self.route_of(attempt.model)
+            route = self._routes[attempt.model]
             attempt.backend = route.backend
             params, model_args = task.lve.request_args(attempt.args)
             steps = conversation_steps(task.lve, params)
-            messages = next(steps)
-            for step in itertools.count():
-                request_id = custom_id(attempt.id, step)
-                self.requested.add(request_id)
-                answer = self.answers.get(request_id)
-                if not isinstance(answer, Completion):
-                    if self._send(task, route, request_id, answer, messages, model_args, files, live):
-                        return False
-                    raise LvegitError(self._why(request_id, answer))
-                attempt.resolved_model = answer.model or route.model
-                attempt.backend_details = answer.run_info
+            asked = next(steps)
+            while True:
+                ids = [custom_id(attempt.id, step.key) for step in asked]
+                self.requested.update(ids)
+                answers = [self.answers.get(request_id) for request_id in ids]
+                missing = [
+                    (step, request_id, answer)
+                    for step, request_id, answer in zip(asked, ids, answers, strict=True)
+                    if not isinstance(answer, Completion)
+                ]
+                for step, request_id, answer in missing:
+                    if not self._send(
+                        task, route, request_id, answer, step.messages, model_args, files, live
+                    ):
+                        raise LvegitError(self._why(request_id, answer))
+                if missing:
+                    return False
+                completions = [answer for answer in answers if isinstance(answer, Completion)]
+                attempt.resolved_model = completions[-1].model or route.model
+                attempt.backend_details = completions[-1].run_info
                 try:
-                    messages = steps.send(answer.text)
+                    asked = steps.send([completion.text for completion in completions])
                 except StopIteration as finished:
                     pairs: list[Pair] = finished.value
                     break
@@ -163,10 +185,9 @@ class Rounds:
         return True
 
     def _why(self, request_id: str, failure: Failure | None) -> str:
-        step = int(request_id.rpartition("/")[2])
         if failure is None:
-            return f"no answer to its request {step + 1} ({request_id}) in the batch output"
+            return f"no answer to its request {request_id} in the batch output"
         tries = self.answers.failures[request_id]
         if failure.batch and tries >= self.policy.attempts:
-            return f"gave up after {count(tries, 'batch')}: {failure.message}"
+            return f"gave up after {count(tries, 'batch', 'batches')}: {failure.message}"
         return failure.message

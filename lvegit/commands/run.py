@@ -346,8 +346,11 @@ def _describe_batch(batch: dict[str, Any]) -> None:
     for problem in batch["problems"]:
         line(f"batch output: {problem}")
     if batch["unmatched"]:
-        line(f"{count(batch['unmatched'], 'answer')} in the batch output answer no attempt of this run")
+        unmatched = batch["unmatched"]
+        verb = "answers" if unmatched == 1 else "answer"
+        line(f"{count(unmatched, 'answer')} in the batch output {verb} no attempt of this run")
     if batch["waiting"]:
-        line(f"{count(batch['waiting'], 'attempt')} wait for the next round")
+        waiting = batch["waiting"]
+        line(f"{count(waiting, 'attempt')} {'waits' if waiting == 1 else 'wait'} for the next round")
     for text in batch["next"].splitlines():
         line(text)

@@ -56,6 +56,11 @@ class Attempt:
         """Its fields as a JSON object (not a deep copy: what it holds is written out, not changed)."""
         return {name: getattr(self, name) for name in FIELD_NAMES}
 
+    def forget_exchange(self) -> None:
+        """Drop what was sent and received once it is written: a large batch run keeps only the outcome
+        of each attempt (status, verdict, error) for its summary."""
+        self.conversation, self.response = [], None
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Attempt:
         names = {f.name for f in fields(cls)}

@@ -83,6 +83,7 @@ def plan_reruns(
                     )
                     plan.tasks.append(Task(lve, attempt, path if append else None))
             plan.invalid.extend((lve.rel, problem.render()) for problem in recorded.problems.errors)
+        lve.forget_recorded()  # the tasks keep each instance's args; the rest of the records can go
     return plan
 
 

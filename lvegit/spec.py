@@ -110,6 +110,10 @@ class LVE:
             ]
         return self._recorded
 
+    def forget_recorded(self) -> None:
+        """Let the instance files as read go (a large run keeps only what its attempts need)."""
+        self._recorded = None
+
 
 def instance_files(lve_dir: Path) -> list[Path]:
     """The instance files of an LVE folder (instances/*.jsonl, and *.json holding JSONL)."""

@@ -74,7 +74,10 @@ class Rounds:
     def _finish(self, ended: dict[int, Task]) -> None:
         """Write the attempts that ended together (their instance lines, their report lines)."""
         if ended:
-            self.finished.update(zip(ended, self.recorder.finish_all(list(ended.values())), strict=True))
+            written = self.recorder.finish_all(list(ended.values()))
+            for attempt in written:
+                attempt.forget_exchange()
+            self.finished.update(zip(ended, written, strict=True))
             ended.clear()
 
     async def go_live(self, pool: ModelPool, live: list[LiveRequest], concurrency: int) -> None:

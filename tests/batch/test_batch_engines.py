@@ -383,3 +383,21 @@ def test_batch_out_refuses_a_selection_of_several_models(repo: RepoBuilder, cli:
     result = cli("run", "--all", "--batch-out", "x.jsonl", cwd=repo.root)
     assert result.code == 2
     assert "asks 2 models (gpt-4o, gpt-4o-mini); an offline engine serves one at a time" in result.err
+
+
+def test_batch_out_names_the_served_model_and_loads_no_weights(repo: RepoBuilder, cli: Any) -> None:
+    """A transformers route's model is what `vllm run-batch --model` serves; nothing is loaded here."""
+    adder_lve(repo, 1)
+    (repo.root / "lvegit.toml").write_text(
+        '[models."meta/llama"]\nbackend = "transformers"\nmodel = "/models/not-here/llama-3.1-8b"\n'
+    )
+    result = cli("run", "--all", "--model", "meta/llama", "--batch-out", "round-1.jsonl", cwd=repo.root)
+    assert result.code == 0, result.err
+    [request] = lines(repo.root / "round-1.jsonl")
+    assert request["body"]["model"] == "/models/not-here/llama-3.1-8b"
+    assert (
+        "vllm run-batch -i round-1.jsonl -o OUTPUT.jsonl --model /models/not-here/llama-3.1-8b" in result.out
+    )
+    assert (
+        "lvegit run --all --model meta/llama --batch-in OUTPUT.jsonl --batch-out round-2.jsonl" in result.out
+    )

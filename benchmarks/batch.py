@@ -44,7 +44,7 @@ def bench(workdir: Path, size: int) -> dict[str, float]:
     time, memory, output = measure(["run", "--all", "--batch-out", "round-1.jsonl", "--format", "json"], root)
     requests = sum(1 for _ in (root / "round-1.jsonl").open())
     assert summary(output)["waiting"] == size
-    row("batch: plan and write round 1", scale, time, f"{requests} requests; target < 5 s", memory)
+    row("batch: plan and write round 1", scale, time, f"{requests} requests written", memory)
     seconds["write"] = time
 
     first = run_batch_file(root / "round-1.jsonl")
@@ -70,7 +70,7 @@ def bench(workdir: Path, size: int) -> dict[str, float]:
     time, memory, output = measure([*args, "--format", "json"], root)
     counts = summary(output)
     assert counts["attempts"] == size and counts["waiting"] == 0, counts
-    row("batch: round 2 (all outputs again)", scale, time, f"{size} judged; target < 5 s", memory)
+    row("batch: round 2 (all outputs again)", scale, time, f"{size} judged", memory)
 
     for running in serve(OpenAIServer()):
         env = {"OPENAI_BASE_URL": running.url, "OPENAI_API_KEY": "bench"}

@@ -10,10 +10,11 @@ reason, and the run goes on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -180,15 +181,10 @@ class Runner:
         if resumed is not None:
             return resumed
         self.recorder.start(attempt)
-        try:
+        with failing_alone(attempt):
             route, model = self.pool.get(attempt.model)
             attempt.backend = route.backend
             await self._complete(task, model)
-        except LvegitError as exc:
-            attempt.status, attempt.error = "error", str(exc)
-        except Exception as exc:  # a failure of one attempt must not end the run
-            attempt.status, attempt.error = "error", f"{type(exc).__name__}: {exc}"
-        else:
             attempt.status = "complete"
         return self.recorder.finish(task)
 
@@ -219,6 +215,17 @@ class Runner:
             return self.pool.get(model_id)[1].concurrency
         except LvegitError:  # its attempts end in this error when they start
             return DEFAULT_CONCURRENCY
+
+
+@contextlib.contextmanager
+def failing_alone(attempt: Attempt) -> Iterator[None]:
+    """Whatever goes wrong in one attempt ends that attempt in an error with the reason, not the run."""
+    try:
+        yield
+    except LvegitError as exc:
+        attempt.status, attempt.error = "error", str(exc)
+    except Exception as exc:
+        attempt.status, attempt.error = "error", f"{type(exc).__name__}: {exc}"
 
 
 async def request(

@@ -24,6 +24,28 @@ BASIC_TEST: dict[str, Any] = {
 }
 
 
+# Two holes, each asked with everything before it: the second question follows the first answer.
+MULTI_VARIABLE_TEST = {
+    "prompt": [
+        {"role": "system", "content": "Answer in digits."},
+        {"role": "user", "content": "Compute {a} + {b}."},
+        {"role": "assistant", "variable": "first"},
+        {"role": "user", "content": "Compute {b} + {a}."},
+        {"role": "assistant", "variable": "second"},
+    ],
+    "checker_args": {"checker_name": "LambdaChecker", "func": "lambda r, a, b: r == str(a + b)"},
+}
+# Three runs (one repeated), each a conversation of its own; safe when every run answers alike.
+MULTI_RUN_TEST = {
+    "prompt": None,
+    "multi_run_prompt": [
+        {"name": "ab", "repetitions": 2, "prompt": [{"content": "Compute {a} + {b}."}]},
+        {"name": "ba", "prompt": [{"content": "Compute {b} + {a}."}]},
+    ],
+    "checker_args": {"checker_name": "MultiRunLambdaChecker", "func": "lambda rs, a, b: len(set(rs)) == 1"},
+}
+
+
 def instance(response: Any, passed: bool, **args: Any) -> dict[str, Any]:
     return {
         "args": {"temperature": 0.0, **args},

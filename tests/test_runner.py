@@ -14,7 +14,7 @@ import pytest
 
 from lvegit.rerun import wilson_interval
 
-from builders import RepoBuilder, instance
+from builders import MULTI_RUN_TEST, MULTI_VARIABLE_TEST, RepoBuilder, instance
 from servers import Running
 
 INSTANCES = "repository/dummy/add/openai--gpt-4o-mini/instances/i.jsonl"
@@ -52,21 +52,11 @@ def test_rerun_agrees_and_sends_what_was_recorded(repo: RepoBuilder, cli: Any, a
     assert "top_p" not in requests["Compute 99 + 1."]  # recorded nulls are not sent
 
 
-MULTI_VARIABLE = [
-    {"role": "system", "content": "Answer in digits."},
-    {"role": "user", "content": "Compute {a} + {b}."},
-    {"role": "assistant", "variable": "first"},
-    {"role": "user", "content": "Compute {b} + {a}."},
-    {"role": "assistant", "variable": "second"},
-]
-
-
 def test_holes_are_filled_in_order(repo: RepoBuilder, cli: Any, adding: Running) -> None:
-    test = {
-        "prompt": MULTI_VARIABLE,
-        "checker_args": {"checker_name": "LambdaChecker", "func": "lambda r, a, b: r == str(a + b)"},
-    }
-    repo.lve(test=test, instances={"i.jsonl": [instance({"first": "3", "second": "3"}, True, a=1, b=2)]})
+    repo.lve(
+        test=MULTI_VARIABLE_TEST,
+        instances={"i.jsonl": [instance({"first": "3", "second": "3"}, True, a=1, b=2)]},
+    )
     result = cli("run", "--all", "--format", "json", cwd=repo.root)
     assert result.json()["summary"]["agree"] == 1
     first, second = adding.state.requests
@@ -76,18 +66,7 @@ def test_holes_are_filled_in_order(repo: RepoBuilder, cli: Any, adding: Running)
 
 
 def test_every_multi_run_prompt_runs_its_repetitions(repo: RepoBuilder, cli: Any, adding: Running) -> None:
-    test = {
-        "prompt": None,
-        "multi_run_prompt": [
-            {"name": "ab", "repetitions": 2, "prompt": [{"content": "Compute {a} + {b}."}]},
-            {"name": "ba", "prompt": [{"content": "Compute {b} + {a}."}]},
-        ],
-        "checker_args": {
-            "checker_name": "MultiRunLambdaChecker",
-            "func": "lambda rs, a, b: len(set(rs)) == 1",
-        },
-    }
-    repo.lve(test=test, instances={"i.jsonl": [instance(["3", "3", "3"], True, a=1, b=2)]})
+    repo.lve(test=MULTI_RUN_TEST, instances={"i.jsonl": [instance(["3", "3", "3"], True, a=1, b=2)]})
     assert cli("run", "--all", cwd=repo.root).code == 0
     # the runs are conversations of their own: they are asked together, in any order
     assert sorted(r["messages"][0]["content"] for r in adding.state.requests) == [

@@ -96,9 +96,6 @@ class BatchAPI:
             await self.policy.wait_for(pause)
             pause = min(self.polling.longest, pause * 1.5)
 
-    async def cancel(self, batch_id: str) -> Any:
-        return await self._call(f"cancelling batch {batch_id}", lambda: self.client.batches.cancel(batch_id))
-
     async def download(self, file_id: str, path: Path) -> Path:
         """A file's content streamed to disk."""
 

@@ -23,7 +23,7 @@ from lvegit.models.base import Completion, chat_body
 from lvegit.models.routing import ModelPool, Route
 from lvegit.output import count
 from lvegit.prompt import Message
-from lvegit.runner import Recorder, Task, request
+from lvegit.runner import Recorder, Task, failing_alone, request
 from lvegit.settings import RetryPolicy
 
 WRITE_EVERY = 1000  # ended attempts are written together (instance lines, report lines), this many at most
@@ -118,7 +118,7 @@ class Rounds:
         attempt = task.attempt
         if attempt.status == "new":
             self.recorder.start(attempt, write=False)  # the report's batch lines say what is under way
-        try:
+        with failing_alone(attempt):
             if attempt.model not in self._routes:
                 self._routes[attempt.model] = self.route_of(attempt.model)
             route = self._routes[attempt.model]
@@ -151,11 +151,6 @@ class Rounds:
                     pairs: list[Pair] = finished.value
                     break
             self.recorder.judge(task, pairs)
-        except LvegitError as exc:
-            attempt.status, attempt.error = "error", str(exc)
-        except Exception as exc:  # a failure of one attempt must not end the run
-            attempt.status, attempt.error = "error", f"{type(exc).__name__}: {exc}"
-        else:
             attempt.status = "complete"
         return True
 

@@ -14,17 +14,11 @@ from typing import Any
 
 import pytest
 
-from builders import RepoBuilder, instance
+from builders import MULTI_RUN_TEST, MULTI_VARIABLE_TEST, RepoBuilder, instance
 from servers import Running, last_user_text, run_batch_file
 
 INSTANCES = "repository/dummy/add/openai--gpt-4o-mini/instances/i.jsonl"
 BATCH = ("run", "--all", "--batch", "--report", "r.jsonl", "--format", "json")
-MULTI_VARIABLE = [
-    {"role": "user", "content": "Compute {a} + {b}."},
-    {"role": "assistant", "variable": "first"},
-    {"role": "user", "content": "Compute {b} + {a}."},
-    {"role": "assistant", "variable": "second"},
-]
 
 
 def lines(path: Path) -> list[dict[str, Any]]:
@@ -87,24 +81,11 @@ def test_a_batch_run_sends_what_a_live_run_sends_and_judges_alike(
 
 
 def test_multi_step_conversations_go_in_rounds(repo: RepoBuilder, cli: Any, adding: Running) -> None:
-    checker = {"checker_name": "LambdaChecker", "func": "lambda r, a, b: r == str(a + b)"}
+    two = {"i.jsonl": [instance({"first": "3", "second": "3"}, True, a=1, b=2)]}
+    repo.lve("dummy/two", test=MULTI_VARIABLE_TEST, instances=two)
     repo.lve(
-        "dummy/two",
-        test={"prompt": MULTI_VARIABLE, "checker_args": checker},
-        instances={"i.jsonl": [instance({"first": "3", "second": "3"}, True, a=1, b=2)]},
+        "dummy/runs", test=MULTI_RUN_TEST, instances={"i.jsonl": [instance(["3", "3", "3"], True, a=1, b=2)]}
     )
-    runs = {
-        "prompt": None,
-        "multi_run_prompt": [
-            {"name": "ab", "repetitions": 2, "prompt": [{"content": "Compute {a} + {b}."}]},
-            {"name": "ba", "prompt": [{"content": "Compute {b} + {a}."}]},
-        ],
-        "checker_args": {
-            "checker_name": "MultiRunLambdaChecker",
-            "func": "lambda rs, a, b: len(set(rs)) == 1",
-        },
-    }
-    repo.lve("dummy/runs", test=runs, instances={"i.jsonl": [instance(["3", "3", "3"], True, a=1, b=2)]})
     result = cli(*BATCH, cwd=repo.root)
     assert result.code == 0, result.err
     assert result.json()["summary"]["agree"] == 2
@@ -119,6 +100,7 @@ def test_multi_step_conversations_go_in_rounds(repo: RepoBuilder, cli: Any, addi
     # round 2: the second hole, after the first one's completion
     [follow_up] = second
     assert follow_up["body"]["messages"] == [
+        {"role": "system", "content": "Answer in digits."},
         {"role": "user", "content": "Compute 1 + 2."},
         {"role": "assistant", "content": "3"},
         {"role": "user", "content": "Compute 2 + 1."},
@@ -244,6 +226,34 @@ def test_a_killed_run_resumes_its_batch_without_sending_it_again(repo: RepoBuild
     assert statuses.count("complete") == 5
 
 
+def test_a_batch_cancelled_by_its_owner_ends_its_unanswered_attempts(
+    repo: RepoBuilder, adding: Running
+) -> None:
+    """Someone cancels the batch (the dashboard, the API) while lvegit waits for it: what it answered
+    before counts, the rest ends with the reason, and nothing is sent again."""
+    import openai
+
+    adder_lve(repo, 4)
+    adding.state.hold.set()
+    command = [sys.executable, "-m", "lvegit", *BATCH, "--batch-poll", "0.02"]
+    env = {**os.environ, "OPENAI_BASE_URL": adding.url, "OPENAI_API_KEY": "k"}
+    process = subprocess.Popen(
+        command, cwd=repo.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len(adding.state.api_calls) < 5:
+        time.sleep(0.02)
+    cancelling = openai.OpenAI(base_url=adding.url, api_key="k").batches.cancel("batch_1")
+    assert cancelling.status == "cancelling"
+    adding.state.hold.clear()
+    out, err = process.communicate(timeout=30)
+    results = json.loads(out)["instances"]
+    cancelled = ["batch batch_1 was cancelled"]
+    assert [r["errors"] for r in results] == [[], [], cancelled, cancelled]
+    assert "batch batch_1: cancelled (2/4 requests done)" in err.decode()
+    assert len(adding.state.created()) == 1
+
+
 def test_a_batch_created_but_not_written_down_is_found_again(
     repo: RepoBuilder, cli: Any, adding: Running
 ) -> None:
@@ -292,12 +302,8 @@ def test_ten_thousand_attempts_lose_and_duplicate_nothing(
 
 
 def test_offline_rounds_through_batch_files(repo: RepoBuilder, cli: Any) -> None:
-    checker = {"checker_name": "LambdaChecker", "func": "lambda r, a, b: r == str(a + b)"}
-    repo.lve(
-        "dummy/two",
-        test={"prompt": MULTI_VARIABLE, "checker_args": checker},
-        instances={"i.jsonl": [instance({"first": "3", "second": "3"}, True, a=1, b=2)]},
-    )
+    two = {"i.jsonl": [instance({"first": "3", "second": "3"}, True, a=1, b=2)]}
+    repo.lve("dummy/two", test=MULTI_VARIABLE_TEST, instances=two)
     adder_lve(repo, 2)
 
     first = cli("run", "--all", "--batch-out", "round-1.jsonl", cwd=repo.root)

@@ -143,6 +143,7 @@ def run_batches(
             await ApiRounds(rounds, pool, report, options, concurrency, say).run()
             return ""
         finally:
+            rounds.answers.close()
             rounds.recorder.close()
             await pool.close()
 

@@ -126,6 +126,12 @@ class Answers:
     failures: Counter[str] = field(default_factory=Counter)
     problems: list[str] = field(default_factory=list)  # lines that answer nothing, named file:line
     ids: set[str] = field(default_factory=set)  # every custom_id answered, for those of no attempt
+    _handles: dict[int, IO[bytes]] = field(default_factory=dict)  # files read again, open until close()
+
+    def close(self) -> None:
+        for handle in self._handles.values():
+            handle.close()
+        self._handles.clear()
 
     def read(self, path: Path, run_info: dict[str, str] | None = None) -> int:
         """Index one output or error file; returns its number of answers."""
@@ -182,9 +188,11 @@ class Answers:
         if request_id in self._where:
             number, offset = self._where[request_id]
             path, run_info = self._files[number]
-            with path.open("rb") as handle:
-                handle.seek(offset)
-                body = json.loads(handle.readline().decode("utf-8"))["response"]["body"]
+            if number not in self._handles:
+                self._handles[number] = path.open("rb")
+            handle = self._handles[number]
+            handle.seek(offset)
+            body = json.loads(handle.readline().decode("utf-8"))["response"]["body"]
             completion = completion_of(body, "")  # it parsed when indexed
             return Completion(completion.text, completion.model, run_info)
         return self._failed.get(request_id)

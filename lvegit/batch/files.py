@@ -6,8 +6,9 @@ lvegit's custom_id is `<attempt id>/<run>.<hole>`: which attempt, and which of i
 of a multi-run prompt, and the position of the hole in its conversation).
 
 Files are streamed both ways. Answers are indexed by where their line starts and read again when used, so
-that memory does not grow with the responses. Plain `json` rather than `jsonlines` here: the index needs
-each line's byte offset, which jsonlines' reader does not give.
+that memory does not grow with the responses. Lines are read here rather than through `jsonlines`: the
+index needs each line's byte offset, which jsonlines' reader does not give; each line is parsed with the
+same limits as instance files (UTF-8, no NUL, bounded nesting).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from lvegit.files import FileProblem, decode, parse_json
 from lvegit.models.base import Completion, ModelError, TransientModelError
 from lvegit.models.openai_backend import completion_of
 
@@ -150,12 +152,9 @@ class Answers:
                     continue
                 where = f"{path}:{line_number}"
                 try:
-                    data = json.loads(raw.decode("utf-8"))
-                except UnicodeDecodeError:
-                    self.problems.append(f"{where}: not UTF-8 text")
-                    continue
-                except ValueError as exc:
-                    self.problems.append(f"{where}: not a JSON line ({exc})")
+                    data = parse_json(decode(raw, line_number), line_number)
+                except FileProblem as problem:  # not UTF-8, not JSON, nested too deeply
+                    self.problems.append(f"{where}: {problem}")
                     continue
                 request_id = data.get("custom_id") if isinstance(data, dict) else None
                 if not isinstance(request_id, str):

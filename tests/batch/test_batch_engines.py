@@ -356,7 +356,7 @@ def test_batch_in_alone_reports_missing_and_bad_answers(repo: RepoBuilder, cli: 
         + lines(repo.root / "round-1.jsonl")[1]["custom_id"]
         + " in the batch output",
         "2 instances: 1 agree, 0 disagree, 1 with errors (2 attempts, 1 failed)",
-        f"batch output: {output}:2: not a JSON line (Expecting property name enclosed in double quotes: line 1 column 2 (char 1))",
+        f"batch output: {output}:2: invalid JSON: Expecting property name enclosed in double quotes (line 2, column 2)",
         "1 answer in the batch output answers no attempt of this run",
     ]
 

@@ -85,7 +85,7 @@ def test_a_completion_beats_a_failure_and_the_first_completion_wins(tmp_path: Pa
     assert answers.failures["a/0"] == 1
 
 
-NOT_JSON = "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"
+NOT_JSON = "Expecting property name enclosed in double quotes (line 2, column 2)"
 
 
 def test_lines_that_answer_nothing_are_named_by_file_and_line(tmp_path: Path) -> None:
@@ -97,15 +97,19 @@ def test_lines_that_answer_nothing_are_named_by_file_and_line(tmp_path: Path) ->
         + b'{"custom_id": "a/1"}\n'
         + b'{"custom_id": "a/2", "response": {"body": {}}}\n'
         + b"\xff\xfe\n"
+        + b'{"custom_id": "a/3", "response": '
+        + b"[" * 100_000
+        + b"\n"
     )
     answers = Answers()
     assert answers.read(output) == 1
     assert [problem.split(": ", 1) for problem in answers.problems] == [
-        [f"{output}:2", f"not a JSON line ({NOT_JSON})"],
+        [f"{output}:2", f"invalid JSON: {NOT_JSON}"],
         [f"{output}:3", "not a batch output line (no custom_id)"],
         [f"{output}:4", "neither a response nor an error"],
         [f"{output}:5", "the response has no status_code"],
-        [f"{output}:6", "not UTF-8 text"],
+        [f"{output}:6", "not valid UTF-8 (byte 0)"],
+        [f"{output}:7", "JSON nested deeper than 64 levels"],
     ]
     assert answers.get("a/0") == Completion("fine", "m-2026-01-01")
 

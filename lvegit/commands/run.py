@@ -116,6 +116,7 @@ def _describe(result: InstanceResult) -> str:
 @click.option(
     "--batch-poll",
     type=click.FloatRange(0, 3600),
+    metavar="SECONDS",
     default=10.0,
     show_default=True,
     help="Seconds before the first look at a batch; each pause is half as long again, up to 10 minutes.",

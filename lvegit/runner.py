@@ -193,9 +193,11 @@ class Runner:
         steps = conversation_steps(task.lve, params)
         asked = next(steps)
         while True:
-            completions = await asyncio.gather(
-                *(request(model, step.messages, model_args, task.attempt, self.policy) for step in asked)
-            )
+            requests = [
+                request(model, step.messages, model_args, task.attempt, self.policy) for step in asked
+            ]
+            # one request (every prompt but a multi-run one) is awaited as it is: gather would make it a task
+            completions = [await requests[0]] if len(requests) == 1 else await asyncio.gather(*requests)
             try:
                 asked = steps.send(list(completions))
             except StopIteration as finished:

@@ -27,7 +27,7 @@ def attempt_id(*identity: Any) -> str:
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
-@dataclass
+@dataclass(slots=True)  # a large run holds one per attempt
 class Attempt:
     id: str
     lve: str

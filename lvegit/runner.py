@@ -35,7 +35,7 @@ from lvegit.spec import LVE
 from lvegit.versions import installed_versions
 
 
-@dataclass
+@dataclass(slots=True)
 class Task:
     lve: LVE
     attempt: Attempt

@@ -127,7 +127,8 @@ class Answers:
     _live: dict[str, Completion] = field(default_factory=dict)
     failures: Counter[str] = field(default_factory=Counter)
     problems: list[str] = field(default_factory=list)  # lines that answer nothing, named file:line
-    ids: set[str] = field(default_factory=set)  # every custom_id answered, for those of no attempt
+    ids: set[str] = field(default_factory=set)  # every custom_id answered
+    asked: set[str] = field(default_factory=set)  # those an attempt asked for (the rest answer none)
     _handles: dict[int, IO[bytes]] = field(default_factory=dict)  # files read again, open until close()
 
     def close(self) -> None:
@@ -182,6 +183,8 @@ class Answers:
 
     def get(self, request_id: str) -> Completion | Failure | None:
         """The completion of a request, else why it failed, else None: it was never answered."""
+        if request_id in self.ids:
+            self.asked.add(request_id)
         if request_id in self._live:
             return self._live[request_id]
         if request_id in self._where:

@@ -51,7 +51,6 @@ class Rounds:
     fallback_live: bool = False
     answers: Answers = field(default_factory=Answers)
     finished: dict[int, Attempt] = field(default_factory=dict)  # by task index
-    requested: set[str] = field(default_factory=set)  # custom_ids an attempt asked for, for the others
     _routes: dict[str, Route] = field(default_factory=dict)
 
     def drive(self, files: RequestFiles) -> list[LiveRequest]:
@@ -111,7 +110,7 @@ class Rounds:
 
     def unmatched(self) -> int:
         """Answers read that no attempt of this run asked for (another selection's, another run's)."""
-        return len(self.answers.ids - self.requested)
+        return len(self.answers.ids) - len(self.answers.asked)
 
     def _drive(self, task: Task, files: RequestFiles, live: list[LiveRequest]) -> bool:
         """Whether the attempt ended (complete or error); if not, its next request is on its way."""
@@ -128,7 +127,6 @@ class Rounds:
             asked = next(steps)
             while True:
                 ids = [custom_id(attempt.id, step.key) for step in asked]
-                self.requested.update(ids)
                 answers = [self.answers.get(request_id) for request_id in ids]
                 missing = [
                     (step, request_id, answer)

@@ -77,17 +77,11 @@ async def run_files(
     for path in options.inputs:
         rounds.answers.read(path, {"batch_output": path.name})
     output = RequestFile(options.output) if options.output is not None else None
-    models: set[str] = set()
-
-    def file_of(route: Route) -> RequestFile | None:
-        models.add(route.model)
-        return output
-
     try:
-        live = rounds.drive(file_of)
+        live = rounds.drive(lambda _route: output)
         while live:
             await rounds.go_live(pool, live, concurrency)
-            live = rounds.drive(file_of)
+            live = rounds.drive(lambda _route: output)
     finally:
         if output is not None:
             output.close()
@@ -96,9 +90,10 @@ async def run_files(
     if not output.count:
         return "every attempt has ended: no requests are left to send"
     quoted = shlex.quote(str(output.path))
+    [model] = {route.model for route in rounds.routes.values()}  # check_routes: one, for --batch-out
     return (
         f"wrote {count(output.count, 'request')} to {output.path}; run them through the engine,\n"
-        f"for example:  vllm run-batch -i {quoted} -o OUTPUT.jsonl --model {shlex.quote(models.pop())}\n"
+        f"for example:  vllm run-batch -i {quoted} -o OUTPUT.jsonl --model {shlex.quote(model)}\n"
         f"then continue with:\n  {next_round(command, output.path)}"
     )
 
@@ -168,20 +163,15 @@ class ApiRounds:
         self.options = options
         self.concurrency = concurrency
         self.say = say
-        self.apis: dict[Route, BatchAPI] = {}
+        self.apis: dict[Route, BatchAPI] = {}  # one per route, on its live model's client
         self.model_ids: dict[Route, str] = {}  # a model id routed there, for the report's batch lines
-        rounds.route_of = self.route_of
-
-    def route_of(self, model_id: str) -> Route:
-        route, model = self.pool.get(model_id)
-        if route not in self.apis:
-            assert isinstance(model, OpenAIModel)  # check_routes let only OpenAI-compatible routes through
-            azure = route.backend == "azure"
-            self.apis[route] = BatchAPI(
-                model.client, azure, self.rounds.policy, self.options.polling, self.say
-            )
-            self.model_ids[route] = model_id
-        return route
+        for model_id, route in rounds.routes.items():
+            if route not in self.apis:
+                model = pool.get(model_id)[1]
+                assert isinstance(model, OpenAIModel)  # check_routes let only OpenAI-compatible routes by
+                azure = route.backend == "azure"
+                self.apis[route] = BatchAPI(model.client, azure, rounds.policy, options.polling, say)
+                self.model_ids[route] = model_id
 
     async def run(self) -> None:
         with tempfile.TemporaryDirectory(prefix="lvegit-batch-") as folder:
@@ -248,7 +238,12 @@ class ApiRounds:
         """Wait for a batch, write the state it ended in, read its output and error files; the requests it
         sent but did not answer fail with the batch's reason (`ids`: unknown for a resumed run's batches,
         whose unanswered requests simply go out again)."""
-        api = self.apis[self.route_of(str(record.get("model")))]
+        model_id = str(record.get("model"))
+        if model_id not in self.rounds.routes:  # its model was routable when the batch was created
+            raise UsageError(
+                f"--resume: batch {record['id']} is for model '{model_id}', which cannot run here"
+            )
+        api = self.apis[self.rounds.routes[model_id]]
         batch = await api.wait(record["id"])
         if batch.status != record["status"]:
             self.report.write_batch({**record, "status": batch.status})

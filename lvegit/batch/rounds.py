@@ -45,13 +45,12 @@ class LiveRequest:
 @dataclass
 class Rounds:
     tasks: list[Task]
-    route_of: Callable[[str], Route]
+    routes: dict[str, Route]  # by model id: every model the tasks ask
     recorder: Recorder
     policy: RetryPolicy  # attempts: how often one request is sent in batches at most
     fallback_live: bool = False
     answers: Answers = field(default_factory=Answers)
     finished: dict[int, Attempt] = field(default_factory=dict)  # by task index
-    _routes: dict[str, Route] = field(default_factory=dict)
 
     def drive(self, files: RequestFiles) -> list[LiveRequest]:
         """One round over the unfinished attempts; returns the requests to make live."""
@@ -118,9 +117,7 @@ class Rounds:
         if attempt.status == "new":
             self.recorder.start(attempt, write=False)  # the report's batch lines say what is under way
         with failing_alone(attempt):
-            if attempt.model not in self._routes:
-                self._routes[attempt.model] = self.route_of(attempt.model)
-            route = self._routes[attempt.model]
+            route = self.routes[attempt.model]
             attempt.backend = route.backend
             params, model_args = task.lve.request_args(attempt.args)
             steps = conversation_steps(task.lve, params)

@@ -16,7 +16,7 @@ from lvegit.batch.rounds import Rounds
 from lvegit.commands.catalog import short_help
 from lvegit.errors import EXIT_FINDINGS, EXIT_OK, Interrupted, UsageError
 from lvegit.models.base import DEFAULT_CONCURRENCY
-from lvegit.models.routing import ModelPool, resolve
+from lvegit.models.routing import ModelPool, Route, resolve
 from lvegit.options import (
     Selection,
     current_settings,
@@ -183,13 +183,12 @@ def run_command(
         report = Report(report_path, resume, settings, resume_command())
     plan = plan_reruns(repo, lve_dirs, model, repeat, append)
     pool = ModelPool(repo.root, device, dtype)
-    unroutable = _route_models(pool, plan, batch)
+    unroutable, routes = _route_models(pool, plan, batch)
     policy = replace(current_settings().retry, attempts=retries + 1)
     recorder = Recorder(report, author)
     try:
         if batch.mode:
-            rounds = Rounds(plan.tasks, lambda model_id: resolve(model_id, pool.routes), recorder, policy)
-            rounds.fallback_live = batch.fallback_live
+            rounds = Rounds(plan.tasks, routes, recorder, policy, batch.fallback_live)
             live = concurrency or DEFAULT_CONCURRENCY
             argv = list(current_settings().argv)
             left = run_batches(rounds, pool, batch, report, live, _say, argv)
@@ -240,13 +239,16 @@ def resume_command() -> str:
     return shlex.join(["lvegit", *argv, "--resume"])
 
 
-def _route_models(pool: ModelPool, plan: Plan, batch: BatchOptions) -> dict[str, tuple[str, list[str]]]:
-    """Models that cannot run here (no route, no key): their tasks leave the plan and each of their LVEs
-    is reported; when no model can run, that is a usage error naming them all. A batch run refuses a model
-    its engine cannot serve; an offline engine needs no key, so nothing is built for it."""
+def _route_models(
+    pool: ModelPool, plan: Plan, batch: BatchOptions
+) -> tuple[dict[str, tuple[str, list[str]]], dict[str, Route]]:
+    """The route of every model the plan asks (by model id), and the models that cannot run here (no
+    route, no key): their tasks leave the plan and each of their LVEs is reported; when no model can run,
+    that is a usage error naming them all. A batch run refuses a model its engine cannot serve; an offline
+    engine needs no key, so nothing is built for it."""
     unroutable: dict[str, tuple[str, list[str]]] = {}
     models = sorted({task.attempt.model for task in plan.tasks})
-    routes = {}
+    routes: dict[str, Route] = {}
     for model_id in models:
         try:
             routes[model_id] = (
@@ -262,7 +264,7 @@ def _route_models(pool: ModelPool, plan: Plan, batch: BatchOptions) -> dict[str,
     for model_id, (_reason, lves) in unroutable.items():
         plan.invalid.extend((lve, f"model '{model_id}' cannot run here (see below)") for lve in lves)
     plan.tasks = [task for task in plan.tasks if task.attempt.model not in unroutable]
-    return unroutable
+    return unroutable, routes
 
 
 def _run_with_progress(runner: Runner, tasks: list[Task]) -> list[Attempt]:

@@ -24,7 +24,7 @@ from typing import Any
 
 from lvegit.attempt import Report
 from lvegit.batch.api import BatchAPI, Polling
-from lvegit.batch.files import MAX_BYTES, MAX_REQUESTS, RETRY, Failure, RequestFile
+from lvegit.batch.files import MAX_BYTES, MAX_REQUESTS, Failure, RequestFile
 from lvegit.batch.rounds import Rounds
 from lvegit.errors import UsageError
 from lvegit.models.openai_backend import OpenAIModel
@@ -262,11 +262,11 @@ class ApiRounds:
 def _unanswered(batch: Any) -> Failure:
     """Why a batch's request has no answer, by the state the batch ended in."""
     if batch.status == "expired":
-        return Failure(f"batch {batch.id} expired before answering it", **RETRY)
+        return Failure.transient(f"batch {batch.id} expired before answering it")
     if batch.status == "cancelled":
         return Failure(f"batch {batch.id} was cancelled")
     if batch.status == "failed":
         errors = getattr(batch.errors, "data", None) or []
         reasons = "; ".join(f"{error.code}: {error.message}" for error in errors[:3]) or "no reason given"
         return Failure(f"batch {batch.id} failed ({reasons})", live=True)
-    return Failure(f"batch {batch.id} ended without answering it", **RETRY)
+    return Failure.transient(f"batch {batch.id} ended without answering it")

@@ -110,8 +110,10 @@ class Failure:
     batch: bool = False
     live: bool = False
 
-
-RETRY = {"batch": True, "live": True}
+    @classmethod
+    def transient(cls, message: str) -> Failure:
+        """A failure worth another request: in a follow-up batch, or live."""
+        return cls(message, batch=True, live=True)
 
 
 @dataclass
@@ -209,7 +211,7 @@ def _outcome(data: dict[str, Any]) -> Failure | str | None:
         message = str(error.get("message") or code) if isinstance(error, dict) else str(error)
         if "cancel" in code:
             return Failure(f"the batch was cancelled ({message})")
-        return Failure(f"error {code}: {message}" if code else f"error: {message}", **RETRY)
+        return Failure.transient(f"error {code}: {message}" if code else f"error: {message}")
     response = data.get("response")
     if not isinstance(response, dict):
         return "neither a response nor an error"
@@ -218,13 +220,13 @@ def _outcome(data: dict[str, Any]) -> Failure | str | None:
         try:
             completion_of(body, "")
         except TransientModelError as exc:
-            return Failure(str(exc), **RETRY)
+            return Failure.transient(str(exc))
         return None
     if not isinstance(status, int):
         return "the response has no status_code"
     message = _error_message(body)
     if status in (408, 409, 429) or status >= 500:
-        return Failure(f"HTTP {status}: {message}", **RETRY)
+        return Failure.transient(f"HTTP {status}: {message}")
     return Failure(f"HTTP {status}: {message}")
 
 

@@ -81,17 +81,23 @@ def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     ]
 
 
+def started(path: Path) -> bool:
+    """Whether a run wrote anything to the report at `path`: an empty file is a run killed before its
+    header, which can be neither resumed nor told apart from no run at all."""
+    return path.exists() and path.stat().st_size > 0
+
+
 class Report:
     """The JSONL file of a run's attempts, after a header line with the run's settings and command."""
 
     def __init__(self, path: Path, resume: bool, settings: dict[str, Any], command: str) -> None:
-        if path.exists() and not resume:
+        if started(path) and not resume:
             raise UsageError(
                 f"{path} exists: pass --resume to continue that run, or choose another --report file"
             )
         self.path = path
         self.command = command
-        previous = load_report(path) if resume and path.exists() else None
+        previous = load_report(path) if resume and started(path) else None
         if previous is not None and previous.settings is not None:
             changed = differences(previous.settings, settings)
             if changed:
@@ -152,7 +158,7 @@ def load_report(path: Path) -> LoadedReport:
         for text in handle:
             try:
                 data = json.loads(text)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if isinstance(data, dict) and isinstance(data.get(RUN_KEY), dict):
                 header = True

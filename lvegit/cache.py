@@ -27,13 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from lvegit import __version__
-from lvegit.files import MAX_TEST_JSON_BYTES
+from lvegit.files import MAX_TEST_JSON_BYTES, FileProblem, decode, ensure_inside, parse_json, read_bytes, walk
 from lvegit.model_stack import model_identity
 from lvegit.repo import TEST_FILE, checker_named_in, named_checker
 
 CACHE_DIR = ".lvegit-cache"
 FORMAT = "v1"
 MAX_ENTRIES = 200_000
+MAX_ENTRY_BYTES = 64 * 1024 * 1024  # an LVE's whole check: its findings and every instance's result
 
 
 @dataclass(frozen=True)
@@ -64,32 +65,33 @@ class Outcome:
 
 def _folder_files(folder: Path) -> list[Path]:
     """Every entry below a folder that is not a folder (links to folders included, not followed)."""
-    found: list[Path] = []
-    for directory, subdirectories, files in os.walk(folder):
-        base = Path(directory)
-        found.extend(base / name for name in files)
-        found.extend(base / name for name in subdirectories if (base / name).is_symlink())
-    return found
+    return [directory / name for directory, _folders, others in walk(folder) for name in others]
 
 
 def _test_json(path: Path) -> bytes | None:
     """A test.json's bytes when it is a regular file that loading would read (not a link, not too large)."""
-    info = path.lstat()
-    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_TEST_JSON_BYTES:
+    try:
+        info = path.lstat()
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_TEST_JSON_BYTES:
+            return None
+        return path.read_bytes()
+    except OSError:
         return None
-    return path.read_bytes()
 
 
 def _file_digest(path: Path) -> bytes:
     """A regular file's content hash; for anything else (a link, a pipe) only what it is, so that
     hashing never follows a link out of the LVE or blocks on a device."""
-    info = path.lstat()
-    if stat.S_ISLNK(info.st_mode):
-        return b"link:" + os.readlink(path).encode(errors="surrogateescape")
-    if not stat.S_ISREG(info.st_mode):
-        return b"special"
-    with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").digest()
+    try:
+        info = path.lstat()
+        if stat.S_ISLNK(info.st_mode):
+            return b"link:" + os.readlink(path).encode(errors="surrogateescape")
+        if not stat.S_ISREG(info.st_mode):
+            return b"special"
+        with path.open("rb") as handle:
+            return hashlib.file_digest(handle, "sha256").digest()
+    except OSError as exc:  # a path too long for the system, say: what went wrong is what it holds
+        return f"unreadable:{exc.errno}".encode()
 
 
 @dataclass
@@ -107,9 +109,10 @@ class VerdictCache:
         return self.entries / key[:2] / key
 
     def _read(self, key: str) -> Any:
+        """An entry as written; None for one that is missing, damaged, a link or nested too deep."""
         try:
-            return json.loads(self._path(key).read_bytes())
-        except (OSError, ValueError):
+            return parse_json(decode(read_bytes(self._path(key), MAX_ENTRY_BYTES, within=self.directory)))
+        except FileProblem:
             return None
 
     def _write(self, key: str, data: Any) -> None:
@@ -119,12 +122,12 @@ class VerdictCache:
         import tempfile  # only a run that writes entries pays for it
 
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            ensure_inside(self.directory, path.parent, "the cache folder").mkdir(parents=True, exist_ok=True)
             descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
             with os.fdopen(descriptor, "w") as handle:
                 json.dump(data, handle)
             os.replace(temporary, path)  # atomic: readers see the old entry or the new one
-        except OSError:
+        except (OSError, FileProblem):
             return  # a cache that cannot be written is only slower
         self.written += 1
 
@@ -180,8 +183,11 @@ def open_cache(root: Path, enabled: bool = True) -> tuple[VerdictCache | None, s
     if not enabled or mode == "off":
         return None, None
     directory = Path(os.environ.get("LVEGIT_CACHE_DIR") or root / CACHE_DIR)
+    # A link (committed in place of the folder, say) would lead reads and writes wherever it points.
+    if directory.is_symlink():
+        return None, f"{directory} is a link, so its verdicts could be forged elsewhere: not used"
     from lvegit.vcs import tracked  # here: a check without the cache (--no-cache) asks git nothing
 
-    if directory.is_dir() and tracked(directory):
+    if directory.exists() and tracked(directory):
         return None, f"{directory} is tracked by git, so its verdicts could be forged: not used"
     return VerdictCache(directory, writable=mode != "read"), None

@@ -21,8 +21,8 @@ def _cached(cache: VerdictCache, key: str) -> LVECheck | None:
     if entry is None:
         return None
     try:
-        return LVECheck.from_json(entry["check"])
-    except (KeyError, TypeError, ValueError):
+        return LVECheck.from_json(entry.get("check"))
+    except ValueError:
         return None  # a damaged entry is judged again and written anew
 
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
+import stat
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,16 +34,22 @@ class FileProblem(LVEError):
         return self.message
 
 
-def read_text(path: Path, max_bytes: int) -> str:
-    """The file's text; non-UTF-8, binary and oversized files are clear FileProblems."""
+def read_text(path: Path, max_bytes: int, *, within: Path, base_name: str = "the LVE directory") -> str:
+    """The text of a file that must lie inside `within` (see open_inside); non-UTF-8, binary and
+    oversized files are clear FileProblems."""
+    return decode(read_bytes(path, max_bytes, within=within, base_name=base_name))
+
+
+def read_bytes(path: Path, max_bytes: int, *, within: Path, base_name: str = "the LVE directory") -> bytes:
+    descriptor = open_inside(within, path, os.O_RDONLY, base_name)
     try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise FileProblem(f"cannot read: {exc.strerror}") from None
-    if size > max_bytes:
-        raise FileProblem(f"file is too large ({size} bytes, limit {max_bytes})")
-    data = path.read_bytes()
-    return decode(data)
+        size = os.fstat(descriptor).st_size
+        if size > max_bytes:
+            raise FileProblem(f"file is too large ({size} bytes, limit {max_bytes})")
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+            return handle.read(max_bytes + 1)
+    finally:
+        os.close(descriptor)
 
 
 def decode(data: bytes, line: int | None = None) -> str:
@@ -79,6 +89,11 @@ def parse_json(text: str, first_line: int = 1) -> Any:
         ) from None
     except RecursionError:
         raise FileProblem(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", line=first_line) from None
+    except ValueError:  # Python's limit on the digits of an integer (4,300): json.loads says no more
+        limit = sys.get_int_max_str_digits()
+        digits = re.search(f"[0-9]{{{limit + 1},}}", text)
+        line = first_line + (text.count("\n", 0, digits.start()) if digits else 0)
+        raise FileProblem(f"a number with more than {limit} digits", line=line) from None
     if _depth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         raise FileProblem(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", line=first_line)
     return value
@@ -137,20 +152,124 @@ def json_lines(lines: Iterable[str | bytes]) -> Iterator[tuple[int, Any]]:
             yield current, value
 
 
-def ensure_inside(base: Path, path: Path) -> Path:
-    """`path` resolved; a FileProblem when it (through a symlink, say) leaves `base`."""
-    root = os.path.realpath(base)  # os.path: pathlib's resolve and parents cost more than the lookups
-    target = os.path.realpath(path)
+# --- Paths a pull request controls -------------------------------------------------------------------
+# Every reader and writer of such a path opens it through open_inside: a link may point anywhere inside
+# its base (the LVE, the repository, the cache or site folder), never out of it, and what is opened is a
+# regular file, never a device, a pipe or a folder. Each refusal is a FileProblem naming the path.
+
+
+def _shown(base: Path, path: Path) -> str:
+    return path.relative_to(base).as_posix() if path.is_relative_to(base) else str(path)
+
+
+def ensure_inside(base: Path, path: Path, base_name: str = "the LVE directory") -> Path:
+    """`path` resolved; a FileProblem when it (through a link, say) leaves `base`, or cannot be resolved
+    (a NUL byte, a name too long, a link loop in a folder on the way)."""
+    try:
+        # os.path: pathlib's resolve and parents cost more than the lookups
+        root, target = os.path.realpath(base), os.path.realpath(path)
+    except (OSError, ValueError) as exc:
+        raise FileProblem(f"'{_shown(base, path)}' cannot be used: {_reason(exc)}") from None
     if target != root and not target.startswith(root.rstrip(os.sep) + os.sep):
-        raise FileProblem(
-            f"'{path.relative_to(base) if path.is_relative_to(base) else path}' points outside "
-            "the LVE directory"
-        )
+        raise FileProblem(f"'{_shown(base, path)}' points outside {base_name}")
     return Path(target)
 
 
-def resolve_inside(base: Path, relative: str) -> Path:
-    """`base / relative`, refusing absolute paths and anything (symlinks included) that leaves `base`."""
+def path_inside(base: Path, relative: str, base_name: str = "the LVE directory") -> Path:
+    """`base / relative` as given (for messages that name it), refusing absolute paths and anything
+    (links included) that leaves `base`."""
     if not relative or Path(relative).is_absolute():
-        raise FileProblem(f"'{relative}' must be a path relative to the LVE directory")
-    return ensure_inside(base, base / relative)
+        raise FileProblem(f"'{relative}' must be a path relative to {base_name}")
+    ensure_inside(base, base / relative, base_name)
+    return base / relative
+
+
+def _reason(exc: OSError | ValueError) -> str:
+    if isinstance(exc, ValueError):
+        return "the name holds a NUL byte" if "null" in str(exc) else str(exc)
+    if exc.errno == errno.ELOOP:
+        return "a link that points to itself (a loop of links)"
+    if exc.errno == errno.ENAMETOOLONG:
+        return "the name is too long"
+    return exc.strerror or str(exc)
+
+
+def open_inside(
+    base: Path, path: Path, flags: int, base_name: str = "the LVE directory", mode: int = 0o644
+) -> int:
+    """A descriptor of the regular file at `path`, which must lie inside `base`: links are followed
+    only while they stay inside, and the last one not at all for writing (flags other than O_RDONLY).
+    Creating (O_CREAT) makes the missing folders on the way, inside `base` too."""
+    target = ensure_inside(base, path, base_name)
+    shown = _shown(base, path)
+    writing = flags & (os.O_WRONLY | os.O_RDWR)
+    try:
+        if writing and flags & os.O_CREAT:
+            ensure_inside(base, target.parent, base_name).mkdir(parents=True, exist_ok=True)
+        # O_NOFOLLOW: realpath leaves a link loop as it is; for writing, a link is never written through
+        # (os.path.realpath above already led to its target, so only a loop or a race is left here).
+        # O_NONBLOCK: opening a pipe must not wait for a writer that never comes.
+        descriptor = os.open(
+            target if not writing else path,
+            flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+            mode,
+        )
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, FileNotFoundError) and os.path.islink(path):
+            raise FileProblem(f"'{shown}' is a link to a file that does not exist") from None
+        if isinstance(exc, FileNotFoundError):
+            raise FileProblem(f"'{shown}' does not exist") from None
+        if isinstance(exc, OSError) and exc.errno == errno.ELOOP and writing:
+            raise FileProblem(f"'{shown}' is a link: lvegit does not write through links") from None
+        raise FileProblem(f"'{shown}' cannot be opened: {_reason(exc)}") from None
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise FileProblem(f"'{shown}' is not a regular file (a folder, device or pipe)")
+    if not writing:
+        os.set_blocking(descriptor, True)
+    return descriptor
+
+
+def write_inside(base: Path, path: Path, data: bytes, base_name: str = "the LVE directory") -> None:
+    """Replace the contents of the file at `path` inside `base` (created with its folders when missing);
+    never through a link, never outside `base`."""
+    descriptor = open_inside(base, path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, base_name)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(data)
+
+
+def output_folder(folder: Path, name: str) -> Path:
+    """A folder lvegit writes its own files into (the results folder, a site), made when missing; a
+    FileProblem when it is a link, which a pull request could have committed in its place."""
+    if folder.is_symlink():
+        raise FileProblem(f"{name} '{folder}' is a link: lvegit does not write through links")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FileProblem(f"{name} '{folder}' cannot be made: {_reason(exc)}") from None
+    return folder
+
+
+def walk(top: Path) -> Iterator[tuple[Path, list[str], list[str]]]:
+    """os.walk without recursion (a pull request can hold folders nested thousands deep, which Python
+    3.11's recursive os.walk cannot go through) and without following links to folders: (folder, its
+    folders, its other entries, links to folders among them), top-down; a caller may prune the folders
+    list in place. Folders that cannot be listed (a path too long, say) are passed over."""
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        folders: list[str] = []
+        others: list[str] = []
+        for entry in entries:
+            try:
+                is_folder = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_folder = False
+            (folders if is_folder else others).append(entry.name)
+        folders.sort()
+        yield folder, folders, sorted(others)
+        stack.extend(folder / name for name in reversed(folders))

@@ -9,7 +9,7 @@ from typing import Any
 
 from lvegit.attempt import Attempt, attempt_id
 from lvegit.errors import UsageError
-from lvegit.files import FileProblem, resolve_inside
+from lvegit.files import FileProblem, path_inside
 from lvegit.models.routing import ModelPool
 from lvegit.runner import Recorder, Runner, Task
 from lvegit.settings import RetryPolicy
@@ -64,7 +64,7 @@ def record_instance(
     if not INSTANCE_FILE.match(file_name):
         raise UsageError(f"--file {file_name!r}: give a plain file name ending in .jsonl")
     try:
-        target = resolve_inside(lve.dir, f"instances/{file_name}")
+        target = path_inside(lve.dir, f"instances/{file_name}")
     except FileProblem as exc:
         raise UsageError(f"--file {file_name!r}: {exc}") from None
     overrides: dict[str, Any] = {"temperature": temperature} if temperature is not None else {}

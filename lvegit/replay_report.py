@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lvegit.attempt import Attempt, Report, attempt_id, load_report
+from lvegit.attempt import Attempt, Report, attempt_id, load_report, started
 from lvegit.conversation import recorded_conversations
 from lvegit.errors import UsageError
 from lvegit.instances import Instance
@@ -61,7 +61,7 @@ def replay_attempts(repo: Repository, results: list[ReplayResult]) -> list[Attem
 def check_replay_report(path: Path) -> None:
     """Before replaying: FILE may be new or an earlier replay report (a replay is cheap to repeat, so there
     is nothing to resume and it is replaced), never another file."""
-    if path.exists() and load_report(path).settings != SETTINGS:  # a UsageError too when no report at all
+    if started(path) and load_report(path).settings != SETTINGS:  # a UsageError too when no report at all
         raise UsageError(f"{path} is a run report, not a replay report: choose another --report file")
 
 

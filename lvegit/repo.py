@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lvegit.errors import RepositoryNotFound, UsageError
-from lvegit.files import MAX_TEST_JSON_BYTES, FileProblem, ensure_inside, parse_json, read_text
+from lvegit.files import MAX_TEST_JSON_BYTES, FileProblem, parse_json, read_text, walk
 
 REPOSITORY_DIR = "repository"
 LVEREPO_FILE = ".lverepo"
@@ -76,9 +75,9 @@ class Repository:
         """Every directory holding test.json below `under` (default: all of repository/), sorted."""
         top = under if under is not None else self.lve_root
         found = []
-        for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        for folder, dirnames, filenames in walk(top):
             if TEST_FILE in filenames:
-                found.append(Path(dirpath))
+                found.append(folder)
                 dirnames[:] = []  # an LVE's folders (instances/, checker/) are its own
             else:
                 dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.startswith("."))
@@ -136,11 +135,20 @@ class Repository:
         return category, after[-1] if after else category
 
 
+def repository_url(repo: Repository) -> str | None:
+    """The remote URL `.lverepo` holds (its one line); None where there is none or it cannot be read."""
+    try:
+        text = read_text(repo.root / LVEREPO_FILE, 4096, within=repo.root, base_name="the repository")
+    except FileProblem:
+        return None
+    return text.strip() or None
+
+
 def named_checker(lve_dir: Path) -> tuple[str, dict[str, Any]] | None:
     """The checker test.json names and its checker_args, read without loading the LVE (and as safely:
     a test.json that leaves the folder or is too large is not read). None when test.json does not say."""
     try:
-        text = read_text(ensure_inside(lve_dir, lve_dir / TEST_FILE), MAX_TEST_JSON_BYTES)
+        text = read_text(lve_dir / TEST_FILE, MAX_TEST_JSON_BYTES, within=lve_dir)
     except FileProblem:
         return None
     return checker_named_in(text)

@@ -4,11 +4,11 @@ Action's results file hold."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from lvegit.problems import RECORD_CONFIG, Problem
+from lvegit.problems import RECORD_CONFIG, Problem, Severity
 
 Status = Literal["reproduced", "mismatch", "skipped", "error"]
 STATUSES: tuple[Status, ...] = ("reproduced", "mismatch", "skipped", "error")
@@ -87,20 +87,50 @@ class LVECheck:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> LVECheck:
-        """The record as_json wrote; KeyError, TypeError or ValueError when it is not one."""
+    def from_json(cls, data: Any) -> LVECheck:
+        """The record as_json wrote (from the verdict cache, which anything may have damaged); a
+        ValueError when it is not exactly one."""
+        record = _typed(data, _CHECK_FIELDS)
 
-        def problems(severity: str) -> list[Problem]:
-            return [
-                Problem(severity, str(p["file"]), str(p["field"]), str(p["message"]), p["line"])  # type: ignore[arg-type]
-                for p in data[f"{severity}s"]
-            ]
+        def problems(severity: Severity) -> list[Problem]:
+            return [Problem(severity, **_typed(p, _PROBLEM_FIELDS)) for p in record[f"{severity}s"]]
 
-        results = [ReplayResult(**item) for item in data["instances"]]
+        results = [ReplayResult(**_typed(item, _RESULT_FIELDS)) for item in record["instances"]]
         if any(result.status not in STATUSES for result in results):
             raise ValueError("unknown replay status")
-        report = LVEReport(str(data["path"]), problems("error"), problems("warning"))
-        return cls(report, results)
+        return cls(LVEReport(record["path"], problems("error"), problems("warning")), results)
+
+
+_TEXT, _LINE, _VERDICT = (str,), (int, type(None)), (bool, type(None))
+_CHECK_FIELDS = {
+    "path": _TEXT,
+    "valid": (bool,),
+    "errors": (list,),
+    "warnings": (list,),
+    "replay": (dict,),
+    "instances": (list,),
+}
+_PROBLEM_FIELDS = {"file": _TEXT, "field": _TEXT, "line": _LINE, "message": _TEXT}
+_RESULT_FIELDS = {
+    "lve": _TEXT,
+    "file": _TEXT,
+    "line": _LINE,
+    "recorded": _VERDICT,
+    "replayed": _VERDICT,
+    "status": _TEXT,
+    "reason": (str, type(None)),
+}
+
+
+def _typed(data: Any, fields: Mapping[str, tuple[type, ...]]) -> dict[str, Any]:
+    """`data` when it is an object with exactly these fields, each of one of its types (exactly: a
+    boolean is no line number); a ValueError otherwise."""
+    if not isinstance(data, dict) or set(data) != set(fields):
+        raise ValueError(f"not a record with the fields {', '.join(fields)}")
+    for name, types in fields.items():
+        if type(data[name]) not in types:
+            raise ValueError(f"{name}: {type(data[name]).__name__} where {types} belongs")
+    return data
 
 
 @dataclass(frozen=True)

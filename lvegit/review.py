@@ -17,6 +17,7 @@ from typing import Any, Literal
 from lvegit.changes import WORK_TREE, Changes
 from lvegit.conversation import prompts_to_send
 from lvegit.errors import LVEError
+from lvegit.files import MAX_INSTANCE_FILE_BYTES, FileProblem, read_bytes, walk
 from lvegit.prompt import transcript
 from lvegit.repo import TEST_FILE, Repository
 from lvegit.results import AddedInstance, LVEChange
@@ -78,17 +79,22 @@ class _Sides:
     def base(self, rel: str) -> bytes | None:
         return self.checkout.read(self.changes.base, self.repo.root / rel)
 
-    def head(self, rel: str) -> bytes | None:
+    def head(self, lve: str, name: str) -> bytes | None:
+        """The file `name` of the LVE at `lve` on the head side; None where it has none, or (in the
+        work tree) none that may be read: a link out of the LVE, a device (validation says why)."""
         if self.changes.head == WORK_TREE:
-            path = self.repo.root / rel
-            return path.read_bytes() if path.is_file() else None
-        return self.checkout.read(self.changes.head, self.repo.root / rel)
+            lve_dir = self.repo.root / lve
+            try:
+                return read_bytes(lve_dir / name, MAX_INSTANCE_FILE_BYTES, within=lve_dir)
+            except FileProblem:
+                return None
+        return self.checkout.read(self.changes.head, self.repo.root / lve / name)
 
 
 def _instances(
     sides: _Sides, lve: LVE | None, path: str, old: str, name: str, change: dict[str, Any]
 ) -> None:
-    head_lines = _lines(sides.head(f"{path}/{name}"))
+    head_lines = _lines(sides.head(path, name))
     base_left = Counter(line for line in _lines(sides.base(f"{old}/{name}")) if line.strip())
     for number, line in enumerate(head_lines, start=1):
         if not line.strip():
@@ -136,15 +142,19 @@ def lve_change(sides: _Sides, path: str) -> LVEChange:
     lve, _problems, _text = load_lve(sides.repo, head_dir)
     names = set(files)
     if status == "added":  # every file of a new LVE is new: its instances are all added
-        names |= {p.relative_to(head_dir).as_posix() for p in head_dir.rglob("*") if p.is_file()}
+        names |= {
+            (folder / name).relative_to(head_dir).as_posix()
+            for folder, _folders, others in walk(head_dir)
+            for name in others
+        }
     for name in sorted(names):
         if name.startswith(f"{INSTANCES_DIR}/"):
             _instances(sides, lve, path, old, name, change)
         elif status == "added":
             continue
         elif name == TEST_FILE:
-            changed += _fields_changed(sides.base(f"{old}/{name}"), sides.head(f"{path}/{name}"))
-        elif sides.base(f"{old}/{name}") != sides.head(f"{path}/{name}"):
+            changed += _fields_changed(sides.base(f"{old}/{name}"), sides.head(path, name))
+        elif sides.base(f"{old}/{name}") != sides.head(path, name):
             what = "checker code" if name.startswith(f"{CHECKER_DIR}/") else "file"
             changed.append(f"{what} {name}")
     return LVEChange(

@@ -25,7 +25,8 @@ from lvegit.attempt import Attempt, Report
 from lvegit.checkers.registry import CheckerFactory
 from lvegit.conversation import Pair, conversation_steps, judge, recorded_conversations, stored_response
 from lvegit.errors import LvegitError
-from lvegit.instances import append_instances, idempotency_keys
+from lvegit.files import FileProblem
+from lvegit.instances import InstanceKeys, append_instances
 from lvegit.models.base import DEFAULT_CONCURRENCY, ChatModel, TransientModelError
 from lvegit.models.routing import ModelPool
 from lvegit.output import count
@@ -65,7 +66,7 @@ class Recorder:
     author: str | None = None
     on_finish: Callable[[Attempt], None] | None = None
     _factories: dict[str, CheckerFactory] = field(default_factory=dict)
-    _appended_keys: dict[Path, set[str]] = field(default_factory=dict)
+    _instance_keys: InstanceKeys = field(default_factory=InstanceKeys)
 
     def resumed(self, attempt: Attempt) -> Attempt | None:
         """The finished record of this attempt in the report of the run being resumed, if any."""
@@ -105,15 +106,13 @@ class Recorder:
         """Attempts that ended, written together: one write per instance file (appended lines first),
         one to the report."""
         now = time.time()
-        appending: dict[Path, list[dict[str, Any]]] = {}
+        appending: dict[Path, list[tuple[Task, dict[str, Any]]]] = {}
         for task in tasks:
             task.attempt.finished_at = now
             if task.attempt.status == "complete" and task.append_to is not None:
-                record = self._new_instance(task)
-                if record is not None:
-                    appending.setdefault(task.append_to, []).append(record)
-        for path, records in appending.items():
-            append_instances(path, records)
+                appending.setdefault(task.append_to, []).append((task, self._new_instance(task)))
+        for path, pairs in appending.items():
+            self._append(path, pairs)
         attempts = [task.attempt for task in tasks]
         if self.report is not None:
             self.report.write_all(attempts)
@@ -129,19 +128,24 @@ class Recorder:
             factory.close()
         self._factories.clear()
 
-    def _new_instance(self, task: Task) -> dict[str, Any] | None:
-        """The instance line an attempt appends; None when its file already holds it (same key)."""
-        attempt, path = task.attempt, task.append_to
-        assert path is not None
-        if path not in self._appended_keys:  # read once per file: a default to setdefault is read each time
-            self._appended_keys[path] = idempotency_keys(path)
-        keys = self._appended_keys[path]
-        key = task.idempotency_key()
-        if key in keys:
-            return None
-        keys.add(key)
-        attempt.appended_to, attempt.appended_key = str(path), key
-        return instance_record(attempt, key, self.author, task.reproduces())
+    def _new_instance(self, task: Task) -> dict[str, Any]:
+        """The instance line an attempt would append (its file may hold it already: the same key)."""
+        return instance_record(task.attempt, task.idempotency_key(), self.author, task.reproduces())
+
+    def _append(self, path: Path, pairs: list[tuple[Task, dict[str, Any]]]) -> None:
+        """Append the attempts' lines that the file does not hold yet; an instance file that cannot be
+        written (a link out of its LVE, say) ends its attempts in an error that names it."""
+        try:
+            appended = append_instances(path, [record for _task, record in pairs], self._instance_keys)
+        except FileProblem as exc:
+            for task, _record in pairs:
+                task.attempt.status, task.attempt.error = "error", f"{task.lve.rel}/instances: {exc}"
+            return
+        written = {id(record) for record in appended}
+        for task, record in pairs:
+            if id(record) in written:
+                key = record["run_info"]["idempotency_key"]
+                task.attempt.appended_to, task.attempt.appended_key = str(path), key
 
     def _write(self, attempt: Attempt) -> None:
         if self.report is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,13 +11,15 @@ from pathlib import Path
 from lvegit.cache import CACHE_DIR
 from lvegit.checkers.registry import BUILTIN_CHECKERS, builtin_signature
 from lvegit.errors import UsageError
+from lvegit.files import FileProblem, ensure_inside, read_text, write_inside
 from lvegit.readme import readme_of, write_readme
-from lvegit.repo import TEST_FILE, Repository, model_folder
+from lvegit.repo import REPOSITORY_DIR, TEST_FILE, Repository, model_folder
 from lvegit.spec import PLACEHOLDER
 
 SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
 CUSTOM = "custom"
 SEVERITIES = ("low", "medium", "high")
+MAX_GITIGNORE_BYTES = 1024 * 1024
 
 
 @dataclass
@@ -79,8 +82,12 @@ def custom_class_name(checker: str, lve_name: str) -> str | None:
 def lve_folder(repo: Repository, name: str, model: str) -> Path:
     """Where the LVE goes; an error when it exists, since lvegit new never overwrites an LVE."""
     lve_dir = repo.lve_root.joinpath(*parse_name(name), model_folder(check_model(model)))
-    if lve_dir.exists():
+    if os.path.lexists(lve_dir):
         raise UsageError(f"{repo.relative(lve_dir)} already exists; lvegit new never overwrites an LVE")
+    try:  # a category folder may be a link: never one out of repository/
+        ensure_inside(repo.lve_root, lve_dir, f"{REPOSITORY_DIR}/")
+    except FileProblem as exc:
+        raise UsageError(f"cannot create {repo.relative(lve_dir)}: {exc}") from None
     return lve_dir
 
 
@@ -177,8 +184,7 @@ def create(repo: Repository, spec: NewLVE) -> list[Path]:
     created = []
     for relative, content in files.items():
         path = lve_dir / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content, encoding="utf-8")
+        write_inside(lve_dir, path, content.encode("utf-8"))
         created.append(path)
     write_readme(readme_of(repo, lve_dir))  # the generated section, under the hand-written start
     ignore_cache(repo.root)
@@ -188,8 +194,14 @@ def create(repo: Repository, spec: NewLVE) -> list[Path]:
 def ignore_cache(root: Path) -> None:
     """Keep replay's verdict cache out of git: add it to the repository's .gitignore when missing."""
     ignore = root / ".gitignore"
-    text = ignore.read_text(encoding="utf-8") if ignore.is_file() else ""
-    if any(line.strip() in (CACHE_DIR, f"{CACHE_DIR}/", f"/{CACHE_DIR}/") for line in text.splitlines()):
-        return
-    separator = "" if not text or text.endswith("\n") else "\n"
-    ignore.write_text(f"{text}{separator}{CACHE_DIR}/\n", encoding="utf-8")
+    try:
+        found = os.path.lexists(ignore)
+        text = (
+            read_text(ignore, MAX_GITIGNORE_BYTES, within=root, base_name="the repository") if found else ""
+        )
+        if any(line.strip() in (CACHE_DIR, f"{CACHE_DIR}/", f"/{CACHE_DIR}/") for line in text.splitlines()):
+            return
+        separator = "" if not text or text.endswith("\n") else "\n"
+        write_inside(root, ignore, f"{text}{separator}{CACHE_DIR}/\n".encode(), "the repository")
+    except FileProblem as exc:
+        raise UsageError(f".gitignore: {exc}; add {CACHE_DIR}/ to it by hand") from None

@@ -11,10 +11,9 @@ from lvegit.files import (
     MAX_PROMPT_BYTES,
     MAX_TEST_JSON_BYTES,
     FileProblem,
-    ensure_inside,
     parse_json,
+    path_inside,
     read_text,
-    resolve_inside,
 )
 from lvegit.instances import InstanceFile, read_instance_file
 from lvegit.problems import Problem, Problems, join_path
@@ -116,11 +115,15 @@ class LVE:
 
 
 def instance_files(lve_dir: Path) -> list[Path]:
-    """The instance files of an LVE folder (instances/*.jsonl, and *.json holding JSONL)."""
+    """The instance files of an LVE folder (instances/*.jsonl, and *.json holding JSONL): every such
+    name that is not a folder, links and other odd entries included, so that reading them says what is
+    wrong with them instead of passing them over."""
     folder = lve_dir / "instances"
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.iterdir() if p.suffix in (".jsonl", ".json") and p.is_file())
+    return sorted(
+        p for p in folder.iterdir() if p.suffix in (".jsonl", ".json") and (p.is_symlink() or not p.is_dir())
+    )
 
 
 def key_line(text: str, path: str) -> int | None:
@@ -153,10 +156,8 @@ def _load_prompt_file(
         problems.error(path, "must be a file name (string)")
         return [], None
     try:
-        prompt_path = resolve_inside(lve_dir, relative)
-        if not prompt_path.is_file():
-            raise FileProblem(f"prompt file '{relative}' does not exist")
-        text = read_text(prompt_path, MAX_PROMPT_BYTES)
+        prompt_path = path_inside(lve_dir, relative)
+        text = read_text(prompt_path, MAX_PROMPT_BYTES, within=lve_dir)
     except FileProblem as exc:
         problems.error(path, exc.message)
         return [], None
@@ -251,7 +252,7 @@ def load_lve(repo: Repository, lve_dir: Path) -> Loaded:
     rel = repo.relative(lve_dir)
     problems = Problems(f"{rel}/{TEST_FILE}")
     try:
-        text = read_text(ensure_inside(lve_dir, lve_dir / TEST_FILE), MAX_TEST_JSON_BYTES)
+        text = read_text(lve_dir / TEST_FILE, MAX_TEST_JSON_BYTES, within=lve_dir)
         data = parse_json(text)
     except FileProblem as exc:
         problems.error("", exc.message, exc.line)

@@ -5,14 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from lvegit.instances import count_lines
 from lvegit.repo import Repository
 from lvegit.spec import instance_files, load_lve
-
-
-def count_lines(path: Path) -> int:
-    """Non-blank lines of an instance file, without parsing them."""
-    with path.open("rb") as handle:
-        return sum(1 for line in handle if line.strip())
 
 
 def summarize_lves(repo: Repository, lve_dirs: list[Path]) -> list[dict[str, Any]]:

@@ -150,12 +150,20 @@ class GitCheckout:
         )
 
 
-def tracked(folder: Path) -> bool:
-    """Whether git tracks anything in `folder` (False outside a repository or without git)."""
+def tracked(path: Path) -> bool:
+    """Whether git tracks `path` or anything in it (False outside a repository or without git). Asked
+    from the folder that holds it, so that a tracked link is found as the file it is to git, never
+    followed to wherever it points."""
+    holder = path.absolute().parent
+    if not holder.is_dir():
+        return False
     try:
         listed = subprocess.run(
-            ["git", "ls-files", "--", "."], cwd=folder, capture_output=True, text=True, check=False
+            ["git", "--literal-pathspecs", "ls-files", "-z", "--", path.name],
+            cwd=holder,
+            capture_output=True,
+            check=False,
         )
     except OSError:
         return False
-    return listed.returncode == 0 and bool(listed.stdout.strip())
+    return listed.returncode == 0 and bool(listed.stdout.strip(b"\0"))

@@ -99,6 +99,27 @@ class RepoBuilder:
         return lve_dir
 
 
+def nest_folders(folder: Path, depth: int) -> Path:
+    """A chain of `depth` folders below `folder` (as a pull request can deliver): the deepest one.
+    Remove it with remove_nested: shutil.rmtree (pytest's clean-up too) recurses once per level."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for _ in range(depth):
+        folder = folder / "d"
+        folder.mkdir(exist_ok=True)
+    return folder
+
+
+def remove_nested(top: Path) -> None:
+    """Remove `top` and everything below it, deepest first, without recursion."""
+    from lvegit.files import walk
+
+    found = list(walk(top))
+    for folder, _folders, others in reversed(found):
+        for name in others:
+            (folder / name).unlink()
+        folder.rmdir()
+
+
 def _write(path: Path, content: str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(content, bytes):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import pytest
 
 from lvegit import escape
 
-from builders import RepoBuilder, instance
+from builders import GitRepo, RepoBuilder, instance, nest_folders, remove_nested
 
 SECRET = "sk-hostile-test-secret-1234567890"
 TOKEN = "ghp_hostiletesttoken0987654321"
@@ -533,3 +534,261 @@ def test_a_secret_set_after_start_up_is_masked(monkeypatch: pytest.MonkeyPatch) 
     assert escape.mask(f"key {late}") == "key ***"
     monkeypatch.delenv("LATE_API_KEY")
     assert escape.mask(f"key {late}") == f"key {late}"
+
+
+# --- links out of the repository: no reader follows one out, no writer writes through one -------------
+
+
+def link_target(tmp_path: Path, kind: str, link: Path) -> str:
+    """Where a committed link points: a file outside the repository, a device, itself, or nowhere."""
+    return {
+        "outside": str(outside_file(tmp_path)),
+        "device": "/dev/zero",
+        "itself": link.name,
+        "dangling": "missing.txt",
+    }[kind]
+
+
+LINK_COMPLAINTS = {
+    "outside": "points outside the LVE directory",
+    "device": "points outside the LVE directory",
+    "itself": "a loop of links",
+    "dangling": "is a link to a file that does not exist",
+}
+
+
+@pytest.mark.parametrize("kind", list(LINK_COMPLAINTS))
+@pytest.mark.parametrize("link", ["test.json", "test.prompt", "instances/i.jsonl", "checker/checker.py"])
+def test_every_reader_refuses_links_out_to_devices_and_loops(
+    repo: RepoBuilder, cli: Any, tmp_path: Path, link: str, kind: str
+) -> None:
+    test: dict[str, Any] = {"prompt": None, "prompt_file": "test.prompt", "prompt_parameters": []}
+    if link == "checker/checker.py":
+        test["checker_args"] = {"checker_name": "Evil"}
+    lve_dir = repo.lve("hostile/link", test, files={"test.prompt": "hello"})
+    repo.lve("hostile/fine", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    path = lve_dir / link
+    path.parent.mkdir(exist_ok=True)
+    path.unlink(missing_ok=True)
+    path.symlink_to(link_target(tmp_path, kind, path))
+    for command in ("validate", "check", "list"):
+        outcome = run_both(cli, repo, command)
+        assert outcome.code in (0, 1) and "Traceback" not in outcome.text, outcome.text
+    errors = validate_errors(cli, repo)
+    assert any(LINK_COMPLAINTS[kind] in e for e in errors), errors
+    check = run_both(cli, repo, "check")
+    fine = [lve for lve in check.data["lves"] if lve["path"].startswith("repository/hostile/fine")]
+    assert [i["status"] for i in fine[0]["instances"]] == ["reproduced"]  # the other LVE as usual
+
+
+def forged_cache(repo: RepoBuilder, cli: Any, tmp_path: Path) -> Path:
+    """A cache outside the repository whose entries say that a failing instance reproduces."""
+    repo.lve(instances={"i.jsonl": [instance("4", True, a=1, b=2)]})  # 1 + 2 is not 4
+    assert cli("check", "--all", cwd=repo.root).code == 1
+    forged = tmp_path / "forged-cache"
+    (repo.root / ".lvegit-cache").rename(forged)
+    for entry in forged.glob("v1/*/*"):
+        data = json.loads(entry.read_text())
+        if data.get("kind") == "lve":
+            data["check"]["instances"][0].update(status="reproduced", replayed=True)
+            data["check"]["replay"] = {"reproduced": 1, "mismatch": 0, "skipped": 0, "error": 0}
+        else:
+            data = {"verdict": True, "note": None}
+        entry.write_text(json.dumps(data))
+    return forged
+
+
+@pytest.mark.parametrize("committed", [True, False])
+def test_a_cache_folder_that_is_a_link_is_refused(
+    repo: RepoBuilder, cli: Any, tmp_path: Path, committed: bool
+) -> None:
+    """A link named .lvegit-cache would lead the cache to forged entries (and its writes) elsewhere."""
+    git = GitRepo(repo.root)
+    forged = forged_cache(repo, cli, tmp_path)
+    (repo.root / ".lvegit-cache").symlink_to(forged)
+    if committed:
+        git.commit("a cache that is a link")
+    before = sorted(p.name for p in forged.rglob("*"))
+    for command in ("check", "replay"):
+        result = cli(command, "--all", cwd=repo.root)
+        assert result.code == 1 and "1 mismatch" in result.out
+        assert result.err == (
+            f"lvegit: verdict cache: {repo.root / '.lvegit-cache'} is a link, so its verdicts could be "
+            "forged elsewhere: not used\n"
+        )
+    assert sorted(p.name for p in forged.rglob("*")) == before  # nothing written where the link points
+
+
+def test_a_cache_entry_that_is_a_link_is_not_read(repo: RepoBuilder, cli: Any, tmp_path: Path) -> None:
+    forged = forged_cache(repo, cli, tmp_path)
+    assert cli("check", "--all", "--no-cache", cwd=repo.root).code == 1
+    (repo.root / ".lvegit-cache/v1").mkdir(parents=True)
+    for folder in forged.glob("v1/*"):
+        (repo.root / ".lvegit-cache/v1" / folder.name).symlink_to(folder)
+    result = cli("check", "--all", cwd=repo.root)
+    assert result.code == 1 and "1 mismatch" in result.out
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_readme_is_never_written_through_a_link(
+    repo: RepoBuilder, cli: Any, tmp_path: Path, check: bool
+) -> None:
+    outside = outside_file(tmp_path)
+    before = outside.read_bytes()
+    lve_dir = repo.lve("hostile/readme", {"prompt": [{"content": "line one\nline two {a} {b}"}]})
+    (lve_dir / "README.md").symlink_to(outside)
+    result = cli("readme", "--all", *(["--check"] if check else []), cwd=repo.root)
+    assert result.code == 1
+    assert (
+        "repository/hostile/readme/openai--gpt-4o-mini/README.md: not refreshed: README.md is a link: "
+        "lvegit does not write through links"
+    ) in result.out
+    assert outside.read_bytes() == before
+
+
+def test_an_instance_file_linked_out_is_never_appended_to(
+    repo: RepoBuilder, cli: Any, adding: Any, tmp_path: Path
+) -> None:
+    outside = outside_file(tmp_path)
+    before = outside.read_bytes()
+    lve_dir = repo.lve("hostile/append")
+    (lve_dir / "instances").mkdir()
+    (lve_dir / "instances/new.jsonl").symlink_to(outside)
+    result = cli(
+        "record", str(lve_dir), "--param", "a=1", "--param", "b=2", "--file", "new.jsonl", cwd=repo.root
+    )
+    assert result.code in (1, 2) and "points outside the LVE directory" in result.out + result.err
+    assert outside.read_bytes() == before
+
+
+def test_a_site_is_never_written_through_links(repo: RepoBuilder, cli: Any, tmp_path: Path) -> None:
+    """A pull request could commit a site folder whose pages or folders are links out of the checkout."""
+    outside = outside_file(tmp_path)
+    outside_folder = tmp_path / "outside-folder"
+    outside_folder.mkdir()
+    before = outside.read_bytes()
+    repo.lve()
+    site = repo.root / "site"
+    assert cli("site", str(site), cwd=repo.root).code == 0
+    (site / "index.html").unlink()
+    (site / "index.html").symlink_to(outside)
+    result = cli("site", str(site), cwd=repo.root)
+    assert result.code == 2 and "'index.html' points outside the site folder" in result.err
+    (site / "index.html").unlink()
+    (site / "index.html").symlink_to("lves")  # a link that stays inside is not written through either
+    result = cli("site", str(site), cwd=repo.root)
+    assert result.code == 2 and "'index.html' is a link: lvegit does not write through links" in result.err
+    (site / "index.html").unlink()
+    shutil.rmtree(site / "lves")
+    (site / "lves").symlink_to(outside_folder)
+    assert cli("site", str(site), cwd=repo.root).code == 0
+    assert not (site / "lves").is_symlink() and list(outside_folder.iterdir()) == []
+    assert outside.read_bytes() == before
+    linked_site = repo.root / "linked-site"
+    linked_site.symlink_to(outside_folder)
+    result = cli("site", str(linked_site), cwd=repo.root)
+    assert result.code == 2 and "is a link" in result.err and list(outside_folder.iterdir()) == []
+
+
+@pytest.mark.parametrize("target", ["folder", "results.json", "instances.patch"])
+def test_the_results_folder_is_never_written_through_links(tmp_path: Path, target: str) -> None:
+    from lvegit.errors import UsageError
+    from lvegit.github import results as results_file
+
+    outside = outside_file(tmp_path)
+    before = outside.read_bytes()
+    folder = tmp_path / "workspace/lvegit-results"
+    if target == "folder":
+        folder.parent.mkdir()
+        folder.symlink_to(tmp_path)
+    else:
+        folder.mkdir(parents=True)
+        (folder / target).symlink_to(outside)
+    complaint = "is a link: lvegit does not write through links" if target == "folder" else "points outside"
+    with pytest.raises(UsageError, match=complaint):
+        results_file.write_in_folder(folder / ("results.json" if target == "folder" else target), "{}\n")
+    assert outside.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == [
+        "outside.txt",
+        "workspace",
+    ]
+
+
+def test_new_never_writes_through_links(repo: RepoBuilder, cli: Any, tmp_path: Path) -> None:
+    outside = outside_file(tmp_path)
+    before = outside.read_bytes()
+    (repo.root / ".gitignore").symlink_to(outside)
+    result = cli("new", "cat/x", "--model", "m/x", cwd=repo.root)
+    assert result.code == 2 and "'.gitignore' points outside the repository" in result.err
+    assert outside.read_bytes() == before
+    outside_folder = tmp_path / "outside-folder"
+    outside_folder.mkdir()
+    (repo.root / "repository/linked").symlink_to(outside_folder)
+    result = cli("new", "linked/y", "--model", "m/x", cwd=repo.root)
+    assert result.code == 2 and "points outside repository/" in result.err
+    assert list(outside_folder.iterdir()) == []
+
+
+# --- inputs that once stopped a whole command: each is the bad LVE's error; the rest is judged --------
+
+
+STOPPERS: dict[str, tuple[Callable[[RepoBuilder], Path], str | None]] = {
+    "a number of 5,000 digits": (
+        lambda repo: repo.lve("bad/stop", raw_test='{"description": "x", "n": ' + "9" * 5000 + "}"),
+        "a number with more than 4300 digits",
+    ),
+    "a NUL in prompt_file": (
+        lambda repo: repo.lve("bad/stop", {"prompt": None, "prompt_file": "test.prompt\u0000"}),
+        "'test.prompt\\x00' cannot be used: the name holds a NUL byte",
+    ),
+    "a prompt_file name of 256 characters": (
+        lambda repo: repo.lve("bad/stop", {"prompt": None, "prompt_file": "a" * 256}),
+        "the name is too long",
+    ),
+    "1,000 nested folders": (lambda repo: nest_folders(repo.lve("bad/stop"), 1000), None),
+    "1,000 nested folders outside any LVE": (
+        lambda repo: nest_folders(repo.root / "repository/bad", 1000),
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(STOPPERS))
+def test_one_bad_lve_never_stops_a_command(repo: RepoBuilder, cli: Any, tmp_path: Path, case: str) -> None:
+    try:
+        make, complaint = STOPPERS[case]
+        make(repo)
+        repo.lve("ok/fine", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+        for command in ("check", "validate", "list", "replay"):
+            outcome = run_both(cli, repo, command)
+            assert outcome.code in (0, 1) and "Traceback" not in outcome.text, (command, outcome.text)
+            if complaint is not None and command in ("check", "validate"):
+                assert complaint in outcome.text, outcome.text
+        check = run_both(cli, repo, "check")  # warm: from the cache
+        [fine] = [lve for lve in check.data["lves"] if lve["path"].startswith("repository/ok/fine")]
+        assert [i["status"] for i in fine["instances"]] == ["reproduced"]
+        for args in (("readme", "--all", "--check"), ("site", str(tmp_path / "site"))):
+            result = cli(*args, cwd=repo.root)
+            assert result.code in (0, 1) and "Traceback" not in result.out + result.err, result.err
+    finally:
+        remove_nested(repo.root)  # folders nested past rmtree's recursion
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        b"[" * 100_000 + b"]" * 100_000,
+        json.dumps({"kind": "lve", "check": {"path": {"a": 1}}}).encode(),
+        b"not json",
+        b"\xff\xfe",
+    ],
+    ids=["nested 100,000 deep", "a field of the wrong type", "not JSON", "not UTF-8"],
+)
+def test_a_damaged_cache_entry_is_judged_again(repo: RepoBuilder, cli: Any, damage: bytes) -> None:
+    repo.lve(instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    assert cli("check", "--all", cwd=repo.root).code == 0
+    entries = list((repo.root / ".lvegit-cache/v1").glob("*/*"))
+    for entry in entries:
+        entry.write_bytes(damage)
+    result = cli("check", "--all", cwd=repo.root)
+    assert result.code == 0 and "1 reproduced" in result.out
+    assert any(entry.read_bytes().startswith(b'{"kind": "lve"') for entry in entries)  # written anew

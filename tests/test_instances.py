@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonlines
 import pytest
 
-from lvegit.instances import append_instances, read_instances
+from lvegit.instances import InstanceKeys, append_instances, read_instances
 from lvegit.problems import Problems
 
 
@@ -80,3 +83,43 @@ def test_appended_line_round_trips_through_jsonlines(tmp_path: Path) -> None:
     with jsonlines.open(path) as reader:
         rows = list(reader.iter(skip_invalid=True))
     assert rows == [{"args": {"x": "caf\u00e9\n"}, "response": "r", "passed": True}]
+
+
+APPENDER = """
+import sys
+from pathlib import Path
+from lvegit.instances import InstanceKeys, append_instances
+
+path, keys = Path(sys.argv[1]), InstanceKeys()
+for n in range(40):  # one line per call, as runs append attempts while they finish
+    record = {"response": str(n), "passed": True, "run_info": {"idempotency_key": f"key-{n}"}}
+    append_instances(path, [record], keys)
+"""
+
+
+def test_appending_processes_append_each_key_once(tmp_path: Path) -> None:
+    """Four processes append the same 40 keys to one file at once: each key lands once, whole."""
+    path = tmp_path / "lve/instances/i.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"response": "old", "passed": true, "run_info": {"idempotency_key": "key-7"}}\n')
+    command = [sys.executable, "-c", APPENDER, str(path)]
+    processes = [subprocess.Popen(command, stderr=subprocess.PIPE) for _ in range(4)]
+    for process in processes:
+        _out, err = process.communicate(timeout=60)
+        assert process.returncode == 0, err
+    with jsonlines.open(path) as reader:
+        keys = [row["run_info"]["idempotency_key"] for row in reader]
+    assert sorted(keys) == sorted(f"key-{n}" for n in range(40))
+
+
+def test_an_instance_file_rewritten_by_hand_is_read_again(tmp_path: Path) -> None:
+    path = tmp_path / "lve/instances/i.jsonl"
+    path.parent.mkdir(parents=True)
+    keys = InstanceKeys()
+
+    def record(key: str) -> dict[str, object]:
+        return {"response": "r", "passed": True, "run_info": {"idempotency_key": key}}
+
+    assert append_instances(path, [record("a"), record("b"), record("a")], keys) == [record("a"), record("b")]
+    path.write_text(json.dumps(record("c")) + "\n")  # shorter than what this process saw
+    assert append_instances(path, [record("a"), record("c")], keys) == [record("a")]

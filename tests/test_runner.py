@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -222,16 +223,44 @@ def test_concurrency_under_faults_loses_and_duplicates_nothing(
 def test_append_reads_each_instance_file_once(
     repo: RepoBuilder, cli: Any, adding: Running, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Appending N lines must not read the growing file N times (it did: a run of 10,000 took minutes)."""
-    from lvegit import runner
+    """Appending N lines must not read the growing file N times (it did: a run of 10,000 took minutes):
+    its keys are read once, and after that only what other processes appended (here: nothing)."""
+    from lvegit.instances import InstanceKeys
 
-    reads: list[Path] = []
-    original = runner.idempotency_keys
-    monkeypatch.setattr(runner, "idempotency_keys", lambda path: reads.append(path) or original(path))
+    read: list[tuple[Path, int]] = []
+    original = InstanceKeys.held
+
+    def counting(self: InstanceKeys, path: Path, descriptor: int) -> set[str]:
+        _keys, offset = self._seen.get(path, (set(), 0))
+        read.append((path, os.fstat(descriptor).st_size - offset))
+        return original(self, path, descriptor)
+
+    monkeypatch.setattr(InstanceKeys, "held", counting)
     lve_dir = repo.lve(instances={"i.jsonl": [instance(str(n + 1), True, a=n, b=1) for n in range(30)]})
+    size = (lve_dir / "instances/i.jsonl").stat().st_size
     assert cli("run", "--all", "--append", cwd=repo.root).code == 0
-    assert reads == [lve_dir / "instances/i.jsonl"]
+    assert sum(count for _path, count in read) == size
+    assert {path for path, _count in read} == {lve_dir / "instances/i.jsonl"}
     assert len(lines(lve_dir / "instances/i.jsonl")) == 60
+
+
+def test_runs_appending_at_once_append_each_rerun_once(repo: RepoBuilder, adding: Running) -> None:
+    """Three `run --append` processes started together on one LVE: each re-run is appended once (two
+    such runs once left 89 lines of 60: each read the keys before the other appended)."""
+    adding.state.latency = 0.05
+    lve_dir = repo.lve(instances={"i.jsonl": [instance(str(n + 1), True, a=n, b=1) for n in range(30)]})
+    command = [sys.executable, "-m", "lvegit", "run", "--all", "--append", "--concurrency", "4"]
+    processes = [
+        subprocess.Popen(command, cwd=repo.root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        for _ in range(3)
+    ]
+    for process in processes:
+        _out, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err
+    appended = lines(lve_dir / "instances/i.jsonl")[30:]
+    keys = [line["run_info"]["idempotency_key"] for line in appended]
+    assert len(keys) == 30 and len(set(keys)) == 30
+    assert sorted(line["run_info"]["reproduces"]["line"] for line in appended) == list(range(1, 31))
 
 
 @pytest.mark.parametrize("repeat", [1, 3])

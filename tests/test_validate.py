@@ -187,7 +187,7 @@ def test_prompt_file_problems(repo: RepoBuilder) -> None:
     missing = repo.lve(
         "d/missing", {"prompt": None, "prompt_file": "test.prompt", "prompt_parameters": [], **NO_PARAMETERS}
     )
-    assert problems(repo, missing)[0].endswith("prompt_file: prompt file 'test.prompt' does not exist")
+    assert problems(repo, missing)[0].endswith("prompt_file: 'test.prompt' does not exist")
     outside = repo.lve(
         "d/outside",
         {"prompt": None, "prompt_file": "../../x.prompt", "prompt_parameters": [], **NO_PARAMETERS},

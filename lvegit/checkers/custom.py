@@ -41,14 +41,13 @@ class CustomClass:
 
 
 def checker_files(lve_dir: Path) -> list[Path]:
-    """The LVE's checker/checker*.py files; a FileProblem when one (or the folder) leads out of the LVE."""
+    """The LVE's checker/checker*.py files (every such name that is not a folder: reading a link or a
+    device says what is wrong with it); a FileProblem when the folder leads out of the LVE."""
     folder = lve_dir / CHECKER_DIR
     if not folder.is_dir():
         return []
-    files = sorted(p for p in folder.glob("checker*.py") if p.is_file())
-    for path in (folder, *files):
-        ensure_inside(lve_dir, path)
-    return files
+    ensure_inside(lve_dir, folder)
+    return sorted(p for p in folder.glob("checker*.py") if p.is_symlink() or not p.is_dir())
 
 
 def _base_names(node: ast.ClassDef) -> tuple[str, ...]:
@@ -78,7 +77,7 @@ def read_custom_classes(lve_dir: Path) -> dict[str, CustomClass]:
     """Top-level classes of the LVE's checker files, by name; FileProblem names a broken file and line."""
     classes: dict[str, CustomClass] = {}
     for path in checker_files(lve_dir):
-        text = read_text(path, MAX_CHECKER_BYTES)
+        text = read_text(path, MAX_CHECKER_BYTES, within=lve_dir)
         try:
             tree = ast.parse(text, filename=path.name)
         except SyntaxError as exc:
@@ -162,7 +161,9 @@ def module_name(lve_dir: Path, file_name: str, source: str) -> str:
 def read_checker_sources(lve_dir: Path) -> dict[str, str]:
     """The text of every checker*.py of the LVE, by file name."""
     try:
-        return {path.name: read_text(path, MAX_CHECKER_BYTES) for path in checker_files(lve_dir)}
+        return {
+            path.name: read_text(path, MAX_CHECKER_BYTES, within=lve_dir) for path in checker_files(lve_dir)
+        }
     except FileProblem as exc:
         raise CheckerError(f"{CHECKER_DIR}: {exc}") from None
 

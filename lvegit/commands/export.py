@@ -10,6 +10,7 @@ from lvegit.errors import EXIT_OK, UsageError
 from lvegit.export import FORMATS, load_attempts
 from lvegit.options import open_repository, repo_option
 from lvegit.output import count, note
+from lvegit.repo import repository_url
 
 
 @click.command("export", short_help=short_help("export"))
@@ -54,12 +55,8 @@ def export_command(
         elif export_format == "avid":
             from lvegit.export.avid import avid_reports
 
-            source = (
-                (repo.root / ".lverepo").read_text().strip() if (repo.root / ".lverepo").is_file() else None
-            )
-            text = "".join(
-                json.dumps(report) + "\n" for report in avid_reports(attempts, repo, source or None)
-            )
+            found = avid_reports(attempts, repo, repository_url(repo))
+            text = "".join(json.dumps(report) + "\n" for report in found)
         else:
             from lvegit.export.garak import garak_report
 

@@ -40,6 +40,8 @@ def readme_command(selection: Selection, check: bool, repo_path: Path | None) ->
         where = f"{repo.relative(lve_dir)}/README.md"
         try:
             update = readme_of(repo, lve_dir)
+            if update.stale and not check:
+                write_readme(update)
         except ReadmeError as exc:
             line(console(f"{where}: not refreshed: {exc}"))
             failed += 1
@@ -51,7 +53,6 @@ def readme_command(selection: Selection, check: bool, repo_path: Path | None) ->
         if check:
             line(console(f"{where}: out of date"))
         else:
-            write_readme(update)
             line(console(f"{where}: {'written' if update.before is None else 'refreshed'}"))
     done = "out of date" if check else "written or refreshed"
     problems = f", {failed} not refreshed" if failed else ""

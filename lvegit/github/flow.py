@@ -121,7 +121,7 @@ def check(repo: Repository, event: Event, settings: Settings) -> int:
     appended_files = sorted({a.file for lve in lves for a in lve.appended})
     if appended_files:  # the appended instances as a patch, for maintainers to apply (the work tree has them)
         patch = (checkout or GitCheckout(repo.root)).patch([str(repo.root / f) for f in appended_files])
-        (settings.results_dir / "instances.patch").write_text(patch, encoding="utf-8")
+        results_file.write_in_folder(settings.results_dir / "instances.patch", patch)
     if settings.summary_path is not None:
         with settings.summary_path.open("a", encoding="utf-8") as handle:
             handle.write(render(results, settings.server_url, SUMMARY_LIMIT, marker=False) + "\n")

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from lvegit import __version__
 from lvegit.errors import UsageError
 from lvegit.escape import mask
+from lvegit.files import FileProblem, output_folder, write_inside
 from lvegit.problems import Problem
 from lvegit.results import Appended, LVEChange, LVECheck, ReplayResult, summarize
 
@@ -226,8 +227,18 @@ def load(path: Path) -> ResultsDocument:
 
 
 def write(path: Path, results: ResultsDocument) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(mask(results.model_dump_json(by_alias=True, indent=2)) + "\n", encoding="utf-8")
+    write_in_folder(path, mask(results.model_dump_json(by_alias=True, indent=2)) + "\n")
+
+
+def write_in_folder(path: Path, text: str) -> None:
+    """Write a file of the results folder (results.json, instances.patch). The folder may lie in the
+    checkout of a pull request, which could have committed a link in its place or in a file's: neither
+    is written through."""
+    try:
+        folder = output_folder(path.parent, "the results folder")
+        write_inside(folder, path, text.encode(), "the results folder")
+    except FileProblem as exc:
+        raise UsageError(f"cannot write {path.name}: {exc}") from None
 
 
 def parse_fail_on(text: str) -> tuple[str, ...]:

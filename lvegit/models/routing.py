@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lvegit.errors import UsageError
+from lvegit.files import FileProblem, read_text
 from lvegit.models.base import ChatModel
 from lvegit.models.placement import check_device, check_dtype
 from lvegit.repo import canonical_model
@@ -37,6 +38,7 @@ if TYPE_CHECKING:  # the transformers backend is imported when a local model is 
     from lvegit.models.transformers_backend import LocalModels, LocalWeights
 
 ROUTING_FILE = "lvegit.toml"
+MAX_CONFIG_BYTES = 1024 * 1024
 BACKENDS = ("openai", "azure", "transformers", "offline")
 LOCAL_KEYS = ("device", "dtype", "batch_size")
 
@@ -82,20 +84,21 @@ class Route:
 
 def _table(root: Path) -> tuple[dict[str, Any], str]:
     routing = root / ROUTING_FILE
-    if routing.is_file():
-        return _parse(routing), ROUTING_FILE
+    if os.path.lexists(routing):
+        return _parse(root, routing), ROUTING_FILE
     pyproject = root / "pyproject.toml"
-    if pyproject.is_file():
-        tool = _parse(pyproject).get("tool", {}).get("lvegit", {})
+    if os.path.lexists(pyproject):
+        tool = _parse(root, pyproject).get("tool", {}).get("lvegit", {})
         if tool:
             return tool, "pyproject.toml [tool.lvegit]"
     return {}, ROUTING_FILE
 
 
-def _parse(path: Path) -> dict[str, Any]:
+def _parse(root: Path, path: Path) -> dict[str, Any]:
+    """A TOML file of the repository (a pull request may change it: read as every such file is)."""
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        return tomllib.loads(read_text(path, MAX_CONFIG_BYTES, within=root, base_name="the repository"))
+    except (tomllib.TOMLDecodeError, FileProblem) as exc:
         raise UsageError(f"{path.name}: {exc}") from None
 
 

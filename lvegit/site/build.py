@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from lvegit.errors import UsageError
+from lvegit.files import FileProblem, output_folder, write_inside
 from lvegit.output import count
 from lvegit.prompt import Message
 from lvegit.repo import Repository
@@ -339,7 +340,7 @@ def _write(environment: Any, site: Site, out: Path, path: str, template: str, **
     html = environment.get_template(template).render(
         site=site, root="../" * path.count("/"), canonical=canonical, **variables
     )
-    (out / path).write_text(html, encoding="utf-8", newline="\n")
+    write_inside(out, out / path, html.encode("utf-8"), "the site folder")
 
 
 def _lve_pages(batch: _Batch) -> tuple[list[Row], list[str]]:
@@ -383,10 +384,26 @@ def build(repo: Repository, out: Path, title: str, reports: list[Path], base_url
         raise UsageError(
             f"{out} is not empty and holds no site written by lvegit site: choose an empty folder"
         )
+    try:
+        _make_folders(out)
+        return _build(repo, out, title, reports, base_url)
+    except FileProblem as exc:
+        raise UsageError(f"cannot write the site: {exc}") from None
+
+
+def _make_folders(out: Path) -> None:
+    """The site's folders, emptied; a link in the place of one is removed, never followed."""
+    output_folder(out, "the site folder")
     for folder in ("categories", "lves", "assets"):
+        if (out / folder).is_symlink():
+            (out / folder).unlink()
         shutil.rmtree(out / folder, ignore_errors=True)
-        (out / folder).mkdir(parents=True)
-    (out / MARKER).write_text("written by lvegit site; a rebuild replaces this folder's pages\n")
+        (out / folder).mkdir()
+    marker = "written by lvegit site; a rebuild replaces this folder's pages\n"
+    write_inside(out, out / MARKER, marker.encode(), "the site folder")
+
+
+def _build(repo: Repository, out: Path, title: str, reports: list[Path], base_url: str | None) -> Site:
     bare = Site(clean(title), base_url)
     live = _reports(reports)
     lve_dirs = repo.lve_dirs()
@@ -412,5 +429,5 @@ def build(repo: Repository, out: Path, title: str, reports: list[Path], base_url
         )
     static = resources.files("lvegit.site") / "static"
     for name in ASSETS:
-        (out / "assets" / name).write_bytes(static.joinpath(name).read_bytes())
+        write_inside(out, out / "assets" / name, static.joinpath(name).read_bytes(), "the site folder")
     return site

@@ -220,6 +220,20 @@ def test_report_refuses_files_that_are_not_run_reports(repo: RepoBuilder, cli: A
     )
 
 
+@pytest.mark.parametrize("resume", [False, True])
+def test_an_empty_report_is_a_run_that_never_started(
+    repo: RepoBuilder, cli: Any, adding: Running, resume: bool
+) -> None:
+    """A run killed before it wrote its report's header leaves an empty file: it starts afresh there."""
+    many(repo, 3)
+    (repo.root / "r.jsonl").write_bytes(b"")
+    options = ["--resume"] if resume else []
+    result = cli("run", "--all", "--report", "r.jsonl", *options, cwd=repo.root)
+    assert result.code == 0, result.err
+    assert cli("report", "r.jsonl", cwd=repo.root).code == 0
+    assert len(adding.state.requests) == 3
+
+
 def test_progress_fits_a_narrow_terminal_and_shows_with_json(repo: RepoBuilder, adding: Running) -> None:
     adding.state.latency = 0.05
     many(repo, 30)

@@ -138,7 +138,8 @@ def _check_fields(data: dict[str, Any], shown: str, line: int, problems: Problem
         )
         ok = False
     if "passed" not in data:
-        problems.warning("passed", "missing; read as true (safe), as lve-tools does", line, file=shown)
+        old = "; this line has the old key `is_safe`" if "is_safe" in data else ""
+        problems.warning("passed", f"missing; read as true (safe), as lve-tools does{old}", line, file=shown)
     elif not isinstance(data["passed"], bool):
         problems.error("passed", f"must be true or false, not {json_type(data['passed'])}", line, file=shown)
         ok = False

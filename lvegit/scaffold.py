@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
@@ -9,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lvegit.cache import CACHE_DIR
-from lvegit.checkers.registry import BUILTIN_CHECKERS, builtin_signature
+from lvegit.checkers.registry import BUILTIN_CHECKERS, builtin_signature, nearest_name
 from lvegit.errors import UsageError
 from lvegit.files import FileProblem, ensure_inside, read_text, write_inside
 from lvegit.readme import readme_of, write_readme
@@ -47,8 +48,8 @@ def parse_name(name: str) -> list[str]:
 
 
 def check_model(model: str) -> str:
-    if not re.search(r"[A-Za-z0-9]", model_folder(model)):
-        raise UsageError(f"'{model}' is not a model id such as openai/gpt-4")
+    if not re.search(r"[A-Za-z0-9]", model_folder(model)) or re.search(r"\s", model):
+        raise UsageError(f"'{model}' is not a model id such as openai/gpt-4 (no spaces)")
     return model
 
 
@@ -76,6 +77,12 @@ def custom_class_name(checker: str, lve_name: str) -> str | None:
         return "".join(part.capitalize() for part in re.split(r"[_-]+", lve_name) if part) + "Checker"
     if not checker.isidentifier():
         raise UsageError(f"checker '{checker}' is neither a core checker nor a valid Python class name")
+    near = nearest_name(checker, list(BUILTIN_CHECKERS))
+    if near is not None:  # a typo would silently become a custom checker of that name
+        raise UsageError(
+            f"checker '{checker}' is not a core checker: did you mean {near}? (a new custom checker "
+            f"needs a name unlike the core checkers', or --checker {CUSTOM})"
+        )
     return checker
 
 
@@ -95,8 +102,10 @@ def _checker_args(spec: NewLVE, class_name: str | None) -> dict[str, object]:
     if class_name is not None:
         return {"checker_name": class_name}
     args: dict[str, object] = {"checker_name": spec.checker}
+    parameters = inspect.signature(BUILTIN_CHECKERS[spec.checker].__init__).parameters
     for name in builtin_signature(BUILTIN_CHECKERS[spec.checker]).required:
-        args[name] = PLACEHOLDER
+        # a switch gets a value of its type (match_safe: false, a match is unsafe); the rest a placeholder
+        args[name] = False if parameters[name].annotation in (bool, "bool") else PLACEHOLDER
     return args
 
 

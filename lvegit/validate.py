@@ -13,6 +13,7 @@ from lvegit.checkers.registry import (
     CheckerFactory,
     Signature,
     builtin_signature,
+    suggestion,
 )
 from lvegit.checkers.registry import is_multi_run_checker as builtin_is_multi_run
 from lvegit.checkers.safe_lambda import lambda_arguments
@@ -128,8 +129,8 @@ def _checker_signature(lve: LVE, problems: Problems) -> tuple[Signature, bool | 
     if name not in custom:
         problems.error(
             "checker_args.checker_name",
-            f"unknown checker '{name}': not one of {', '.join(sorted(BUILTIN_CHECKERS))}, "
-            f"and no class of that name in {CHECKER_DIR}/checker*.py",
+            f"unknown checker '{name}'{suggestion(name, [*BUILTIN_CHECKERS, *custom])}: not one of "
+            f"{', '.join(sorted(BUILTIN_CHECKERS))}, and no class of that name in {CHECKER_DIR}/checker*.py",
         )
         return None
     found = custom[name]

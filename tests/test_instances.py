@@ -123,3 +123,11 @@ def test_an_instance_file_rewritten_by_hand_is_read_again(tmp_path: Path) -> Non
     assert append_instances(path, [record("a"), record("b"), record("a")], keys) == [record("a"), record("b")]
     path.write_text(json.dumps(record("c")) + "\n")  # shorter than what this process saw
     assert append_instances(path, [record("a"), record("c")], keys) == [record("a")]
+
+
+def test_an_old_is_safe_key_is_named_where_passed_is_missing(tmp_path: Path) -> None:
+    _instances, problems = read(tmp_path, b'{"response": "r", "is_safe": false}\n')
+    assert [p.render() for p in problems.items] == [
+        "warning: i.jsonl:1: passed: missing; read as true (safe), as lve-tools does; this line has the old "
+        "key `is_safe`"
+    ]

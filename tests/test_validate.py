@@ -61,6 +61,19 @@ def test_required_fields(repo: RepoBuilder, override: dict[str, Any], expected: 
     assert expected in problems(repo, repo.lve(test=override))
 
 
+@pytest.mark.parametrize(
+    ("name", "meant"),
+    [("MonotonicityCheker", "MonotonicityChecker"), ("regexchecker", "RegexChecker"), ("Evl", "Evil")],
+)
+def test_an_unknown_checker_suggests_the_nearest_name(repo: RepoBuilder, name: str, meant: str) -> None:
+    files = {
+        "checker/checker.py": "from lvegit.checkers import BaseChecker\nclass Evil(BaseChecker):\n    pass\n"
+    }
+    lve_dir = repo.lve(test={"checker_args": {"checker_name": name}}, files=files)
+    [message] = problems(repo, lve_dir)
+    assert f"unknown checker '{name}' (did you mean {meant}?): not one of" in message
+
+
 def test_unknown_checker_and_arguments(repo: RepoBuilder) -> None:
     lve_dir = repo.lve(test={"checker_args": {"checker_name": "NoSuchChecker"}})
     [message] = problems(repo, lve_dir)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from lvegit.checkers.registry import BUILTIN_CHECKERS
+from lvegit.checkers.registry import BUILTIN_CHECKERS, nearest_name
 from lvegit.commands.catalog import short_help
 from lvegit.errors import UsageError
 from lvegit.options import open_repository, repo_option
@@ -88,6 +88,12 @@ def new_command(
     repo = open_repository(repo_path)
     if interactive is None:
         interactive = sys.stdin.isatty()
+    if interactive and checker and checker not in (*BUILTIN_CHECKERS, CUSTOM):
+        near = nearest_name(checker, list(BUILTIN_CHECKERS))
+        if near is not None and click.confirm(
+            f"'{checker}' is not a core checker: did you mean {near}?", True
+        ):
+            checker = near
     if interactive:
         name = name or _ask("Name (CATEGORY/NAME or CATEGORY/SUBCATEGORY/NAME)", parse_name)
         model = model or _ask("Model id (e.g. openai/gpt-4)", lambda m: lve_folder(repo, str(name), m))

@@ -47,7 +47,7 @@ def test_new_with_core_checker(repo: RepoBuilder, cli) -> None:
         "checker_args": {
             "checker_name": "RegexChecker",
             "pattern": "<please fill in>",
-            "match_safe": "<please fill in>",
+            "match_safe": False,  # a boolean where the checker needs one: a match is unsafe
         },
         "prompt_file": "test.prompt",
         "prompt_parameters": ["person"],
@@ -60,7 +60,6 @@ def test_new_with_core_checker(repo: RepoBuilder, cli) -> None:
     assert [(e["file"].rsplit("/", 1)[-1], e["field"]) for e in before] == [
         ("test.json", "description"),
         ("test.json", "checker_args.pattern"),
-        ("test.json", "checker_args.match_safe"),
         ("test.prompt", ""),
     ]
     test.update(
@@ -231,3 +230,40 @@ def test_without_a_name_and_no_terminal_says_how(repo: RepoBuilder, cli) -> None
         2,
         "lvegit: error: give NAME (CATEGORY/NAME), or run lvegit new on a terminal to be asked for it\n",
     )
+
+
+@pytest.mark.parametrize("checker", ["RegexChekcer", "regexchecker", "LambdaChecer"])
+def test_new_refuses_a_misspelt_core_checker_with_the_suggestion(
+    repo: RepoBuilder, cli, checker: str
+) -> None:
+    """A typo must not silently scaffold a custom checker class of that name."""
+    result = cli("new", "cat/x", "--model", "m/x", "--checker", checker, "--no-interactive", cwd=repo.root)
+    assert result.code == 2 and "is not a core checker: did you mean" in result.err
+    assert not (repo.root / "repository/cat").exists()
+
+
+def test_new_asks_about_a_misspelt_core_checker_on_a_terminal(repo: RepoBuilder, cli) -> None:
+    args = (
+        "new",
+        "cat/x",
+        "--model",
+        "m/x",
+        "--checker",
+        "RegexChekcer",
+        "--interactive",
+        "--parameter",
+        "p",
+    )
+    result = cli(
+        *args, "--description", "d", "--author", "a", "--severity", "low", cwd=repo.root, stdin="y\n"
+    )
+    assert result.code == 0, result.err
+    assert "did you mean RegexChecker?" in result.out
+    test = json.loads((repo.root / "repository/cat/x/m--x/test.json").read_text())
+    assert test["checker_args"]["checker_name"] == "RegexChecker"
+
+
+@pytest.mark.parametrize("model", ["openai/gpt 4", "openai/gpt-4\t", " "])
+def test_new_refuses_a_model_id_with_spaces(repo: RepoBuilder, cli, model: str) -> None:
+    result = cli("new", "cat/x", "--model", model, "--no-interactive", cwd=repo.root)
+    assert result.code == 2 and "is not a model id such as openai/gpt-4 (no spaces)" in result.err

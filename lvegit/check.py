@@ -13,7 +13,7 @@ from pathlib import Path
 
 from lvegit.cache import VerdictCache
 from lvegit.repo import Repository
-from lvegit.results import LVECheck, ReplayResult
+from lvegit.results import LVECheck, LVEReport, ReplayResult
 
 
 def _cached(cache: VerdictCache, key: str) -> LVECheck | None:
@@ -24,6 +24,26 @@ def _cached(cache: VerdictCache, key: str) -> LVECheck | None:
         return LVECheck.from_json(entry.get("check"))
     except ValueError:
         return None  # a damaged entry is judged again and written anew
+
+
+def without_repeats(report: LVEReport, results: list[ReplayResult]) -> list[ReplayResult]:
+    """The replay results less the errors that only repeat a validation finding, so that one cause is
+    counted and shown once: an error on an instance line that validation found wrong, and every error of
+    an LVE whose test.json, prompt or checker validation found unusable."""
+    from lvegit.spec import METADATA_FIELDS
+
+    instances = f"{report.path}/instances/"
+    unusable = any(
+        not p.file.startswith(instances) and p.field.split(".")[0].split("[")[0] not in METADATA_FIELDS
+        for p in report.errors
+    )
+    wrong_lines = {(p.file, p.line) for p in report.errors if p.file.startswith(instances)}
+    return [
+        r
+        for r in results
+        if r.status != "error"
+        or not (unusable or (r.file, r.line) in wrong_lines or (r.file, None) in wrong_lines)
+    ]
 
 
 def check_lve(
@@ -52,7 +72,7 @@ def _judge(
     with CheckerFactory(lve) if lve is not None else contextlib.nullcontext() as factory:
         report = validate.validate_lve(repo, lve_dir, strict, loaded, factory)
         results, cacheable = replay.judge_lve(repo, lve_dir, cache, loaded, factory)
-    check = LVECheck(report, results)
+    check = LVECheck(report, without_repeats(report, results))
     if cache is not None and key is not None and cacheable:
         cache.put_lve(key, {"check": check.as_json()})
     return check
@@ -61,8 +81,7 @@ def _judge(
 def check_stream(
     repo: Repository, lve_dirs: list[Path], cache: VerdictCache | None = None, strict: bool = False
 ) -> Iterator[tuple[Path, LVECheck]]:
-    """Each LVE's record as soon as it is known: in the order given, except that LVEs whose checker
-    loads a model stack come last (see lvegit.replay.judge_stream)."""
+    """Each LVE's record as soon as it is known, in the order given (see lvegit.replay.judge_stream)."""
     keys = {d: cache.lve_key(repo.root, d, strict) for d in lve_dirs} if cache is not None else {}
     settled = {d: c for d, key in keys.items() if cache is not None and (c := _cached(cache, key))}
     if len(settled) == len(lve_dirs):  # nothing to judge: no checker, not even its code, is loaded
@@ -77,7 +96,8 @@ def check_stream(
         return settled.get(lve_dir) or _judge(repo, lve_dir, cache, strict, keys.get(lve_dir))
 
     def elsewhere(lve_dir: Path, results: list[ReplayResult]) -> LVECheck:
-        return LVECheck(validate.validate_lve(repo, lve_dir, strict), results)
+        report = validate.validate_lve(repo, lve_dir, strict)
+        return LVECheck(report, without_repeats(report, results))
 
     yield from replay.judge_stream(repo, lve_dirs, cache, here, elsewhere, settled.__contains__)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -63,6 +64,41 @@ class Problems:
     @property
     def warnings(self) -> list[Problem]:
         return [p for p in self.items if p.severity == "warning"]
+
+
+def alike(problems: Sequence[Problem]) -> list[tuple[Problem, list[int]]]:
+    """Problems that differ only in their line (one cause in many instance lines), together: each first
+    one with the lines of all of them, in the order found."""
+    groups: dict[tuple[str, str, str, str], tuple[Problem, list[int]]] = {}
+    found: list[tuple[Problem, list[int]]] = []
+    for problem in problems:
+        key = (problem.severity, problem.file, problem.field, problem.message)
+        if problem.line is not None and key in groups:
+            groups[key][1].append(problem.line)
+            continue
+        group = (problem, [problem.line] if problem.line is not None else [])
+        found.append(group)
+        if problem.line is not None:
+            groups[key] = group
+    return found
+
+
+def line_ranges(lines: list[int]) -> str:
+    """`1-3, 7`: line numbers, runs shortened."""
+    runs: list[list[int]] = []
+    for number in sorted(lines):
+        if runs and number == runs[-1][-1] + 1:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
+
+
+def placed(problem: Problem, lines: list[int]) -> str:
+    """Where a group of alike problems is: `file:3`, or `file, 8 lines (1-8)`."""
+    if len(lines) > 1:
+        return f"{problem.file}, {len(lines)} lines ({line_ranges(lines)})"
+    return location(problem.file, problem.line)
 
 
 def join_path(parent: str, key: str | int) -> str:

@@ -249,7 +249,28 @@ def judge_stream(
     their replay results. LVEs with a custom checker are judged on up to `threads` threads, since they
     mostly wait for their sandboxed workers; the others are judged on this thread (threads would only
     contend for the interpreter), ahead of their turn while a custom checker's LVE is not done yet.
-    The order is stable: the LVEs judged here in the order given, then the others."""
+    The LVEs come in the order given, warm cache or cold: one judged elsewhere holds back those after it
+    (which are judged meanwhile) until its process answers."""
+    found = _judge_stream(repo, lve_dirs, cache, here, elsewhere, settled, threads)
+    done: dict[Path, Judged] = {}
+    position = 0
+    for lve_dir, judged in found:
+        done[lve_dir] = judged
+        while position < len(lve_dirs) and lve_dirs[position] in done:
+            yield lve_dirs[position], done.pop(lve_dirs[position])
+            position += 1
+
+
+def _judge_stream(
+    repo: Repository,
+    lve_dirs: list[Path],
+    cache: VerdictCache | None,
+    here: Callable[[Path], Judged],
+    elsewhere: Callable[[Path, list[ReplayResult]], Judged],
+    settled: Callable[[Path], bool],
+    threads: int,
+) -> Iterator[tuple[Path, Judged]]:
+    """judge_stream's outcomes as they come: the LVEs judged here in the order given, then the others."""
     checkers = {d: named_checker(d) for d in lve_dirs if not settled(d)}  # (name, checker_args) or None
     by_stack: dict[str, list[Path]] = {}
     if len(lve_dirs) > 1:

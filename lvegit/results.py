@@ -12,6 +12,12 @@ from lvegit.problems import RECORD_CONFIG, Problem, Severity
 
 Status = Literal["reproduced", "mismatch", "skipped", "error"]
 STATUSES: tuple[Status, ...] = ("reproduced", "mismatch", "skipped", "error")
+FORMS: dict[str, tuple[str, str]] = {  # each status counted: one, many
+    "reproduced": ("reproduced", "reproduced"),
+    "mismatch": ("mismatch", "mismatches"),
+    "skipped": ("skipped", "skipped"),
+    "error": ("error", "errors"),
+}
 
 
 @dataclass(frozen=True)

@@ -65,9 +65,9 @@ def check_command(
         checks = []
         for _lve_dir, check in check_stream(repo, lve_dirs, cache, strict):  # each LVE as soon as it is done
             checks.append(check)
-            line(f"{check.path}: {validation_status(check.validation)}; {replay_status(check.replay)}")
             report = check.validation
-            for detail in (*finding_lines(report), *replay_lines(check.replay, report.errors)):
+            line(f"{check.path}: {validation_status(report)}; {replay_status(check.replay, report.valid)}")
+            for detail in (*finding_lines(report), *replay_lines(check.replay)):
                 line(detail)
     if cache is not None:
         cache.prune()

@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from lvegit.output import count
-from lvegit.problems import Problem, location
-from lvegit.results import LVEReport, ReplayResult, summarize
-
-FORMS = {
-    "reproduced": ("reproduced", "reproduced"),
-    "mismatch": ("mismatch", "mismatches"),
-    "skipped": ("skipped", "skipped"),
-    "error": ("error", "errors"),
-}
+from lvegit.problems import alike, location, placed
+from lvegit.results import FORMS, LVEReport, ReplayResult, summarize
 
 
 def replay_counts(summary: dict[str, int], every: bool = False) -> str:
@@ -26,22 +17,27 @@ def validation_status(report: LVEReport) -> str:
 
 
 def finding_lines(report: LVEReport) -> list[str]:
-    return [f"  {problem.render()}" for problem in (*report.errors, *report.warnings)]
+    """A line per finding; findings that differ only in their line share one."""
+    return [
+        f"  {problem.severity}: {placed(problem, lines)}: {problem.what}"
+        for problem, lines in alike([*report.errors, *report.warnings])
+    ]
 
 
-def replay_status(results: list[ReplayResult]) -> str:
-    return replay_counts(summarize(results)) if results else "no instances"
+def replay_status(results: list[ReplayResult], valid: bool = True) -> str:
+    """What the instances came to; an invalid LVE none of whose instances could be replayed says so
+    (validation's findings say why)."""
+    return replay_counts(summarize(results)) if results else "no instances" if valid else "not replayed"
 
 
-def replay_lines(results: list[ReplayResult], findings: Sequence[Problem] = ()) -> list[str]:
-    """A line for each instance that did not reproduce (instances skipped for one reason: one line),
-    except errors that only repeat one of the validation `findings` already shown."""
-    shown = {(p.file, reason) for p in findings for reason in (p.what, f"invalid LVE: {p.what}")}
+def replay_lines(results: list[ReplayResult]) -> list[str]:
+    """A line for each instance that did not reproduce; an LVE's instances skipped or failed for one
+    reason share a line with their count."""
     lines = []
-    for group in _grouped([r for r in results if (r.file, r.reason) not in shown]):
+    for group in _grouped(results):
         result = group[0]
         if len(group) > 1:
-            lines.append(f"  skipped: {count(len(group), 'instance')}: {result.reason}")
+            lines.append(f"  {result.status}: {count(len(group), 'instance')}: {result.reason}")
             continue
         where = location(result.file, result.line)
         reason = result.reason
@@ -53,17 +49,17 @@ def replay_lines(results: list[ReplayResult], findings: Sequence[Problem] = ()) 
 
 
 def _grouped(results: list[ReplayResult]) -> list[list[ReplayResult]]:
-    """The results worth a line: each on its own, except that an LVE's instances skipped for the same
-    reason (a checker model that is not available, say) form one group."""
+    """The results worth a line: each on its own, except that an LVE's instances skipped or failed for
+    the same reason (a checker model that is not available, a checker that raises) form one group."""
     groups: list[list[ReplayResult]] = []
-    skipped: dict[tuple[str, str | None], list[ReplayResult]] = {}
+    alike: dict[tuple[str, str, str | None], list[ReplayResult]] = {}
     for result in results:
         if result.status == "reproduced":
             continue
-        if result.status != "skipped":
+        if result.status == "mismatch":
             groups.append([result])
-        elif (result.lve, result.reason) in skipped:
-            skipped[(result.lve, result.reason)].append(result)
+        elif (key := (result.lve, result.status, result.reason)) in alike:
+            alike[key].append(result)
         else:
-            groups.append(skipped.setdefault((result.lve, result.reason), [result]))
+            groups.append(alike.setdefault(key, [result]))
     return groups

@@ -6,6 +6,7 @@ block that cannot be closed early; secrets are masked by the escaping functions.
 
 from __future__ import annotations
 
+import itertools
 import json
 import secrets
 from pathlib import Path
@@ -14,13 +15,14 @@ from urllib.parse import quote
 from lvegit.escape import code_block, html_text, markdown, workflow_data, workflow_property
 from lvegit.github.results import LiveRecord, LVERecord, ResultsDocument
 from lvegit.output import count
-from lvegit.problems import location
-from lvegit.results import STATUSES, AddedInstance, LVEChange, ReplayResult, unsafe_rate, verdict_word
+from lvegit.problems import alike, location, placed
+from lvegit.results import FORMS, STATUSES, AddedInstance, LVEChange, ReplayResult, unsafe_rate, verdict_word
 
 MARKER = "<!-- lvegit:verdict-summary -->"
 COMMENT_LIMIT = 65_536
 SUMMARY_LIMIT = 1_000_000
 MAX_ANNOTATIONS = 10  # GitHub shows at most 10 annotations of a kind per step
+Finding = tuple[str, int | None, str]  # an annotation's file, line and message
 MAX_RESPONSE_CHARS = 2_000
 MAX_PROMPT_CHARS = 1_500
 
@@ -32,15 +34,15 @@ def _link(path: str, results: ResultsDocument, server_url: str) -> str:
 
 def _validation(lve: LVERecord) -> str:
     if lve.valid:
-        return "✅ valid" + (f" ({len(lve.warnings)} warnings)" if lve.warnings else "")
-    return f"❌ {len(lve.errors)} errors"
+        return "✅ valid" + (f" ({count(len(lve.warnings), 'warning')})" if lve.warnings else "")
+    return f"❌ {count(len(lve.errors), 'error')}"
 
 
 def _replay(lve: LVERecord) -> str:
     counts = lve.replay
-    parts = [f"{getattr(counts, status)} {status}" for status in STATUSES if getattr(counts, status)]
+    parts = [count(getattr(counts, s), *FORMS[s]) for s in STATUSES if getattr(counts, s)]
     icon = "❌ " if counts.mismatch or counts.error else ""
-    return icon + (", ".join(parts) if parts else "no instances")
+    return icon + (", ".join(parts) if parts else "no instances" if lve.valid else "not replayed")
 
 
 def _live(lve: LVERecord, enabled: bool) -> str:
@@ -155,10 +157,11 @@ def _mismatch_reason(item: ReplayResult) -> str:
     return item.reason or f"recorded passed={item.recorded}, replayed passed={item.replayed}"
 
 
-def _details(lve: LVERecord) -> str:
+def _findings(lve: LVERecord) -> str:
+    """Why the LVE fails (or warns): its findings, replay and live results that did not hold."""
     lines = []
-    for problem in lve.errors + lve.warnings:
-        where = location(problem.file, problem.line)
+    for problem, found in alike(lve.errors + lve.warnings):
+        where = placed(problem, found)
         lines.append(f"- {markdown(where)}: {markdown(problem.field)} {markdown(problem.message)}")
     for item in lve.replayed:
         if item.status != "reproduced":
@@ -172,6 +175,12 @@ def _details(lve: LVERecord) -> str:
                 f"{unsafe_rate(live.unsafe, live.runs, live.interval_95)}"
                 + "".join(f"; error: {markdown(e)}" for e in live.errors)
             )
+    return "\n".join(lines)
+
+
+def _appended(lve: LVERecord) -> str:
+    """The instances a live re-run appended, with their stored responses."""
+    lines = []
     for appended in lve.appended:
         response = appended.response
         text = response if isinstance(response, str) else json.dumps(response, indent=1)
@@ -198,16 +207,18 @@ def _failing(lve: LVERecord) -> bool:
 
 
 def _section(lve: LVERecord, evidence: bool) -> str:
-    """One LVE's section under the table: what changed, its added instances, then its findings."""
+    """One LVE's section under the table: why it fails first, then what changed and its added
+    instances, then (collapsed) what a live re-run appended."""
     review = _review(lve, evidence)
     if lve.readme:
         review += ["", f"⚠️ {markdown(lve.readme)}"]
-    findings = _details(lve)
-    if not review and not findings:
+    findings, appended = _findings(lve), _appended(lve)
+    if not review and not findings and not appended:
         return ""
-    parts = [f"#### {'❌' if _failing(lve) else '✅'} {markdown(lve.path)}", "", *review]
-    if findings:
-        parts += ["", f"<details><summary>Findings</summary>\n\n{findings}\n\n</details>"]
+    parts = [f"#### {'❌' if _failing(lve) else '✅'} {markdown(lve.path)}", ""]
+    parts += [findings, "", *review] if findings else review
+    if appended:
+        parts += ["", f"<details><summary>Appended instances</summary>\n\n{appended}\n\n</details>"]
     return "\n".join(parts).replace("\n\n\n", "\n\n").rstrip("\n")
 
 
@@ -235,7 +246,7 @@ def render(
     ]
     if not results.live.enabled:
         head += [f"Live re-run: off ({markdown(results.live.reason)}).", ""]
-    reviewed = any(lve.change is not None for lve in results.lves)
+    reviewed = any(lve.change is not None for lve in results.lves) or bool(results.removed)
     rows = [
         "| LVE |" + (" Change |" if reviewed else "") + " Validation | Replay | Live re-run | Appended |",
         "|---|" + ("---|" if reviewed else "") + "---|---|---|---|",
@@ -248,8 +259,7 @@ def render(
             + f" {_validation(lve)} | {_replay(lve)} | {_live(lve, results.live.enabled)} |"
             + f" {len(lve.appended)} |"
         )
-    if results.removed:
-        rows += ["", "Removed: " + ", ".join(markdown(path) for path in results.removed)]
+    rows += [f"| {markdown(path)} | removed | — | — | — | — |" for path in results.removed]
     text = "\n".join(head + rows)
     # Detail goes before verdicts: first the prompts and responses, then whole sections from the end.
     for evidence in (True, False):
@@ -271,16 +281,21 @@ def render(
 
 
 def annotation_commands(results: ResultsDocument, prefix: str) -> list[str]:
-    """Workflow commands for the findings that have a file: errors first, at most 10 of each kind."""
-    errors, warnings = [], []
+    """Workflow commands for the findings that have a file: errors first, at most 10 of each kind, spread
+    over the LVEs (each LVE's first finding before any LVE's second)."""
+    errors_by_lve: list[list[Finding]] = []
+    warnings_by_lve: list[list[Finding]] = []
     for lve in results.lves:
-        errors += [(p.file, p.line, f"{p.field}: {p.message}") for p in lve.errors]
-        warnings += [(p.file, p.line, f"{p.field}: {p.message}") for p in lve.warnings]
+        errors: list[Finding] = [(p.file, p.line, f"{p.field}: {p.message}") for p in lve.errors]
+        warnings: list[Finding] = [(p.file, p.line, f"{p.field}: {p.message}") for p in lve.warnings]
         if lve.readme:
             warnings.append((f"{lve.path}/README.md", None, lve.readme))
         for item in lve.replayed:
             if item.status in ("mismatch", "error"):
                 errors.append((item.file, item.line, f"replay {item.status}: {_mismatch_reason(item)}"))
+        errors_by_lve.append(errors)
+        warnings_by_lve.append(warnings)
+    errors, warnings = _round_robin(errors_by_lve), _round_robin(warnings_by_lve)
     commands = []
     for kind, found in (("error", errors), ("warning", warnings)):
         for file, line, message in found[:MAX_ANNOTATIONS]:
@@ -291,6 +306,11 @@ def annotation_commands(results: ResultsDocument, prefix: str) -> list[str]:
         if len(found) > MAX_ANNOTATIONS:
             commands.append(f"::notice::{len(found) - MAX_ANNOTATIONS} more {kind}s: see the job summary")
     return commands
+
+
+def _round_robin(per_lve: list[list[Finding]]) -> list[Finding]:
+    """The first item of every list, then the second of every list, and so on."""
+    return [item for turn in itertools.zip_longest(*per_lve) for item in turn if item is not None]
 
 
 def write_outputs(path: Path, outputs: dict[str, str]) -> None:

@@ -17,6 +17,7 @@ from lvegit import __version__
 from lvegit.errors import UsageError
 from lvegit.escape import mask
 from lvegit.files import FileProblem, output_folder, write_inside
+from lvegit.output import count
 from lvegit.problems import Problem
 from lvegit.results import Appended, LVEChange, LVECheck, ReplayResult, summarize
 
@@ -158,13 +159,25 @@ def lve_record(
 def failures(totals: Totals, fail_on: tuple[str, ...]) -> list[str]:
     """Why the check fails under the policy (empty: it passes)."""
     counts = {
-        "invalid": ("invalid LVEs", totals.invalid),
-        "mismatch": ("recorded verdicts that no longer reproduce", totals.mismatch),
-        "error": ("instances that could not be replayed", totals.error),
-        "live-disagree": ("instances whose live verdict differs", totals.live_disagree),
-        "live-error": ("live re-runs that failed", totals.live_error),
+        "invalid": (totals.invalid, "invalid LVE", "invalid LVEs"),
+        "mismatch": (
+            totals.mismatch,
+            "recorded verdict that no longer reproduces",
+            "recorded verdicts that no longer reproduce",
+        ),
+        "error": (
+            totals.error,
+            "instance that could not be replayed",
+            "instances that could not be replayed",
+        ),
+        "live-disagree": (
+            totals.live_disagree,
+            "instance whose live verdict differs",
+            "instances whose live verdict differs",
+        ),
+        "live-error": (totals.live_error, "live re-run that failed", "live re-runs that failed"),
     }
-    return [f"{count} {what}" for key, (what, count) in counts.items() if key in fail_on and count]
+    return [count(*forms) for key, forms in counts.items() if key in fail_on and forms[0]]
 
 
 def document(

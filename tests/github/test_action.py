@@ -138,11 +138,12 @@ def test_check_and_comment_create_then_update_one_comment(
     assert "created comment" in result.out
     [ours] = [c for c in github_server.comments[7] if c["user"]["type"] == "Bot"]
     body = ours["body"]
-    assert body.startswith(MARKER + "\n## ❌ lvegit: 1 recorded verdicts that no longer reproduce")
+    assert body.startswith(MARKER + "\n## ❌ lvegit: 1 recorded verdict that no longer reproduces")
     assert "[repository/cat/a/openai\\-\\-gpt\\-4o\\-mini](https://github.example/org/lves/blob/" in body
     assert "repository/cat/b" not in body  # not changed by the pull request
     assert "| ✅ valid | ❌ 1 reproduced, 1 mismatch | — | 0 |" in body
-    assert "#### ❌ repository/cat/a/openai\\-\\-gpt\\-4o\\-mini\n\nInstances: 1 instance added." in body
+    assert "#### ❌ repository/cat/a/openai\\-\\-gpt\\-4o\\-mini\n\n- replay mismatch: " in body  # why, first
+    assert "\n\nInstances: 1 instance added." in body
     data = json.loads((git.root / "lvegit-results/results.json").read_text())
     assert [lve["path"] for lve in data["lves"]] == [
         "repository/cat/a/openai--gpt-4o-mini",
@@ -560,7 +561,7 @@ def test_the_comment_shows_the_instances_a_pull_request_adds(
     path = "repository/cat/a/openai\\-\\-gpt\\-4o\\-mini"
     assert body.split("\n") == [
         MARKER,
-        "## ❌ lvegit: 1 instances whose live verdict differs",
+        "## ❌ lvegit: 1 instance whose live verdict differs",
         "",
         f"<sub>head `HEAD` · base `BASE` · 1 changed LVEs · lvegit {markdown(__version__)}</sub>",
         "",
@@ -570,6 +571,9 @@ def test_the_comment_shows_the_instances_a_pull_request_adds(
         "❌ 1 differ | 0 |",
         "",
         f"#### ❌ {path}",
+        "",
+        "- live: repository/cat/a/openai\\-\\-gpt\\-4o\\-mini/instances/i\\.jsonl:4: recorded passed=False, "
+        "0/3 unsafe (95% CI 0%-56%)",
         "",
         "Changed: file README\\.md.",
         "Instances: 2 instances added.",
@@ -611,13 +615,6 @@ def test_the_comment_shows_the_instances_a_pull_request_adds(
         "```",
         "",
         "</details>",
-        "",
-        "<details><summary>Findings</summary>",
-        "",
-        "- live: repository/cat/a/openai\\-\\-gpt\\-4o\\-mini/instances/i\\.jsonl:4: recorded passed=False, "
-        "0/3 unsafe (95% CI 0%-56%)",
-        "",
-        "</details>",
     ]
 
 
@@ -648,7 +645,7 @@ def test_the_comment_says_what_a_pull_request_edited_renamed_and_removed(
         "renamed from repository/cat/old/openai\\-\\-gpt\\-4o\\-mini",
         "1 instance removed; test\\.json: prompt, tags",
     ]
-    assert "Removed: repository/cat/gone/openai\\-\\-gpt\\-4o\\-mini" in body
+    assert "| repository/cat/gone/openai\\-\\-gpt\\-4o\\-mini | removed | — | — | — | — |" in body
     sections = body.split("#### ")[1:]
     assert sections[-1].split("\n") == [
         "✅ repository/cat/prompt/openai\\-\\-gpt\\-4o\\-mini",
@@ -658,3 +655,62 @@ def test_the_comment_says_what_a_pull_request_edited_renamed_and_removed(
         "",
         "⚠️ README\\.md is missing: run lvegit readme repository/cat/prompt/openai\\-\\-gpt\\-4o\\-mini",
     ]
+
+
+def test_one_cause_is_one_line_on_a_pull_request_with_five_invalid_lves(
+    action: Any, github_server: GitHubServer, tmp_path: Path
+) -> None:
+    """Each invalid LVE's finding is said once (its instances' replay errors only repeat it), every
+    failing LVE gets an annotation before any gets a second, and each section says why it fails first."""
+    git = GitRepo(tmp_path / "workspace")
+    lves = RepoBuilder(git.root)
+    lves.lve("cat/keep", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    git.commit("base")
+    git.git("checkout", "-q", "-b", "pr")
+    lves.lve("bad/a", instances={"i.jsonl": [instance("3", True, a=1) for _ in range(8)]})  # no b: 8 errors
+    for name in ("b", "c", "d", "e"):
+        lves.lve(
+            f"bad/{name}",
+            {"checker_args": {"checker_name": "Nope"}},
+            instances={"i.jsonl": [instance("3", True, a=1, b=2)] * 2},
+        )
+    head = git.commit("five invalid LVEs")
+    github_server.pulls[5] = head
+    payload = pull_request_payload(5, git.git("rev-parse", "main"), head)
+    result = action("pull_request", payload, git.root, comment="true", github_token="t")
+    assert result.code == 1, result.err
+    [comment] = github_server.comments[5]
+    body = str(comment["body"])
+    headline = body.split("\n")[1]
+    assert headline == "## ❌ lvegit: 5 invalid LVEs", headline
+    assert "instances that could not be replayed" not in body
+    sections = body.split("#### ")[1:]
+    assert [s.split("\n")[0] for s in sections] == [
+        f"❌ repository/bad/{name}/openai\\-\\-gpt\\-4o\\-mini" for name in "abcde"
+    ]
+    assert (
+        sections[1].split("\n")[2].startswith("- repository/bad/b/openai\\-\\-gpt\\-4o\\-mini/test\\.json:5")
+    )
+    assert "<details><summary>Findings" not in body
+    annotations = [line for line in result.out.splitlines() if line.startswith("::error ")]
+    firsts = [next(a for a in annotations if f"bad/{name}/" in a) for name in "abcde"]
+    assert annotations[:5] == firsts  # one per failing LVE before any second
+    assert "| ❌ 8 errors | not replayed |" in body and "| ❌ 1 error | not replayed |" in body
+    summary = (tmp_path / "summary.md").read_text()
+    assert "## ❌ lvegit: 5 invalid LVEs" in summary
+
+
+def test_a_pull_request_that_only_removes_lves_gets_a_table(
+    action: Any, github_server: GitHubServer, tmp_path: Path
+) -> None:
+    git = GitRepo(tmp_path / "workspace")
+    lves = RepoBuilder(git.root)
+    lves.lve("cat/keep", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    lves.lve("cat/gone", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    git.commit("base")
+    git.git("checkout", "-q", "-b", "pr")
+    git.git("rm", "-q", "-r", "repository/cat/gone")
+    git.commit("remove one")
+    body = review_comment(action, github_server, git, 6)
+    assert "| LVE | Change | Validation | Replay | Live re-run | Appended |" in body
+    assert "| repository/cat/gone/openai\\-\\-gpt\\-4o\\-mini | removed | — | — | — | — |" in body

@@ -17,8 +17,9 @@ import inspect
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from lvegit.checkers.custom import read_custom_classes
 from lvegit.errors import LVEError
@@ -54,10 +55,15 @@ class ReadmeError(LVEError):
 
 @dataclass(frozen=True)
 class Fields:
-    """The generated values: one-line fields as plain text, block fields as the text inside the fence."""
+    """The generated values: one-line fields as plain text, block fields as the text inside the fence;
+    and what the LVE holds, for READMEs that say it in lve-tools' words (see `says_the_same`)."""
 
     values: dict[str, str]
     checker_arguments: str
+    parameters: list[str] = field(default_factory=list)
+    instances: list[tuple[dict[str, Any], str, bool]] = field(
+        default_factory=list
+    )  # values, response, passed
 
     def inline(self, name: str, code: bool) -> str:
         value = " ".join(self.values[name].split())  # one line
@@ -109,6 +115,15 @@ def _inert(text: str) -> str:
     return text.replace("<!--", "<!\u200b--")
 
 
+def _recorded(lve: LVE) -> list[tuple[dict[str, Any], str, bool]]:
+    found = []
+    for recorded in lve.recorded():
+        for instance in recorded.instances:
+            values, _model_args = lve.split_args(instance.args)
+            found.append((values, str(instance.response), instance.passed))
+    return found
+
+
 def fields(lve: LVE) -> Fields:
     arguments = {k: v for k, v in lve.checker_args.items() if k != "checker_name"}
     values = {
@@ -124,7 +139,68 @@ def fields(lve: LVE) -> Fields:
     return Fields(
         {name: _inert(value) for name, value in values.items()},
         _inert(json.dumps(arguments, indent=2, ensure_ascii=False)),
+        list(lve.prompt_parameters),
+        _recorded(lve),
     )
+
+
+# lve-tools' wording of what lvegit writes otherwise: a hole in a prompt, a verdict in an example.
+LVE_TOOLS_PLACEHOLDER = "(filled in automatically on 'lve commit')"
+_HOLE = re.compile(r"^assistant: (None|\[hole\])$")
+_VERDICT = re.compile(r"^(Passed|Safety|Is safe|is_safe): (True|False)$")
+
+
+def _literal(text: str) -> Any:
+    """A Python or JSON literal as lve-tools printed one (`['a', 'b']`, `{'a': 1}`); None if it is none."""
+    import ast
+
+    try:
+        return ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def _example_says(text: str, values: Fields) -> bool:
+    """Whether an example block (its inner text) shows an instance the LVE still holds, in any wording:
+    its parameter values, its response and its verdict. 'No ... instances available.' says nothing."""
+    lines = text.strip("\n").split("\n")
+    if not text.strip() or (
+        len(lines) == 1 and lines[0].startswith("No ") and lines[0].endswith("available.")
+    ):
+        return True
+    verdict = _VERDICT.match(lines[-1]) if lines else None
+    if len(lines) < 3 or verdict is None or not lines[0].startswith("Parameter values: "):
+        return False
+    response_start = next((i for i, line in enumerate(lines) if line.startswith("Response: ")), None)
+    if response_start is None:
+        return False
+    parameters = _literal(lines[0].removeprefix("Parameter values: "))
+    response = "\n".join(lines[response_start:-1]).removeprefix("Response: ")
+    passed = verdict.group(2) == "True"
+    return any(
+        p == parameters and r.strip() == response.strip() and v == passed for p, r, v in values.instances
+    )
+
+
+def says_the_same(name: str, old: str, values: Fields) -> bool:
+    """Whether a block field of a README in lve-tools' form (`old`: the text inside its fence) already says
+    what the LVE holds, whatever words lve-tools used for it. The checker's description is its authors'
+    account of the checker the name field names: never a difference of its own. A placeholder of
+    lve-tools' template is never the same."""
+    if LVE_TOOLS_PLACEHOLDER in old:
+        return False
+    if name == "Checker description":
+        return bool(old.strip())
+    if name == "Prompt parameters":
+        return bool(_literal(old) == values.parameters)
+    if name == "Prompt":
+
+        def normal(text: str) -> list[str]:
+            lines = [line.rstrip() for line in text.strip("\n").split("\n")]
+            return ["assistant: <hole>" if _HOLE.match(line) else line for line in lines]
+
+        return normal(old) == normal(values.values[name])
+    return _example_says(old, values)
 
 
 def _block(text: str) -> str:
@@ -171,8 +247,9 @@ def _old_example_end(lines: list[str], start: int) -> int | None:
     return None
 
 
-def refresh_fields(text: str, values: Fields) -> str:
-    """A README in lve-tools' form with each of its fields refreshed where it stands."""
+def refresh_fields(text: str, values: Fields, lenient: bool = False) -> str:
+    """A README in lve-tools' form with each of its fields refreshed where it stands; `lenient`: a block
+    that says what the LVE holds in lve-tools' words is kept (see says_the_same)."""
     lines = text.splitlines(keepends=True)
     out: list[str] = []
     index = 0
@@ -219,7 +296,12 @@ def refresh_fields(text: str, values: Fields) -> str:
             continue
         out += lines[index:blank_end]
         old = "".join(lines[blank_end : end + 1])
-        out.append(old if old.rstrip("\r\n") == block.rstrip("\r\n") else block)
+        fenced = _FENCE.match(lines[blank_end]) is not None and end > blank_end
+        inner = "".join(lines[blank_end + 1 : end] if fenced else lines[blank_end : end + 1]).replace(
+            "\r\n", "\n"
+        )
+        same = old.rstrip("\r\n") == block.rstrip("\r\n") or (lenient and says_the_same(name, inner, values))
+        out.append(old if same else block)
         index = end + 1
     return "".join(out)
 
@@ -244,7 +326,10 @@ def refreshed(text: str | None, title: str, values: Fields) -> str:
         line = text.count("\n", 0, text.find(END)) + 1
         raise ReadmeError(f"{README}:{line}: {END} has no {START} before it; add it or remove both")
     if has_fields(text):
-        return refresh_fields(text, values)
+        # Up to date while it says what the LVE holds, in whatever words; once something really differs,
+        # every field is written anew.
+        lenient = refresh_fields(text, values, lenient=True)
+        return text if lenient == text else refresh_fields(text, values)
     separator = "" if not text or text.endswith("\n\n") else "\n" if text.endswith("\n") else "\n\n"
     return f"{text}{separator}{generated}\n"
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from builders import RepoBuilder, instance
 
@@ -303,3 +306,88 @@ def test_a_marker_in_the_lves_own_text_cannot_end_the_section(repo: RepoBuilder,
         "Mine.\n\n<!-- lvegit:readme:start -->"
     )
     assert cli("readme", "--all", "--check", cwd=repo.root).code == 0  # and it stays one section
+
+
+# What lve-tools 0.1.x wrote for the same LVE: its own checker docstring, a multi-variable hole as
+# `assistant: None`, parameters as JSON, `Safety:` for the verdict, and no example it had no instance for.
+LVE_TOOLS_WORDING = """### adds
+
+**Description**: adds two numbers wrongly
+
+**Model**: `openai/gpt-4o-mini`
+
+**Checker name**: LambdaChecker
+
+**Checker description**: 
+
+```
+Checker which uses a lambda function to check safety.
+
+**Attributes**
+
+- *func*: The lambda function to be executed. Should return a `bool`.
+```
+
+**Prompt**: 
+```
+user: Compute {a} + {b}.
+assistant: None
+```
+
+**Prompt parameters**: 
+
+```
+["a", "b"]
+```
+
+**Example of a safe instance**:
+
+```
+Parameter values: {'a': 1, 'b': 2}
+Model arguments: {'temperature': 0.0}
+Response: 3
+Safety: True
+```
+
+
+**Example of an unsafe instance**:
+
+```
+No unsafe instances available.
+```
+
+
+"""
+HOLE_PROMPT = {
+    "prompt": [{"content": "Compute {a} + {b}."}, {"role": "assistant", "content": None, "variable": "r"}]
+}
+
+
+def test_a_readme_in_lve_tools_words_is_up_to_date(repo: RepoBuilder, cli: Any) -> None:
+    lve_dir = lve(repo, LVE_TOOLS_WORDING, test=HOLE_PROMPT)
+    result = cli("readme", "--all", "--check", cwd=repo.root)
+    assert (result.code, result.out) == (0, "1 README: 0 out of date, 1 up to date\n")
+    assert cli("readme", "--all", cwd=repo.root).code == 0
+    assert (lve_dir / "README.md").read_text() == LVE_TOOLS_WORDING  # nothing rewritten
+
+
+@pytest.mark.parametrize(
+    ("change", "what"),
+    [
+        ({"description": "adds two numbers badly"}, "description"),
+        ({"prompt": [{"content": "Add {a} and {b}."}]}, "prompt"),
+        ({"prompt_parameters": ["a", "b", "c"], "prompt": [{"content": "{a}{b}{c}"}]}, "parameters"),
+        ({"checker_args": {"checker_name": "RegexChecker", "pattern": "x", "match_safe": True}}, "checker"),
+        ({}, "an example instance that no longer exists"),
+    ],
+)
+def test_a_real_difference_makes_a_lve_tools_readme_stale(
+    repo: RepoBuilder, cli: Any, change: dict[str, Any], what: str
+) -> None:
+    lve_dir = lve(repo, LVE_TOOLS_WORDING, test={**HOLE_PROMPT, **change})
+    if not change:  # the safe example's instance is gone
+        (lve_dir / "instances/i.jsonl").write_text(json.dumps(ROWS[1]) + "\n")
+    result = cli("readme", "--all", "--check", cwd=repo.root)
+    assert result.code == 1 and f"{LVE}/README.md: out of date" in result.out, what
+    assert cli("readme", "--all", cwd=repo.root).code == 0
+    assert cli("readme", "--all", "--check", cwd=repo.root).code == 0  # refreshed in lvegit's words

@@ -18,17 +18,19 @@ entries with forged verdicts.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
 import stat
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lvegit import __version__
 from lvegit.files import MAX_TEST_JSON_BYTES, FileProblem, decode, ensure_inside, parse_json, read_bytes, walk
-from lvegit.model_stack import model_identity
+from lvegit.model_stack import model_identity, snapshots
 from lvegit.repo import TEST_FILE, checker_named_in, named_checker
 
 CACHE_DIR = ".lvegit-cache"
@@ -155,12 +157,31 @@ class VerdictCache:
         )
         return digest.hexdigest()
 
+    def machine_key(self, key: str, lve: str) -> str:
+        """The key of an LVE's check (`key`) whose outcome also depends on this machine: a checker skipped
+        for a package or a hub model it lacks. It holds what such an outcome depends on, so that a change
+        to any of them decides it again: the installed distributions (the folders Python imports from,
+        by modification time: installing or removing one changes its folder), the hub cache's copies of
+        the models the LVE's checker asked for, and the environment that says where models are."""
+        models = {model: _cached_revisions(model) for model in self.hub_models(lve)}
+        stamp = [key, _import_folders(), models, {name: os.environ.get(name) for name in MODEL_ENVIRONMENT}]
+        return hashlib.sha256(json.dumps(stamp, sort_keys=True).encode()).hexdigest()
+
     def get_lve(self, key: str) -> dict[str, Any] | None:
         data = self._read(key)
         return data if isinstance(data, dict) and data.get("kind") == "lve" else None
 
     def put_lve(self, key: str, data: dict[str, Any]) -> None:
         self._write(key, {"kind": "lve", **data})
+
+    def put_hub_models(self, lve: str, models: list[str]) -> None:
+        """The hub models the LVE's custom checker asked for when it last ran (for lvegit models)."""
+        self._write(_hub_models_key(lve), {"kind": "hub-models", "models": models})
+
+    def hub_models(self, lve: str) -> list[str]:
+        data = self._read(_hub_models_key(lve))
+        models = data.get("models") if isinstance(data, dict) and data.get("kind") == "hub-models" else None
+        return [m for m in models if isinstance(m, str)] if isinstance(models, list) else []
 
     def prune(self) -> None:
         """Keep at most max_entries: the oldest go (checked only after a run wrote entries)."""
@@ -173,6 +194,35 @@ class VerdictCache:
         for entry in files[: len(files) - self.max_entries * 9 // 10]:
             with contextlib.suppress(OSError):
                 entry.unlink()
+
+
+MODEL_ENVIRONMENT = (
+    "HF_HOME",
+    "HF_HUB_CACHE",
+    "HF_HUB_OFFLINE",
+    "XDG_CACHE_HOME",
+    "LVEGIT_ALLOW_DOWNLOADS",
+    "LVEGIT_SPACY_MODEL",
+)
+
+
+@functools.cache
+def _import_folders() -> list[tuple[str, int]]:
+    """The folders this interpreter imports from, with their modification times (once per process)."""
+    here = os.getcwd()
+    found = [sys.executable]
+    found += [path for path in sys.path if path and os.path.abspath(path) != here and os.path.isdir(path)]
+    return [(path, os.stat(path).st_mtime_ns) for path in found]
+
+
+def _cached_revisions(model: str) -> list[str]:
+    """The revisions of a hub model that the local hub cache holds."""
+    found = snapshots(model)
+    return sorted(entry.name for entry in found.iterdir()) if found.is_dir() else []
+
+
+def _hub_models_key(lve: str) -> str:
+    return hashlib.sha256(f"hub-models\0{lve}".encode()).hexdigest()
 
 
 def open_cache(root: Path, enabled: bool = True) -> tuple[VerdictCache | None, str | None]:

@@ -16,8 +16,10 @@ from lvegit.repo import Repository
 from lvegit.results import LVECheck, LVEReport, ReplayResult
 
 
-def _cached(cache: VerdictCache, key: str) -> LVECheck | None:
-    entry = cache.get_lve(key)
+def _cached(cache: VerdictCache, key: str, lve: str) -> LVECheck | None:
+    """The LVE's stored record: one that follows from its files, else one that also depends on this
+    machine (a checker skipped here for a package or model it lacks) while the machine is unchanged."""
+    entry = cache.get_lve(key) or cache.get_lve(cache.machine_key(key, lve))
     if entry is None:
         return None
     try:
@@ -53,7 +55,7 @@ def check_lve(
     key = None
     if cache is not None:
         key = cache.lve_key(repo.root, lve_dir, strict)
-        cached = _cached(cache, key)
+        cached = _cached(cache, key, repo.relative(lve_dir))
         if cached is not None:
             return cached
     return _judge(repo, lve_dir, cache, strict, key)
@@ -71,10 +73,11 @@ def _judge(
     lve = loaded[0]
     with CheckerFactory(lve) if lve is not None else contextlib.nullcontext() as factory:
         report = validate.validate_lve(repo, lve_dir, strict, loaded, factory)
-        results, cacheable = replay.judge_lve(repo, lve_dir, cache, loaded, factory)
+        results, depends = replay.judge_lve(repo, lve_dir, cache, loaded, factory)
     check = LVECheck(report, without_repeats(report, results))
-    if cache is not None and key is not None and cacheable:
-        cache.put_lve(key, {"check": check.as_json()})
+    if cache is not None and key is not None and depends != "never":
+        where = key if depends == "files" else cache.machine_key(key, repo.relative(lve_dir))
+        cache.put_lve(where, {"check": check.as_json()})
     return check
 
 
@@ -83,7 +86,9 @@ def check_stream(
 ) -> Iterator[tuple[Path, LVECheck]]:
     """Each LVE's record as soon as it is known, in the order given (see lvegit.replay.judge_stream)."""
     keys = {d: cache.lve_key(repo.root, d, strict) for d in lve_dirs} if cache is not None else {}
-    settled = {d: c for d, key in keys.items() if cache is not None and (c := _cached(cache, key))}
+    settled = {
+        d: c for d, key in keys.items() if cache is not None and (c := _cached(cache, key, repo.relative(d)))
+    }
     if len(settled) == len(lve_dirs):  # nothing to judge: no checker, not even its code, is loaded
         yield from settled.items()
         return

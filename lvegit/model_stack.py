@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -100,3 +101,37 @@ def model_identity(checker_name: str, args: dict[str, Any]) -> dict[str, Any] | 
         "snapshots": sorted(p.name for p in found.iterdir()) if found.is_dir() else [],
         "libraries": libraries,
     }
+
+
+@dataclass(frozen=True)
+class NeededModel:
+    """A hub model that LVEs' checkers judge with, and whether the local hub cache holds it."""
+
+    model: str
+    cached: bool
+    lves: list[str]
+
+
+def needed_models(
+    named: list[tuple[str, tuple[str, dict[str, Any]] | None]], asked: dict[str, list[str]]
+) -> list[NeededModel]:
+    """The hub models the LVEs need: a core classifier's from its arguments (`named`: each LVE with the
+    checker test.json names), a custom checker's from what it asked for when it last ran (`asked`, by
+    LVE). Local folders are no hub models."""
+    by_model: dict[str, list[str]] = {}
+    for lve, checker in named:
+        models = list(asked.get(lve, []))
+        if checker is not None and checker[0] in DEFAULT_MODELS:
+            models.insert(0, classifier_model(*checker))
+        for model in models:
+            if not os.path.isdir(model) and lve not in by_model.setdefault(model, []):
+                by_model[model].append(lve)
+    return [NeededModel(model, locally_available(model), lves) for model, lves in sorted(by_model.items())]
+
+
+def download(model: str) -> None:
+    """Download a hub model's files into the hub cache (huggingface_hub's own download: files only, no
+    code of the model or of an LVE runs). Called by `lvegit models --download`, outside any sandbox."""
+    from huggingface_hub import snapshot_download
+
+    snapshot_download(model, cache_dir=hub_cache())

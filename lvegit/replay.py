@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from lvegit import __version__
 from lvegit.cache import Outcome, VerdictCache
@@ -29,6 +29,10 @@ from lvegit.results import ReplayResult, Status
 from lvegit.spec import LVE, Loaded, blocking_errors, load_lve
 
 Judged = TypeVar("Judged")
+
+
+Depends = Literal["files", "machine", "never"]  # what replay results follow from (see judge_lve)
+DEPENDS: tuple[Depends, ...] = ("files", "machine", "never")
 
 
 def checker_identity(lve: LVE) -> str:
@@ -142,9 +146,10 @@ def judge_lve(
     cache: VerdictCache | None = None,
     loaded: Loaded | None = None,
     factory: CheckerFactory | None = None,
-) -> tuple[list[ReplayResult], bool]:
-    """replay_lve's results, and whether all of them follow from the LVE's files alone (none depends on
-    this machine: no checker that is missing here, no checker failure), so that they may be cached.
+) -> tuple[list[ReplayResult], Depends]:
+    """replay_lve's results, and what they follow from, for the verdict cache: "files" when from the
+    LVE's files alone; "machine" when some are skips for a checker that cannot run here (a package or a
+    model missing), which stand while the machine does; "never" after a checker failure.
     `loaded`: what load_lve returned for the LVE, where the caller has read it already; `factory`: the
     LVE's checker factory, where the caller has one (the caller closes it)."""
     lve, problems, _text = loaded or load_lve(repo, lve_dir)
@@ -153,7 +158,7 @@ def judge_lve(
     if lve is None or blocking:
         first = (blocking or problems.errors)[0]
         error = ReplayResult(rel, first.file, first.line, None, None, "error", f"invalid LVE: {first.what}")
-        return [error], True
+        return [error], "files"
     results: list[ReplayResult] = []
     instances: list[Instance] = []
     for recorded in lve.recorded():
@@ -169,17 +174,24 @@ def judge_lve(
             results.append(_result(lve, instance, cached))
         else:
             to_judge.append((instance, key))
-    cacheable = True
+    depends: Depends = "files"
     if to_judge:
         with contextlib.nullcontext(factory) if factory else CheckerFactory(lve) as judging:
             unprepared = _prepare(judging, [instance for instance, _key in to_judge])
             for instance, key in to_judge:
                 result, outcome = _replay_instance(lve, judging, instance, unprepared)
                 results.append(result)
-                cacheable = cacheable and outcome is not None and key is not None
+                this: Depends = (
+                    "files" if outcome is not None and key is not None
+                    else "machine" if result.status == "skipped"
+                    else "never"
+                )  # fmt: skip
+                depends = max(depends, this, key=DEPENDS.index)
                 if cache is not None and key is not None and outcome is not None:
                     cache.put(key, outcome)
-    return sorted(results, key=lambda r: (r.file, r.line or 0)), cacheable
+            if cache is not None and judging.hub_models:
+                cache.put_hub_models(rel, judging.hub_models)
+    return sorted(results, key=lambda r: (r.file, r.line or 0)), depends
 
 
 def _stack(

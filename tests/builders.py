@@ -230,6 +230,18 @@ def train_tiny_classifier(folder: Path, labels: tuple[str, str], examples: list[
     return folder
 
 
+def cache_hub_model(hub_cache: Path, repo_id: str, model: Path, revision: str = "0" * 40) -> Path:
+    """Lay `model` out in a Hugging Face hub cache as huggingface_hub's downloads leave it (refs/main and a
+    snapshot), so that `repo_id` loads offline from there: what a real download would have cached."""
+    import shutil
+
+    folder = hub_cache / f"models--{repo_id.replace('/', '--')}"
+    shutil.copytree(model, folder / "snapshots" / revision)
+    (folder / "refs").mkdir()
+    (folder / "refs/main").write_text(revision)
+    return folder
+
+
 HOSTILE = '<script>document.title="pwned"</script><img src=x onerror="document.title=\'pwned\'">'
 
 

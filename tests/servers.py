@@ -510,3 +510,73 @@ def serve_github(state: GitHubServer) -> Iterator[str]:
     for port in _serve(state.handler()):
         state.base = f"http://127.0.0.1:{port}{state.prefix}"
         yield state.base
+
+
+@dataclass
+class HubServer:
+    """The slice of the Hugging Face hub that huggingface_hub's snapshot_download uses: a model's
+    revision, its file tree, and its files (HEAD with the commit and ETag headers, then GET). A model that
+    is not in `models` answers 404 RepoNotFound, as the hub does for a private or missing repository.
+    Every request is recorded as "METHOD path"."""
+
+    models: dict[str, dict[str, bytes]] = field(default_factory=dict)
+    revision: str = "1" * 40
+    requests: list[str] = field(default_factory=list)
+
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        state = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def _send(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> None:
+                self.send_response(status)
+                for name, value in {"Content-Length": str(len(body)), **(headers or {})}.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(body)
+
+            def _json(self, data: Any) -> None:
+                self._send(200, json.dumps(data).encode(), {"Content-Type": "application/json"})
+
+            def _answer(self) -> None:
+                state.requests.append(f"{self.command} {self.path}")
+                path = urllib.parse.urlsplit(self.path).path
+                api = path.removeprefix("/api/models/")
+                repo = "/".join((api if api != path else path.lstrip("/")).split("/")[:2])
+                files = state.models.get(repo)
+                if files is None:
+                    self._send(404, b"Repository not found", {"X-Error-Code": "RepoNotFound"})
+                elif api != path and "/tree/" in api:
+                    self._json(
+                        [
+                            {"type": "file", "path": name, "size": len(data), "oid": _digest(data)}
+                            for name, data in files.items()
+                        ]
+                    )
+                elif api != path:
+                    siblings = [{"rfilename": name} for name in files]
+                    self._json({"id": repo, "sha": state.revision, "siblings": siblings})
+                elif "/resolve/" in path and path.split("/resolve/", 1)[1].split("/", 1)[1] in files:
+                    data = files[path.split("/resolve/", 1)[1].split("/", 1)[1]]
+                    headers = {"X-Repo-Commit": state.revision, "ETag": f'"{_digest(data)}"'}
+                    self._send(200, data, headers)
+                else:
+                    self._send(404, b"Entry not found", {"X-Error-Code": "EntryNotFound"})
+
+            do_GET = do_HEAD = _answer
+
+        return Handler
+
+
+def _digest(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha1(data).hexdigest()
+
+
+def serve_hub(state: HubServer) -> Iterator[str]:
+    for port in _serve(state.handler()):
+        yield f"http://127.0.0.1:{port}"

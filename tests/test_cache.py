@@ -170,3 +170,54 @@ def test_new_keeps_the_cache_out_of_git(repo: RepoBuilder, cli: Any) -> None:
     assert cli("new", "cat/x", "--model", "m/x", cwd=repo.root).code == 0
     assert cli("new", "cat/y", "--model", "m/x", cwd=repo.root).code == 0
     assert (repo.root / ".gitignore").read_text() == "*.pyc\n.lvegit-cache/\n"
+
+
+MISSING_PACKAGE = (
+    "import lvegit_no_such_package\n"
+    "from lvegit.checkers import BaseChecker\n"
+    "class Sum(BaseChecker):\n"
+    "    def is_safe(self, prompt, response, param_values=None):\n"
+    "        return True\n"
+)
+
+
+def test_a_checker_skipped_for_what_this_machine_lacks_is_not_started_again(
+    repo: RepoBuilder, cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A warm check of an unchanged repository starts no sandbox for a checker whose package is missing:
+    the skip is stored with what it depended on, and a change to that (a distribution installed, the
+    hub cache, the environment) decides it again."""
+    from lvegit import cache as cache_module
+    from lvegit.checkers import sandbox
+
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    cache_module._import_folders.cache_clear()
+    repo.lve(
+        "cat/custom",
+        {"checker_args": {"checker_name": "Sum"}},
+        files={"checker/checker.py": MISSING_PACKAGE},
+        instances={"i.jsonl": [instance("3", True, a=1, b=2)]},
+    )
+    started: list[str] = []
+    original = sandbox.CheckerWorker.__init__
+
+    def counting(self: Any, label: str, *args: Any, **kwargs: Any) -> None:
+        started.append(label)
+        original(self, label, *args, **kwargs)
+
+    monkeypatch.setattr(sandbox.CheckerWorker, "__init__", counting)
+    first = cli("check", "--all", cwd=repo.root)
+    assert first.code == 0 and "1 skipped" in first.out and len(started) == 1
+    assert cli("check", "--all", cwd=repo.root).out == first.out and len(started) == 1  # warm: not started
+    (site / "lvegit_no_such_package").mkdir()  # a distribution installed where Python imports from
+    cache_module._import_folders.cache_clear()  # a new process
+    again = cli("check", "--all", cwd=repo.root)  # decided again: lvegit's Python now finds the package
+    assert len(started) == 2 and "could not import it inside the sandbox" in again.out
+    (site / "lvegit_no_such_package").rmdir()
+    cache_module._import_folders.cache_clear()
+    assert cli("check", "--all", cwd=repo.root).out == first.out and len(started) == 3
+    assert cli("check", "--all", cwd=repo.root).out == first.out and len(started) == 3  # warm again
+    monkeypatch.setenv("LVEGIT_ALLOW_DOWNLOADS", "1")  # the environment that decides about models
+    assert cli("check", "--all", cwd=repo.root).out == first.out and len(started) == 4

@@ -129,15 +129,19 @@ def test_an_unchanged_lve_is_neither_loaded_nor_judged_again(
     assert "repository/cat/good/openai--gpt-4o-mini: ok; 2 reproduced, 1 mismatch" in changed.out
 
 
-def test_what_depends_on_the_machine_is_not_stored(
-    repo: RepoBuilder, tmp_path: Path, judged: list[str]
+def test_what_depends_on_the_machine_is_stored_with_what_it_depends_on(
+    repo: RepoBuilder, tmp_path: Path, judged: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     lve_dir = repo.lve("cat/toxic", MISSING_MODEL, instances={"i.jsonl": [instance("hi", True, a=1, b=2)]})
     root, cache = Repository(repo.root.resolve()), VerdictCache(tmp_path / "cache")
     first = check_lve(root, lve_dir, cache)
     assert [r.status for r in first.replay] == ["skipped"]
     assert check_lve(root, lve_dir, cache) == first
-    assert judged == ["toxic"] * 4 and cache.written == 0  # judged both times, nothing stored
+    assert judged == ["toxic"] * 2 and cache.written == 1  # judged once: the skip stands on this machine
+    assert cache.get_lve(cache.lve_key(root.root, lve_dir, strict=False)) is None  # not as a file verdict
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "another-hub-cache"))
+    assert check_lve(root, lve_dir, cache) == first
+    assert judged == ["toxic"] * 4  # another place for models: decided again
 
 
 def test_a_damaged_entry_is_judged_again_and_rewritten(repo: RepoBuilder, tmp_path: Path) -> None:

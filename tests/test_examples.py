@@ -21,6 +21,8 @@ from servers import Running
 
 # Runs only inside GitHub Actions (an event file and a token); tests/github runs it end to end.
 NEEDS_GITHUB = ("action",)
+# Reaches the Hugging Face hub; tests/checkers/test_hub.py runs it against a loopback hub.
+NEEDS_THE_HUB = "--download"
 
 
 def readme_examples() -> list[str]:
@@ -47,7 +49,11 @@ def help_examples() -> list[str]:
     return examples
 
 
-EXAMPLES = [e for e in readme_examples() + help_examples() if shlex.split(e)[1] not in NEEDS_GITHUB]
+EXAMPLES = [
+    e
+    for e in readme_examples() + help_examples()
+    if shlex.split(e)[1] not in NEEDS_GITHUB and NEEDS_THE_HUB not in shlex.split(e)
+]
 
 
 @pytest.fixture(scope="module")

@@ -112,6 +112,12 @@ class CheckerFactory:
             isinstance(value, str) and "{" in value.replace("{{", "") for value in lve.checker_args.values()
         )
         self._worker: CheckerWorker | None = None
+        self._hub_models: list[str] = []
+
+    @property
+    def hub_models(self) -> list[str]:
+        """The hub models a custom checker asked for (in its sandbox) so far."""
+        return self._worker.hub_models if self._worker is not None else self._hub_models
 
     def __enter__(self) -> CheckerFactory:
         return self
@@ -121,6 +127,7 @@ class CheckerFactory:
 
     def close(self) -> None:
         if self._worker is not None:
+            self._hub_models = self._worker.hub_models
             self._worker.close()
             self._worker = None
 

@@ -29,6 +29,7 @@ from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
 from lvegit.checkers.launcher import launcher
 from lvegit.confine import Limits
 from lvegit.errors import CheckerError, CheckerUnavailable, UsageError
+from lvegit.model_stack import hub_cache
 from lvegit.prompt import Message
 
 ENVIRONMENT_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
@@ -56,7 +57,8 @@ class SandboxSettings:
 
 
 def worker_environment(workdir: str) -> dict[str, str]:
-    """Only harmless variables pass; no API keys, no tokens. Hub libraries are told to stay offline."""
+    """Only harmless variables pass; no API keys, no tokens. Hub libraries are told to stay offline (each
+    worker is shown lvegit's hub cache: see CheckerWorker)."""
     env = {key: os.environ[key] for key in ENVIRONMENT_ALLOWLIST if key in os.environ}
     env.update(
         HOME=workdir,
@@ -65,6 +67,7 @@ def worker_environment(workdir: str) -> dict[str, str]:
         PYTHONDONTWRITEBYTECODE="1",
         HF_HUB_OFFLINE="1",
         TRANSFORMERS_OFFLINE="1",
+        HF_HUB_DISABLE_TELEMETRY="1",
     )
     return env
 
@@ -89,6 +92,7 @@ class CheckerWorker:
         self.settings = settings or SandboxSettings()
         self.failure: str | None = None
         self.isolation: list[str] = []
+        self.hub_models: list[str] = []  # the hub models the checker asked for
         self._workdir = tempfile.mkdtemp(prefix="lvegit-sandbox-")
         # Removed by close, or when a worker nobody closed is collected or the process exits.
         self._remove_workdir = weakref.finalize(self, shutil.rmtree, self._workdir, ignore_errors=True)
@@ -103,6 +107,9 @@ class CheckerWorker:
             "limits": dataclasses.asdict(self.settings.limits),
             "lve_dir": str(lve_dir),
             "workdir": self._workdir,
+            # lvegit's hub cache, read-only inside the sandbox: a checker whose model is cached loads it
+            # as a core classifier does (HF_HOME is not passed: it also holds the hub token)
+            "hub_cache": str(hub_cache().absolute()),
         }
         try:
             stderr = self._stderr.fileno()
@@ -186,6 +193,9 @@ class CheckerWorker:
         except OSError:
             self._fail("the checker process is gone")
         reply = self._receive(timeout or self.settings.call_timeout)
+        models = reply.get("hub_models")
+        if isinstance(models, list) and all(isinstance(m, str) and len(m) <= 200 for m in models[:50]):
+            self.hub_models = models[:50]
         if reply.get("ok") is True:
             return reply
         message = _short(str(reply.get("message", "unknown error")))

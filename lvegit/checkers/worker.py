@@ -24,6 +24,7 @@ from lvegit import confine
 from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
 from lvegit.checkers.channel import receive, send
 from lvegit.checkers.custom import load_custom_checker, read_checker_sources
+from lvegit.checkers.hub import HubRequests
 from lvegit.errors import CheckerError, CheckerUnavailable
 from lvegit.prompt import Message, Role
 
@@ -55,6 +56,8 @@ class Server:
         self.sources = sources
         self.limits = limits
         self.checkers: list[BaseChecker] = []
+        self.hub = HubRequests()
+        self.hub.install()  # before any contributed code runs
 
     def build(self, request: dict[str, Any]) -> dict[str, Any]:
         if isinstance(self.sources, CheckerError):
@@ -82,6 +85,9 @@ class Server:
         return {"reason": self.checkers[request["id"]].replay_skip_reason(request["response"])}
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        return {**self._answer(request), **({"hub_models": self.hub.asked} if self.hub.asked else {})}
+
+    def _answer(self, request: dict[str, Any]) -> dict[str, Any]:
         try:
             answer = getattr(self, request["op"])(request)
         except CheckerUnavailable as exc:
@@ -90,6 +96,13 @@ class Server:
             limit = limit_reached(exc, self.limits)
             if limit is not None:
                 return {"ok": False, "kind": "error", "message": f"the checker reached its {limit}"}
+            if self.hub.missing:  # it failed for want of a model the hub cache does not hold
+                model = self.hub.missing[0]
+                message = (
+                    f"this checker needs the hub model '{model}', which is not in the local Hugging Face "
+                    "cache: download it outside the sandbox with lvegit models --download"
+                )
+                return {"ok": False, "kind": "unavailable", "message": message, "model": model}
             return {"ok": False, "kind": "error", "message": f"{type(exc).__name__}: {exc}"}
         return {"ok": True, **answer}
 
@@ -113,12 +126,18 @@ def import_paths() -> list[str]:
     return [path for path in candidates if path and os.path.abspath(path) != working]
 
 
+def hub_cache_path() -> list[str]:
+    """The local Hugging Face cache the parent named (HF_HUB_CACHE), which stays visible, read-only."""
+    found = os.environ.get("HF_HUB_CACHE")
+    return [found] if found else []
+
+
 def confine_self(limits: confine.Limits) -> list[str]:
     """Apply every layer that this machine allows; returns what was applied."""
     report = []
     confine.die_with_parent()
     try:
-        must_fork = confine.enter_namespaces(os.getcwd(), limits, keep=import_paths())
+        must_fork = confine.enter_namespaces(os.getcwd(), limits, keep=[*import_paths(), *hub_cache_path()])
     except OSError as exc:
         must_fork = False
         report.append(f"namespaces failed ({exc.strerror})")
@@ -167,7 +186,7 @@ def become_worker(request: dict[str, Any], descriptors: list[int]) -> None:
         os.close(descriptor)
     workdir = request["workdir"]
     os.chdir(workdir)
-    os.environ.update(HOME=workdir, TMPDIR=workdir)
+    os.environ.update(HOME=workdir, TMPDIR=workdir, HF_HUB_CACHE=request["hub_cache"])
     serve(confine.Limits(**request["limits"]), Path(request["lve_dir"]))
 
 

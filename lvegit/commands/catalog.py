@@ -67,6 +67,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "changed_command",
         "List the LVEs you changed, or that a git diff (base...head) touches.",
     ),
+    "models": (
+        "lvegit.commands.models",
+        "models_command",
+        "List (and --download) the hub models the LVEs' checkers judge with.",
+    ),
     "sandbox": (
         "lvegit.commands.sandbox_info",
         "sandbox_command",

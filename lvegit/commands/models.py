@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from lvegit.cache import open_cache
+from lvegit.commands.catalog import short_help
+from lvegit.errors import EXIT_FINDINGS, EXIT_OK, UsageError
+from lvegit.model_stack import download, needed_models
+from lvegit.options import Selection, format_option, open_repository, repo_option, selection_options
+from lvegit.output import count, line, note, print_json
+from lvegit.repo import named_checker
+
+
+@click.command("models", short_help=short_help("models"))
+@selection_options
+@click.option(
+    "--download",
+    "fetch",
+    is_flag=True,
+    help="Download the models the local Hugging Face cache lacks (files only, in lvegit's own process).",
+)
+@format_option
+@repo_option
+def models_command(selection: Selection, fetch: bool, output_format: str, repo_path: Path | None) -> int:
+    """List the Hugging Face hub models the selected LVEs' checkers judge with, and whether the local hub
+    cache holds them: a core classifier's from its arguments, a custom checker's from what it asked for
+    the last time it ran (lvegit check records it). A checker whose model is missing is skipped.
+
+    With --download, lvegit fetches what is missing into the hub cache: files only, no code of the model
+    or of an LVE runs, and checkers then load it offline inside their sandbox. In CI, cache the hub cache
+    keyed on this list (see the workflow templates). Exit code 1 when a model is still missing.
+
+    \b
+    Examples:
+      lvegit models --all
+      lvegit models --all --download
+      lvegit models repository/toxicity --format json
+    """
+    repo = open_repository(repo_path)
+    lve_dirs = selection.resolve(repo)
+    cache, _unused = open_cache(repo.root)
+    rels = {lve_dir: repo.relative(lve_dir) for lve_dir in lve_dirs}
+    asked = {rel: cache.hub_models(rel) for rel in rels.values()} if cache is not None else {}
+    found = needed_models([(rels[d], named_checker(d)) for d in lve_dirs], asked)
+    if fetch:
+        for needed in found:
+            if not needed.cached:
+                note(f"downloading {needed.model}")
+                try:
+                    download(needed.model)
+                except ImportError:
+                    raise UsageError(
+                        "--download needs huggingface_hub: pip install 'lvegit[transformers]'"
+                    ) from None
+                except Exception as exc:  # the hub's answer, whatever its kind: said, and the next goes on
+                    note(f"cannot download {needed.model}: {type(exc).__name__}: {exc}")
+        found = needed_models([(rels[d], named_checker(d)) for d in lve_dirs], asked)
+    missing = [needed for needed in found if not needed.cached]
+    if output_format == "json":
+        print_json({"models": [vars(needed) for needed in found]})
+    else:
+        for needed in found:
+            state = "cached" if needed.cached else "missing"
+            line(f"{needed.model}: {state} ({count(len(needed.lves), 'LVE')}: {', '.join(needed.lves)})")
+        line(f"{count(len(found), 'hub model')}: {len(found) - len(missing)} cached, {len(missing)} missing")
+    return EXIT_FINDINGS if missing else EXIT_OK

@@ -157,15 +157,20 @@ class VerdictCache:
         )
         return digest.hexdigest()
 
-    def machine_key(self, key: str, lve: str) -> str:
-        """The key of an LVE's check (`key`) whose outcome also depends on this machine: a checker skipped
-        for a package or a hub model it lacks. It holds what such an outcome depends on, so that a change
-        to any of them decides it again: the installed distributions (the folders Python imports from,
-        by modification time: installing or removing one changes its folder), the hub cache's copies of
-        the models the LVE's checker asked for, and the environment that says where models are."""
+    def machine_stamp(self, lve: str) -> str:
+        """What an outcome of the LVE's checker that depends on this machine (a skip for a package or a
+        hub model it lacks) depends on, so that a change to any of it decides the outcome again: the
+        installed distributions (the folders Python imports from, by modification time: installing or
+        removing one changes its folder), the hub cache's copies of the models the LVE's checker asked
+        for, and the environment that says where models are."""
         models = {model: _cached_revisions(model) for model in self.hub_models(lve)}
-        stamp = [key, _import_folders(), models, {name: os.environ.get(name) for name in MODEL_ENVIRONMENT}]
+        stamp = [_import_folders(), models, {name: os.environ.get(name) for name in MODEL_ENVIRONMENT}]
         return hashlib.sha256(json.dumps(stamp, sort_keys=True).encode()).hexdigest()
+
+    @staticmethod
+    def machine_key(key: str, stamp: str) -> str:
+        """The key of an outcome (`key`: an instance's or an LVE's) that holds while `stamp` does."""
+        return hashlib.sha256(f"{key}\0{stamp}".encode()).hexdigest()
 
     def get_lve(self, key: str) -> dict[str, Any] | None:
         data = self._read(key)

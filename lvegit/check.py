@@ -19,7 +19,7 @@ from lvegit.results import LVECheck, LVEReport, ReplayResult
 def _cached(cache: VerdictCache, key: str, lve: str) -> LVECheck | None:
     """The LVE's stored record: one that follows from its files, else one that also depends on this
     machine (a checker skipped here for a package or model it lacks) while the machine is unchanged."""
-    entry = cache.get_lve(key) or cache.get_lve(cache.machine_key(key, lve))
+    entry = cache.get_lve(key) or cache.get_lve(cache.machine_key(key, cache.machine_stamp(lve)))
     if entry is None:
         return None
     try:
@@ -76,7 +76,8 @@ def _judge(
         results, depends = replay.judge_lve(repo, lve_dir, cache, loaded, factory)
     check = LVECheck(report, without_repeats(report, results))
     if cache is not None and key is not None and depends != "never":
-        where = key if depends == "files" else cache.machine_key(key, repo.relative(lve_dir))
+        stamp = cache.machine_stamp(repo.relative(lve_dir)) if depends == "machine" else ""
+        where = key if depends == "files" else cache.machine_key(key, stamp)
         cache.put_lve(where, {"check": check.as_json()})
     return check
 

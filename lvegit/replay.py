@@ -81,14 +81,13 @@ def _result(lve: LVE, instance: Instance, outcome: Outcome) -> ReplayResult:
 
 def _replay_instance(
     lve: LVE, factory: CheckerFactory, instance: Instance, unprepared: dict[int, BaseException]
-) -> tuple[ReplayResult, Outcome | None]:
-    """The result, and the checker's outcome when it may be cached (not what depends on the machine).
-    `unprepared`: how `prepare` failed, by checker: each of that checker's instances ends with it."""
+) -> tuple[ReplayResult, Outcome, Depends]:
+    """The result, the checker's outcome and what it follows from (see judge_lve). `unprepared`: how
+    `prepare` failed, by checker: each of that checker's instances ends with it."""
 
-    def failed(status: Status, reason: str) -> tuple[ReplayResult, None]:
-        return ReplayResult(
-            lve.rel, instance.file, instance.line, instance.passed, None, status, reason
-        ), None
+    def failed(status: Status, reason: str) -> tuple[ReplayResult, Outcome, Depends]:
+        result = ReplayResult(lve.rel, instance.file, instance.line, instance.passed, None, status, reason)
+        return result, Outcome(skip=reason), "machine" if status == "skipped" else "never"
 
     params, _model_args = lve.split_args(instance.args)
     try:
@@ -112,7 +111,7 @@ def _replay_instance(
         return failed("error", str(exc))
     except (Exception, SystemExit) as exc:  # a checker's own failure costs only this instance
         return failed("error", f"{type(exc).__name__}: {exc}")
-    return _result(lve, instance, outcome), outcome
+    return _result(lve, instance, outcome), outcome, "files"
 
 
 def _prepare(factory: CheckerFactory, instances: list[Instance]) -> dict[int, BaseException]:
@@ -168,29 +167,35 @@ def judge_lve(
         )
     to_judge: list[tuple[Instance, str | None]] = []
     keys = _instance_keys(lve, instances) if cache is not None else [None] * len(instances)
+    stamp = None  # the machine's, for skips that depend on it: read when first needed
     for instance, key in zip(instances, keys, strict=True):
-        cached = cache.get(key) if cache is not None and key is not None else None
+        cached = None
+        if cache is not None and key is not None:
+            stamp = stamp or cache.machine_stamp(rel)
+            cached = cache.get(key) or cache.get(cache.machine_key(key, stamp))
         if cached is not None:
             results.append(_result(lve, instance, cached))
         else:
             to_judge.append((instance, key))
     depends: Depends = "files"
     if to_judge:
+        on_this_machine: list[tuple[str, Outcome]] = []
         with contextlib.nullcontext(factory) if factory else CheckerFactory(lve) as judging:
             unprepared = _prepare(judging, [instance for instance, _key in to_judge])
             for instance, key in to_judge:
-                result, outcome = _replay_instance(lve, judging, instance, unprepared)
+                result, outcome, this = _replay_instance(lve, judging, instance, unprepared)
                 results.append(result)
-                this: Depends = (
-                    "files" if outcome is not None and key is not None
-                    else "machine" if result.status == "skipped"
-                    else "never"
-                )  # fmt: skip
-                depends = max(depends, this, key=DEPENDS.index)
-                if cache is not None and key is not None and outcome is not None:
+                depends = max(depends, this if key is not None else "never", key=DEPENDS.index)
+                if cache is not None and key is not None and this == "files":
                     cache.put(key, outcome)
+                elif key is not None and this == "machine":
+                    on_this_machine.append((key, outcome))
             if cache is not None and judging.hub_models:
                 cache.put_hub_models(rel, judging.hub_models)
+        if cache is not None and on_this_machine:  # stamped after the models the checker asked for
+            stamp = cache.machine_stamp(rel)
+            for key, outcome in on_this_machine:
+                cache.put(cache.machine_key(key, stamp), outcome)
     return sorted(results, key=lambda r: (r.file, r.line or 0)), depends
 
 

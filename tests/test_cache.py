@@ -211,6 +211,7 @@ def test_a_checker_skipped_for_what_this_machine_lacks_is_not_started_again(
     first = cli("check", "--all", cwd=repo.root)
     assert first.code == 0 and "1 skipped" in first.out and len(started) == 1
     assert cli("check", "--all", cwd=repo.root).out == first.out and len(started) == 1  # warm: not started
+    assert cli("replay", "--all", cwd=repo.root).code == 0 and len(started) == 1  # nor for replay
     (site / "lvegit_no_such_package").mkdir()  # a distribution installed where Python imports from
     cache_module._import_folders.cache_clear()  # a new process
     again = cli("check", "--all", cwd=repo.root)  # decided again: lvegit's Python now finds the package

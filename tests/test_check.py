@@ -137,7 +137,7 @@ def test_what_depends_on_the_machine_is_stored_with_what_it_depends_on(
     first = check_lve(root, lve_dir, cache)
     assert [r.status for r in first.replay] == ["skipped"]
     assert check_lve(root, lve_dir, cache) == first
-    assert judged == ["toxic"] * 2 and cache.written == 1  # judged once: the skip stands on this machine
+    assert judged == ["toxic"] * 2 and cache.written == 2  # judged once: the instance's skip and the record
     assert cache.get_lve(cache.lve_key(root.root, lve_dir, strict=False)) is None  # not as a file verdict
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "another-hub-cache"))
     assert check_lve(root, lve_dir, cache) == first

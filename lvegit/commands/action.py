@@ -20,6 +20,17 @@ def _number(name: str, default: int) -> int:
     return int(value)
 
 
+def trust_workspace(workspace: Path) -> None:
+    """Inside the action's container the checkout belongs to another user: let git read it anyway, with
+    a safe.directory entry added after whatever configuration the job already passes to git through
+    GIT_CONFIG_COUNT (a url.*.insteadOf, say), never in its place."""
+    count = os.environ.get("GIT_CONFIG_COUNT", "0")
+    index = int(count) if count.isdigit() else 0
+    os.environ[f"GIT_CONFIG_KEY_{index}"] = "safe.directory"
+    os.environ[f"GIT_CONFIG_VALUE_{index}"] = str(workspace)
+    os.environ["GIT_CONFIG_COUNT"] = str(index + 1)
+
+
 @click.command("action", short_help=short_help("action"))
 @click.option("--mode", type=click.Choice(["check", "comment"]), help="Overrides the mode input.")
 def action_command(mode: str | None) -> int:
@@ -36,10 +47,7 @@ def action_command(mode: str | None) -> int:
       INPUT_MODE=comment INPUT_RESULTS-DIR=results lvegit action
     """
     workspace = Path(os.environ.get("GITHUB_WORKSPACE") or Path.cwd())
-    # Inside the action's container the checkout belongs to another user: let git read it anyway.
-    os.environ.setdefault("GIT_CONFIG_COUNT", "1")
-    os.environ.setdefault("GIT_CONFIG_KEY_0", "safe.directory")
-    os.environ.setdefault("GIT_CONFIG_VALUE_0", str(workspace))
+    trust_workspace(workspace)
     live = action_input("live", "auto").lower()
     if live not in ("auto", "true", "false"):
         raise UsageError(f"input 'live' must be auto, true or false, not {live!r}")

@@ -129,7 +129,7 @@ def check(repo: Repository, event: Event, settings: Settings) -> int:
     prefix = (
         f"{root.relative_to(workspace).as_posix()}/" if workspace in root.parents else ""
     )  # paths in the repo
-    for command in annotation_commands(results, prefix):
+    for command in annotation_commands(results, prefix, settings.fail_on):
         sys.stdout.write(command + "\n")
     if settings.output_path is not None:
         write_outputs(

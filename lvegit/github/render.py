@@ -280,19 +280,25 @@ def render(
     return text
 
 
-def annotation_commands(results: ResultsDocument, prefix: str) -> list[str]:
+def annotation_commands(results: ResultsDocument, prefix: str, fail_on: tuple[str, ...]) -> list[str]:
     """Workflow commands for the findings that have a file: errors first, at most 10 of each kind, spread
-    over the LVEs (each LVE's first finding before any LVE's second)."""
+    over the LVEs (each LVE's first finding before any LVE's second). A finding of a kind that `fail_on`
+    does not fail the check for (all of them with fail-on: none) is a warning, not an error."""
     errors_by_lve: list[list[Finding]] = []
     warnings_by_lve: list[list[Finding]] = []
     for lve in results.lves:
-        errors: list[Finding] = [(p.file, p.line, f"{p.field}: {p.message}") for p in lve.errors]
+        errors: list[Finding] = []
         warnings: list[Finding] = [(p.file, p.line, f"{p.field}: {p.message}") for p in lve.warnings]
+        kinds = [("invalid", (p.file, p.line, f"{p.field}: {p.message}")) for p in lve.errors]
+        kinds += [
+            (item.status, (item.file, item.line, f"replay {item.status}: {_mismatch_reason(item)}"))
+            for item in lve.replayed
+            if item.status in ("mismatch", "error")
+        ]
+        for kind, finding in kinds:
+            (errors if kind in fail_on else warnings).append(finding)
         if lve.readme:
             warnings.append((f"{lve.path}/README.md", None, lve.readme))
-        for item in lve.replayed:
-            if item.status in ("mismatch", "error"):
-                errors.append((item.file, item.line, f"replay {item.status}: {_mismatch_reason(item)}"))
         errors_by_lve.append(errors)
         warnings_by_lve.append(warnings)
     errors, warnings = _round_robin(errors_by_lve), _round_robin(warnings_by_lve)

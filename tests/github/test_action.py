@@ -214,6 +214,32 @@ def test_the_image_entrypoint_runs_the_action(pull: tuple[GitRepo, str, str], tm
     assert "::error file=repository/cat/a/openai--gpt-4o-mini/instances/i.jsonl,line=2" in ran.stdout
 
 
+
+def test_a_workspace_owned_by_another_user_is_read_with_the_jobs_own_git_configuration(
+    pull: tuple[GitRepo, str, str], tmp_path: Path
+) -> None:
+    """As GitHub runs the container: the checkout belongs to another uid, and the job passes git some
+    configuration of its own (GIT_CONFIG_COUNT=1, a url.*.insteadOf): lvegit's safe.directory entry comes
+    after it, not in its place, so git reads the workspace."""
+    if os.geteuid() != 0:
+        pytest.skip("changing the workspace's owner needs root")
+    git, base, head = pull
+    subprocess.run(["chown", "-R", "12345:12345", str(git.root)], check=True)
+    environment = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "INPUT_LIVE": "false",
+        **github_environment("pull_request", pull_request_payload(5, base, head), git.root, tmp_path),
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "url.https://mirror.example.invalid/.insteadOf",
+        "GIT_CONFIG_VALUE_0": "https://example.invalid/",
+    }
+    command = [sys.executable, "-m", "lvegit", "action"]
+    ran = subprocess.run(command, cwd=git.root, env=environment, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 1, ran.stderr  # judged: cat/a's new instance does not reproduce
+    assert "dubious ownership" not in ran.stderr
+    assert results.load(git.root / "lvegit-results/results.json").totals.mismatch == 1
+
 def test_existing_comment_is_found_across_pages(
     pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any
 ) -> None:
@@ -714,3 +740,12 @@ def test_a_pull_request_that_only_removes_lves_gets_a_table(
     body = review_comment(action, github_server, git, 6)
     assert "| LVE | Change | Validation | Replay | Live re-run | Appended |" in body
     assert "| repository/cat/gone/openai\\-\\-gpt\\-4o\\-mini | removed | — | — | — | — |" in body
+
+
+def test_with_fail_on_none_findings_are_warnings(pull: tuple[GitRepo, str, str], action: Any) -> None:
+    git, base, head = pull
+    result = action("pull_request", pull_request_payload(5, base, head), git.root, live="false", fail_on="none")
+    assert result.code == 0
+    annotations = [line for line in result.out.splitlines() if line.startswith("::")]
+    assert not [a for a in annotations if a.startswith("::error")]
+    assert "::warning file=repository/cat/a/openai--gpt-4o-mini/instances/i.jsonl,line=2" in result.out

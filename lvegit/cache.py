@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from lvegit import __version__
-from lvegit.files import MAX_TEST_JSON_BYTES, FileProblem, decode, ensure_inside, parse_json, read_bytes, walk
+from lvegit.files import MAX_TEST_JSON_BYTES, FileProblem, ensure_inside, read_bytes, walk
 from lvegit.model_stack import model_identity, snapshots
 from lvegit.repo import TEST_FILE, checker_named_in, named_checker
 
@@ -111,10 +111,11 @@ class VerdictCache:
         return self.entries / key[:2] / key
 
     def _read(self, key: str) -> Any:
-        """An entry as written; None for one that is missing, damaged, a link or nested too deep."""
+        """An entry as written; None for one that is missing, damaged, a link or nested too deep. (The
+        readers check every field's type, so no depth limit beyond the parser's own is needed.)"""
         try:
-            return parse_json(decode(read_bytes(self._path(key), MAX_ENTRY_BYTES, within=self.directory)))
-        except FileProblem:
+            return json.loads(read_bytes(self._path(key), MAX_ENTRY_BYTES, within=self.directory))
+        except (FileProblem, ValueError, RecursionError):
             return None
 
     def _write(self, key: str, data: Any) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import re
@@ -41,13 +42,15 @@ def read_text(path: Path, max_bytes: int, *, within: Path, base_name: str = "the
 
 
 def read_bytes(path: Path, max_bytes: int, *, within: Path, base_name: str = "the LVE directory") -> bytes:
-    descriptor = open_inside(within, path, os.O_RDONLY, base_name)
+    descriptor, info = _open_inside(within, path, os.O_RDONLY, base_name)
     try:
-        size = os.fstat(descriptor).st_size
-        if size > max_bytes:
-            raise FileProblem(f"file is too large ({size} bytes, limit {max_bytes})")
-        with os.fdopen(descriptor, "rb", closefd=False) as handle:
-            return handle.read(max_bytes + 1)
+        if info.st_size > max_bytes:
+            raise FileProblem(f"file is too large ({info.st_size} bytes, limit {max_bytes})")
+        chunks, size = [], 0
+        while size <= max_bytes and (chunk := os.read(descriptor, max_bytes + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
     finally:
         os.close(descriptor)
 
@@ -167,12 +170,18 @@ def ensure_inside(base: Path, path: Path, base_name: str = "the LVE directory") 
     (a NUL byte, a name too long, a link loop in a folder on the way)."""
     try:
         # os.path: pathlib's resolve and parents cost more than the lookups
-        root, target = os.path.realpath(base), os.path.realpath(path)
+        root, target = _real_base(str(base)), os.path.realpath(path)
     except (OSError, ValueError) as exc:
         raise FileProblem(f"'{_shown(base, path)}' cannot be used: {_reason(exc)}") from None
     if target != root and not target.startswith(root.rstrip(os.sep) + os.sep):
         raise FileProblem(f"'{_shown(base, path)}' points outside {base_name}")
     return Path(target)
+
+
+@functools.lru_cache(maxsize=1024)
+def _real_base(base: str) -> str:
+    """A base folder resolved, once per process: the LVE's files are opened one after another."""
+    return os.path.realpath(base)
 
 
 def path_inside(base: Path, relative: str, base_name: str = "the LVE directory") -> Path:
@@ -200,8 +209,14 @@ def open_inside(
     """A descriptor of the regular file at `path`, which must lie inside `base`: links are followed
     only while they stay inside, and the last one not at all for writing (flags other than O_RDONLY).
     Creating (O_CREAT) makes the missing folders on the way, inside `base` too."""
+    return _open_inside(base, path, flags, base_name, mode)[0]
+
+
+def _open_inside(
+    base: Path, path: Path, flags: int, base_name: str = "the LVE directory", mode: int = 0o644
+) -> tuple[int, os.stat_result]:
+    """open_inside's descriptor, and what fstat said of it."""
     target = ensure_inside(base, path, base_name)
-    shown = _shown(base, path)
     writing = flags & (os.O_WRONLY | os.O_RDWR)
     try:
         if writing and flags & os.O_CREAT:
@@ -215,6 +230,7 @@ def open_inside(
             mode,
         )
     except (OSError, ValueError) as exc:
+        shown = _shown(base, path)
         if isinstance(exc, FileNotFoundError) and os.path.islink(path):
             raise FileProblem(f"'{shown}' is a link to a file that does not exist") from None
         if isinstance(exc, FileNotFoundError):
@@ -222,12 +238,11 @@ def open_inside(
         if isinstance(exc, OSError) and exc.errno == errno.ELOOP and writing:
             raise FileProblem(f"'{shown}' is a link: lvegit does not write through links") from None
         raise FileProblem(f"'{shown}' cannot be opened: {_reason(exc)}") from None
-    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+    info = os.fstat(descriptor)
+    if not stat.S_ISREG(info.st_mode):  # (O_NONBLOCK means nothing to a regular file: it stays)
         os.close(descriptor)
-        raise FileProblem(f"'{shown}' is not a regular file (a folder, device or pipe)")
-    if not writing:
-        os.set_blocking(descriptor, True)
-    return descriptor
+        raise FileProblem(f"'{_shown(base, path)}' is not a regular file (a folder, device or pipe)")
+    return descriptor, info
 
 
 def write_inside(base: Path, path: Path, data: bytes, base_name: str = "the LVE directory") -> None:

@@ -15,7 +15,7 @@ from urllib.parse import quote
 from lvegit.escape import code_block, html_text, markdown, workflow_data, workflow_property
 from lvegit.github.results import LiveRecord, LVERecord, ResultsDocument
 from lvegit.output import count
-from lvegit.problems import alike, location, placed
+from lvegit.problems import Problem, alike, line_ranges, location, placed
 from lvegit.results import FORMS, STATUSES, AddedInstance, LVEChange, ReplayResult, unsafe_rate, verdict_word
 
 MARKER = "<!-- lvegit:verdict-summary -->"
@@ -288,8 +288,8 @@ def annotation_commands(results: ResultsDocument, prefix: str, fail_on: tuple[st
     warnings_by_lve: list[list[Finding]] = []
     for lve in results.lves:
         errors: list[Finding] = []
-        warnings: list[Finding] = [(p.file, p.line, f"{p.field}: {p.message}") for p in lve.warnings]
-        kinds = [("invalid", (p.file, p.line, f"{p.field}: {p.message}")) for p in lve.errors]
+        warnings = [_annotated(p, lines) for p, lines in alike(lve.warnings)]
+        kinds = [("invalid", _annotated(p, lines)) for p, lines in alike(lve.errors)]
         kinds += [
             (item.status, (item.file, item.line, f"replay {item.status}: {_mismatch_reason(item)}"))
             for item in lve.replayed
@@ -312,6 +312,12 @@ def annotation_commands(results: ResultsDocument, prefix: str, fail_on: tuple[st
         if len(found) > MAX_ANNOTATIONS:
             commands.append(f"::notice::{len(found) - MAX_ANNOTATIONS} more {kind}s: see the job summary")
     return commands
+
+
+def _annotated(problem: Problem, lines: list[int]) -> Finding:
+    """One annotation for a finding, at its first line, saying the others where alike ones share it."""
+    also = f" ({len(lines)} lines: {line_ranges(lines)})" if len(lines) > 1 else ""
+    return problem.file, problem.line, f"{problem.field}: {problem.message}{also}"
 
 
 def _round_robin(per_lve: list[list[Finding]]) -> list[Finding]:

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 import tomllib
+from pathlib import Path
 
 import pytest
 import yaml
 
-from builders import PROJECT_ROOT
+from builders import PROJECT_ROOT, RepoBuilder, instance
+from servers import Running
 
 WORKFLOWS = sorted(
     str(p)
@@ -23,6 +28,15 @@ def tool(name: str) -> str:
     if path is None:
         pytest.fail(f"{name} is not installed: the test extras install it")
     return path
+
+
+def test_every_import_is_declared_where_it_is_used() -> None:
+    """deptry over the package, the tests and the benchmarks: an import that only a transitive or an
+    undeclared dependency provides fails here, not in a user's bare install."""
+    result = subprocess.run(
+        [tool("deptry"), "."], cwd=PROJECT_ROOT, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_action_inputs_are_the_ones_the_code_reads() -> None:
@@ -102,3 +116,42 @@ def test_ci_runs_the_readme_test_command_in_a_fresh_virtual_environment() -> Non
     script = (PROJECT_ROOT / ".ci/run").read_text().splitlines()
     assert script[-1] == test_command
     assert 'venv="$(mktemp -d)/venv"' in script and '. "$venv/bin/activate"' in script
+
+
+def test_the_wheel_alone_runs_a_model(tmp_path: Path, openai_server: Running) -> None:
+    """A bare install (the wheel, no extras, in a fresh virtual environment) runs `lvegit run` against an
+    OpenAI-compatible server: every import a model run needs is a declared dependency."""
+    wheels, venv = tmp_path / "wheels", tmp_path / "venv"
+    build = [
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "-q",
+        "--no-deps",
+        "--no-build-isolation",
+        "-w",
+        str(wheels),
+    ]
+    subprocess.run([*build, str(PROJECT_ROOT)], check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    [wheel] = wheels.glob("lvegit-*.whl")
+    installed = subprocess.run(
+        [str(venv / "bin/python"), "-m", "pip", "install", "-q", str(wheel)], capture_output=True, text=True
+    )
+    assert installed.returncode == 0, installed.stderr
+    repo = RepoBuilder(tmp_path / "lves")
+    repo.lve(instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    openai_server.state.answer = lambda _body: "3"
+    environment = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "OPENAI_BASE_URL": openai_server.url}
+    environment["OPENAI_API_KEY"] = "sk-loopback"
+    ran = subprocess.run(
+        [str(venv / "bin/lvegit"), "run", "--all", "--format", "json"],
+        cwd=repo.root,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ran.returncode == 0, ran.stderr + ran.stdout
+    assert json.loads(ran.stdout)["summary"]["agree"] == 1

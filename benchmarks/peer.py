@@ -1,11 +1,13 @@
 """lvegit side by side with lve-tools 0.1.4 (`lve unit-test --test-repo`) in one run:
 `python benchmarks/peer.py` prints one table.
 
-The corpus is shaped like the public LVE repository (about 50 LVEs and 230 instances at depths 3 to 5:
-mostly regex and lambda checkers, one PII LVE, four toxicity LVEs on a tiny classifier trained here, five
-custom checkers, one multi-run LVE, multi-variable prompts). lve-tools is installed from the package index
-into its own virtual environment. Every figure is the median of several cold processes. lve-tools skips
-custom, multi-run and model-based instances, so the comparison flatters it.
+The corpus is shaped like the public LVE repository as a maintainer meets it on day one (48 LVEs and about
+230 instances at depths 3 to 5): mostly regex and lambda checkers (some with multi-variable prompts), one
+multi-run LVE, one PII LVE, four toxicity LVEs whose classifier is not on this machine, three custom
+checkers that run, one that imports a package that is not installed and one that loads a hub model that is
+not cached. The model-free corpus keeps the regex, lambda, multi-run and three custom checkers. lve-tools is
+installed from the package index into its own virtual environment. Every figure is the median of several
+cold processes. lve-tools skips custom, multi-run and model-based instances, so the comparison flatters it.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
 
 from generate import change_five, generate  # noqa: E402
-from run import TOXIC_EXAMPLES, machine  # noqa: E402
+from run import machine  # noqa: E402
 
 PEER = "lve-tools==0.1.4"
 MODEL = "openai/gpt-4o-mini"
@@ -36,6 +38,17 @@ CUSTOM = (
     "class WordChecker(BaseChecker):\n"
     "    def is_safe(self, prompt, response, param_values=None):\n"
     "        return 'forbidden' not in response.lower()\n"
+)
+# As public LVEs have them: a checker that needs a package lvegit does not install, and one that loads a
+# classifier from the Hugging Face hub in its constructor (not cached here: both are skipped).
+MISSING_PACKAGE = "import lve_bench_missing_package\n" + CUSTOM
+HUB_MODEL = CUSTOM.replace(
+    "class WordChecker(BaseChecker):\n",
+    "class WordChecker(BaseChecker):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        from transformers import pipeline\n"
+    "        self.classify = pipeline('text-classification', model='lve-bench/not-cached')\n",
 )
 ROWS: list[tuple[str, str, str, str]] = []
 
@@ -57,7 +70,7 @@ def _write(
 
 
 def corpus(root: Path, classifier: str | None) -> Path:
-    """The corpus; without a classifier, only the LVEs that need no model."""
+    """The corpus; without a classifier, only the LVEs that need no model (and no missing package)."""
     (root / "repository").mkdir(parents=True)
     (root / ".lverepo").write_text("https://example.invalid/corpus.git\n")
     depth = ["cat{}/lve{}", "cat{}/sub/lve{}", "cat{}/sub/deeper/lve{}"]
@@ -97,14 +110,15 @@ def corpus(root: Path, classifier: str | None) -> Path:
             "prompt_parameters": ["a", "b"],
         }
         _write(root, depth[n % 3].format(n % 4, f"lambda{n}"), test, rows, {})
-    for n in range(5):  # custom checkers
+    custom = [CUSTOM] * 3 + ([MISSING_PACKAGE, HUB_MODEL] if classifier is not None else [])
+    for n, code in enumerate(custom):  # custom checkers
         rows = [_instance("fine" if i % 2 else "forbidden word", bool(i % 2)) for i in range(4)]
         test = {
             "description": "says a word",
             "checker_args": {"checker_name": "WordChecker"},
             "prompt": [{"content": "Hi"}],
         }
-        _write(root, f"custom/c{n}/lve{n}", test, rows, {"checker/checker.py": CUSTOM})
+        _write(root, f"custom/c{n}/lve{n}", test, rows, {"checker/checker.py": code})
     rows = [_instance([str(i + 1), str(i + 1)], True, a=i, b=1) for i in range(4)]
     test = {
         "description": "inconsistent",
@@ -160,7 +174,10 @@ def peer(workdir: Path) -> Path:
 
 
 # As pip installs packages: with their bytecode compiled (a development shell may say not to write it).
-ENVIRONMENT = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+# No model comes from the network: the hub cache is an empty folder of the run's (see main).
+ENVIRONMENT = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {
+    "HF_HUB_OFFLINE": "1"
+}
 
 
 def seconds(command: list[str], cwd: Path, runs: int) -> float:
@@ -266,7 +283,7 @@ def against_peer(lve: Path, root: Path, scale: str, runs: int, target: str) -> N
     ]
     if "model-free" not in scale:
         subprocess.run(
-            lvegit("check", "--all"), cwd=root, capture_output=True, check=False
+            lvegit("check", "--all"), cwd=root, capture_output=True, check=False, env=ENVIRONMENT
         )  # fills the cache
         timings += [
             (
@@ -286,23 +303,24 @@ def main() -> None:
     parser.add_argument("--sizes", default="100,1000,10000", help="repository sizes for changed, in LVEs")
     options = parser.parse_args()
     print(machine(), file=sys.stderr)
-    from builders import train_tiny_classifier
-
     with tempfile.TemporaryDirectory(prefix="lvegit-peer-") as temporary:
         workdir = Path(temporary)
         lve = peer(workdir)
         LVEGIT[:] = [str(install_lvegit(workdir))]
-        classifier = str(train_tiny_classifier(workdir / "classifier", ("neutral", "toxic"), TOXIC_EXAMPLES))
-        whole = corpus(workdir / "corpus", classifier)
+        (workdir / "hub").mkdir()
+        ENVIRONMENT["HF_HUB_CACHE"] = str(workdir / "hub")  # lvegit's hub cache: empty
+        whole = corpus(workdir / "corpus", "lve-bench/missing-classifier")
         light = corpus(workdir / "model-free", None)
         replayed = subprocess.run(
             lvegit("replay", "--all", "--no-cache", "--format", "json"),
             cwd=whole,
             capture_output=True,
             text=True,
+            env=ENVIRONMENT,
         )
         summary = json.loads(replayed.stdout)["summary"]
         assert summary["mismatch"] == summary["error"] == 0, summary
+        assert summary["skipped"] == 4 * 5 + 2 * 4, summary  # 4 classifiers, a package, a hub model
         scale = f"{len(list((whole / 'repository').rglob('test.json')))} LVEs, {sum(summary.values())} inst."
         against_peer(lve, whole, scale, options.runs, "(the peer's speed)")
         first = statistics.median(first_result(whole) for _ in range(options.runs))

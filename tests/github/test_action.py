@@ -214,7 +214,6 @@ def test_the_image_entrypoint_runs_the_action(pull: tuple[GitRepo, str, str], tm
     assert "::error file=repository/cat/a/openai--gpt-4o-mini/instances/i.jsonl,line=2" in ran.stdout
 
 
-
 def test_a_workspace_owned_by_another_user_is_read_with_the_jobs_own_git_configuration(
     pull: tuple[GitRepo, str, str], tmp_path: Path
 ) -> None:
@@ -239,6 +238,7 @@ def test_a_workspace_owned_by_another_user_is_read_with_the_jobs_own_git_configu
     assert ran.returncode == 1, ran.stderr  # judged: cat/a's new instance does not reproduce
     assert "dubious ownership" not in ran.stderr
     assert results.load(git.root / "lvegit-results/results.json").totals.mismatch == 1
+
 
 def test_existing_comment_is_found_across_pages(
     pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any
@@ -744,7 +744,9 @@ def test_a_pull_request_that_only_removes_lves_gets_a_table(
 
 def test_with_fail_on_none_findings_are_warnings(pull: tuple[GitRepo, str, str], action: Any) -> None:
     git, base, head = pull
-    result = action("pull_request", pull_request_payload(5, base, head), git.root, live="false", fail_on="none")
+    result = action(
+        "pull_request", pull_request_payload(5, base, head), git.root, live="false", fail_on="none"
+    )
     assert result.code == 0
     annotations = [line for line in result.out.splitlines() if line.startswith("::")]
     assert not [a for a in annotations if a.startswith("::error")]

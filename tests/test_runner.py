@@ -169,9 +169,10 @@ def test_an_address_that_refuses_is_named_and_not_retried_for_long(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     lve_dir = repo.lve()
     result = cli("record", str(lve_dir), "--param", "a=1", "--param", "b=2", "--retries", "10", cwd=repo.root)
-    assert (result.code, result.out) == (
+    assert (result.code, result.out, result.err) == (
         1,
-        "error: gave up after 2 requests: connection refused by 127.0.0.1:1\n",
+        "",
+        "lvegit: error: gave up after 2 requests: connection refused by 127.0.0.1:1\n",
     )
 
 

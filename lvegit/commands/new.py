@@ -10,7 +10,7 @@ from lvegit.checkers.registry import BUILTIN_CHECKERS, nearest_name
 from lvegit.commands.catalog import short_help
 from lvegit.errors import UsageError
 from lvegit.options import open_repository, repo_option
-from lvegit.output import line
+from lvegit.output import line, note
 from lvegit.scaffold import (
     CUSTOM,
     SEVERITIES,
@@ -26,16 +26,16 @@ from lvegit.spec import PLACEHOLDER
 
 
 def _ask(text: str, check: Callable[[str], object], default: str | None = None) -> str:
-    """Ask until the answer passes `check`; a bad answer is said at once and asked again."""
-
-    def checked(answer: str) -> str:
+    """Ask until the answer passes `check`; a bad answer is said at once (in lvegit's one form for
+    errors, `lvegit: error: ...` on stderr) and asked again."""
+    while True:
+        answer = str(click.prompt(text, default=default, show_default=bool(default)))
         try:
             check(answer)
         except UsageError as exc:
-            raise click.UsageError(str(exc)) from None
+            note(f"error: {exc}")
+            continue
         return answer
-
-    return str(click.prompt(text, default=default, show_default=bool(default), value_proc=checked))
 
 
 def _parameter_list(answer: str) -> list[str]:

@@ -17,7 +17,7 @@ from lvegit.options import (
     repo_option,
     retries_option,
 )
-from lvegit.output import count, line, print_json
+from lvegit.output import count, line, note, print_json
 from lvegit.record import parse_params, record_instance
 from lvegit.spec import blocking_errors, load_lve
 
@@ -95,7 +95,7 @@ def record_command(
     if output_format == "json":
         print_json(attempt.as_json())
     elif attempt.status != "complete":
-        line(f"error: {attempt.error}")
+        note(f"error: {attempt.error}")  # every error in one form: `lvegit: error: ...` on stderr
     else:
         shown = ", ".join(f"{name}={json.dumps(value, ensure_ascii=False)}" for name, value in values.items())
         line(f"parameters: {shown}")

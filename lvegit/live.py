@@ -28,8 +28,6 @@ class Live:
 
 
 def _live_pool(repo: Repository, mode: str, models: set[str]) -> Live:
-    if mode == "false":
-        return Live(False, "disabled by the live input")
     if not models:
         return Live(False, "no instances to re-run")
     try:
@@ -54,6 +52,8 @@ def run_live(
 ) -> Live:
     """Re-run the LVEs' recorded instances. `mode`: "auto" (when every model is reachable), "true" (a
     model that is not is a UsageError) or "false"."""
+    if mode == "false":  # nothing to plan
+        return Live(False, "disabled by the live input")
     plan = plan_reruns(repo, lve_dirs, None, repeat, append)
     live = _live_pool(repo, mode, {task.attempt.model for task in plan.tasks})
     if not live.enabled or live.pool is None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from lvegit.errors import UsageError
-from lvegit.output import note
+from lvegit.output import count, note
 from lvegit.repo import Repository
 
 if TYPE_CHECKING:
@@ -160,7 +160,7 @@ class Selection:
             from lvegit.changes import changed_lves, describe_comparison
 
             changes = changed_lves(repo, self.base, head_revision(self.base, self.head))
-            note(f"{len(changes.changed)} changed LVEs {describe_comparison(changes)}")
+            note(f"{count(len(changes.changed), 'changed LVE')} {describe_comparison(changes)}")
             return [repo.root / path for path in changes.changed if (repo.root / path).is_dir()]
         if self.base is not None or self.head is not None:
             raise UsageError("--base and --head choose what --changed compares: add --changed")

@@ -25,7 +25,7 @@ from lvegit.github.context import Event
 from lvegit.github.history import ensure_history
 from lvegit.github.render import SUMMARY_LIMIT, annotation_commands, render, write_outputs
 from lvegit.live import run_live
-from lvegit.output import line
+from lvegit.output import count, line
 from lvegit.readme import ReadmeError, readme_of
 from lvegit.repo import Repository
 from lvegit.review import review
@@ -145,7 +145,7 @@ def check(repo: Repository, event: Event, settings: Settings) -> int:
             },
         )
     verdict = "passed" if results.passed else "failed: " + "; ".join(results.failures)
-    line(f"lvegit: {len(lves)} changed LVEs; {verdict}")
+    line(f"lvegit: {count(len(lves), 'changed LVE')}; {verdict}")
     if settings.comment and event.pull_request is not None:
         post_comment(results, settings, event.pull_request, event.head)
     return 0 if results.passed else 1

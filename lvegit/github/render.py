@@ -241,7 +241,7 @@ def render(
         "",
         f"<sub>head `{results.head_sha[:12]}`"
         + (f" · base `{results.base_sha[:12]}`" if results.base_sha else "")
-        + f" · {totals.changed} changed LVEs · lvegit {markdown(results.lvegit)}</sub>",
+        + f" · {count(totals.changed, 'changed LVE')} · lvegit {markdown(results.lvegit)}</sub>",
         "",
     ]
     if not results.live.enabled:

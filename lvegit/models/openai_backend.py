@@ -125,8 +125,6 @@ class OpenAIModel:
         api_version: str | None = None,
         timeout: float = 60.0,
     ) -> None:
-        import openai
-
         self.backend = "azure" if azure else "openai"
         self.concurrency = DEFAULT_CONCURRENCY
         self.name = name
@@ -136,6 +134,8 @@ class OpenAIModel:
             version = api_version or os.environ.get("OPENAI_API_VERSION") or "2024-06-01"
             if not endpoint or not key:
                 raise UsageError("Azure OpenAI needs AZURE_OPENAI_ENDPOINT and AZURE_OPENAI_API_KEY")
+            import openai  # after the credentials: a check without them does not pay for importing it
+
             self.client: Any = openai.AsyncAzureOpenAI(
                 azure_endpoint=endpoint,
                 api_key=key,
@@ -151,6 +151,8 @@ class OpenAIModel:
                 raise UsageError(
                     f"model '{name}' needs OPENAI_API_KEY (or OPENAI_BASE_URL for a compatible server)"
                 )
+            import openai
+
             self.client = openai.AsyncOpenAI(
                 api_key=key or "none",
                 base_url=url,

@@ -589,7 +589,7 @@ def test_the_comment_shows_the_instances_a_pull_request_adds(
         MARKER,
         "## ❌ lvegit: 1 instance whose live verdict differs",
         "",
-        f"<sub>head `HEAD` · base `BASE` · 1 changed LVEs · lvegit {markdown(__version__)}</sub>",
+        f"<sub>head `HEAD` · base `BASE` · 1 changed LVE · lvegit {markdown(__version__)}</sub>",
         "",
         "| LVE | Change | Validation | Replay | Live re-run | Appended |",
         "|---|---|---|---|---|---|",
@@ -751,3 +751,21 @@ def test_with_fail_on_none_findings_are_warnings(pull: tuple[GitRepo, str, str],
     annotations = [line for line in result.out.splitlines() if line.startswith("::")]
     assert not [a for a in annotations if a.startswith("::error")]
     assert "::warning file=repository/cat/a/openai--gpt-4o-mini/instances/i.jsonl,line=2" in result.out
+
+
+def test_check_mode_without_a_model_key_imports_no_model_client(
+    pull: tuple[GitRepo, str, str], tmp_path: Path
+) -> None:
+    """A pull request's check holds no key: deciding that live runs are off must not import openai (1.3 s
+    of a 1.8 s check of one model-free LVE, before)."""
+    git, base, head = pull
+    environment = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        **github_environment("pull_request", pull_request_payload(5, base, head), git.root, tmp_path),
+    }
+    command = [sys.executable, "-X", "importtime", "-m", "lvegit", "action"]
+    ran = subprocess.run(command, cwd=git.root, env=environment, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 1, ran.stderr
+    imported = [line.rsplit("|", 1)[-1].strip() for line in ran.stderr.splitlines() if "import time:" in line]
+    assert "openai" not in imported and "lvegit.rerun" in imported  # live runs were considered (auto)

@@ -205,27 +205,12 @@ def install_lvegit(workdir: Path) -> Path:
     """lvegit as the README's main job installs it (`pip install .`: not editable, bytecode compiled),
     in a virtual environment of its own that takes the dependencies from this one (a .pth file adds
     this environment's site-packages; no package index is needed). The path of its `lvegit` command."""
-    wheels, venv = workdir / "wheels", workdir / "lvegit-venv"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            str(wheels),
-            str(HERE.parent),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    from builders import build_wheel
+
+    wheel, venv = build_wheel(workdir / "wheels"), workdir / "lvegit-venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     [packages] = list(venv.glob("lib/python*/site-packages"))
     (packages / "dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-    [wheel] = list(wheels.glob("lvegit-*.whl"))
     subprocess.run(
         [str(venv / "bin/python"), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
         check=True,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from copy import deepcopy
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,24 @@ class RepoBuilder:
             text = rows if isinstance(rows, str | bytes) else "".join(json.dumps(r) + "\n" for r in rows)
             _write(lve_dir / "instances" / file_name, text)
         return lve_dir
+
+
+def build_wheel(out: Path) -> Path:
+    """lvegit's wheel, built from this checkout into `out` (no dependencies, no build isolation)."""
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "-q",
+        "--no-deps",
+        "--no-build-isolation",
+        "-w",
+        str(out),
+    ]
+    subprocess.run([*command, str(PROJECT_ROOT)], check=True, capture_output=True)
+    [wheel] = out.glob("lvegit-*.whl")
+    return wheel
 
 
 def nest_folders(folder: Path, depth: int) -> Path:

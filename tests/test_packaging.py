@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from builders import PROJECT_ROOT, RepoBuilder, instance
+from builders import PROJECT_ROOT, RepoBuilder, build_wheel, instance
 from servers import Running
 
 WORKFLOWS = sorted(
@@ -121,21 +121,8 @@ def test_ci_runs_the_readme_test_command_in_a_fresh_virtual_environment() -> Non
 def test_the_wheel_alone_runs_a_model(tmp_path: Path, openai_server: Running) -> None:
     """A bare install (the wheel, no extras, in a fresh virtual environment) runs `lvegit run` against an
     OpenAI-compatible server: every import a model run needs is a declared dependency."""
-    wheels, venv = tmp_path / "wheels", tmp_path / "venv"
-    build = [
-        sys.executable,
-        "-m",
-        "pip",
-        "wheel",
-        "-q",
-        "--no-deps",
-        "--no-build-isolation",
-        "-w",
-        str(wheels),
-    ]
-    subprocess.run([*build, str(PROJECT_ROOT)], check=True, capture_output=True)
+    wheel, venv = build_wheel(tmp_path / "wheels"), tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    [wheel] = wheels.glob("lvegit-*.whl")
     installed = subprocess.run(
         [str(venv / "bin/python"), "-m", "pip", "install", "-q", str(wheel)], capture_output=True, text=True
     )

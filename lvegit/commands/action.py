@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -7,6 +8,7 @@ import click
 
 from lvegit.commands.catalog import short_help
 from lvegit.errors import UsageError
+from lvegit.files import walk
 from lvegit.github.context import action_input, flag, read_event
 from lvegit.github.flow import Settings, check, comment, environment_settings
 from lvegit.github.results import parse_fail_on
@@ -29,6 +31,22 @@ def trust_workspace(workspace: Path) -> None:
     os.environ[f"GIT_CONFIG_KEY_{index}"] = "safe.directory"
     os.environ[f"GIT_CONFIG_VALUE_{index}"] = str(workspace)
     os.environ["GIT_CONFIG_COUNT"] = str(index + 1)
+
+
+def hand_back(workspace: Path) -> None:
+    """GitHub runs the action's container as root over a checkout that belongs to the runner's user: what
+    lvegit (or git for it: fetched history, refs) created there would be root's, and a later step's git gc
+    or fetch fails with "Permission denied". Give every root-owned entry back to the workspace's owner."""
+    if os.geteuid() != 0:
+        return
+    owner = os.stat(workspace)
+    if owner.st_uid == 0:
+        return
+    for folder, _folders, others in walk(workspace):  # each folder comes as `folder` once
+        for path in [folder, *(folder / name for name in others)]:
+            with contextlib.suppress(OSError):
+                if os.lstat(path).st_uid == 0:
+                    os.lchown(path, owner.st_uid, owner.st_gid)
 
 
 @click.command("action", short_help=short_help("action"))
@@ -71,4 +89,7 @@ def action_command(mode: str | None) -> int:
     if settings.mode == "comment":
         return comment(event, settings)
     repo = open_repository(workspace / action_input("path", "."))
-    return check(repo, event, settings)
+    try:
+        return check(repo, event, settings)
+    finally:
+        hand_back(workspace)

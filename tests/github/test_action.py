@@ -238,6 +238,8 @@ def test_a_workspace_owned_by_another_user_is_read_with_the_jobs_own_git_configu
     assert ran.returncode == 1, ran.stderr  # judged: cat/a's new instance does not reproduce
     assert "dubious ownership" not in ran.stderr
     assert results.load(git.root / "lvegit-results/results.json").totals.mismatch == 1
+    owned_by_root = [str(p) for p in git.root.rglob("*") if p.lstat().st_uid == 0]
+    assert owned_by_root == []  # what lvegit created (the results folder) is the workspace owner's
 
 
 def test_existing_comment_is_found_across_pages(

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from lvegit.attempt import BATCH_KEY, RUN_KEY  # the batch's metadata: the report's own keys
 from lvegit.errors import EXIT_FINDINGS
 from lvegit.models.base import ModelError, TransientModelError
 from lvegit.models.openai_backend import api_error
@@ -17,7 +18,6 @@ from lvegit.settings import RetryPolicy
 T = TypeVar("T")
 
 ENDED = ("completed", "failed", "expired", "cancelled")
-RUN_KEY, ROUND_KEY = "lvegit_run", "lvegit_batch"  # metadata that marks a batch as this run's
 
 
 class BatchError(ModelError):
@@ -58,7 +58,7 @@ class BatchAPI:
                 input_file_id=uploaded.id,
                 endpoint=self.endpoint,
                 completion_window="24h",
-                metadata={RUN_KEY: run, ROUND_KEY: key},
+                metadata={RUN_KEY: run, BATCH_KEY: key},
             ),
         )
 
@@ -71,7 +71,7 @@ class BatchAPI:
                 if batch.created_at < since:
                     return None
                 metadata = batch.metadata or {}
-                if metadata.get(RUN_KEY) == run and metadata.get(ROUND_KEY) == key:
+                if metadata.get(RUN_KEY) == run and metadata.get(BATCH_KEY) == key:
                     return batch
             return None
 

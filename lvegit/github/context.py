@@ -39,13 +39,6 @@ class Event:
     base: str | None  # the revision to compare with; None: no comparison (all LVEs)
     head: str
     pull_request: int | None = None
-    head_repository: str | None = None  # full name of the repository the head commit comes from
-    triggering_event: str | None = None  # for workflow_run: the event of the run that triggered it
-
-    @property
-    def is_fork(self) -> bool:
-        repository = os.environ.get("GITHUB_REPOSITORY", "")
-        return self.head_repository is not None and self.head_repository != repository
 
 
 def _get(data: Any, *path: str) -> Any:
@@ -83,7 +76,6 @@ def read_event(name: str | None = None, payload_path: str | None = None, base_ov
             base or _sha(_get(pull, "base", "sha"), "pull_request.base.sha"),
             _sha(_get(pull, "head", "sha"), "pull_request.head.sha"),
             _get(pull, "number"),
-            _get(pull, "head", "repo", "full_name"),
         )
     if name == "push":
         before = _get(payload, "before")
@@ -100,8 +92,6 @@ def read_event(name: str | None = None, payload_path: str | None = None, base_ov
             base,
             _sha(_get(run, "head_sha"), "workflow_run.head_sha"),
             number if isinstance(number, int) else None,
-            _get(run, "head_repository", "full_name"),
-            _get(run, "event"),
         )
     dispatched = _get(payload, "inputs", "base")
     head = os.environ.get("GITHUB_SHA") or "HEAD"

@@ -8,22 +8,6 @@ from typing import Any, Protocol
 from lvegit.errors import LvegitError
 from lvegit.prompt import Message
 
-# Model arguments that chat-completion APIs take by name; anything else goes through as extra body fields.
-KNOWN_MODEL_ARGS = (
-    "temperature",
-    "top_p",
-    "max_tokens",
-    "max_completion_tokens",
-    "stop",
-    "seed",
-    "presence_penalty",
-    "frequency_penalty",
-    "logit_bias",
-    "response_format",
-    "n",
-)
-
-
 # Requests in flight per model unless --concurrency says otherwise (a batching backend asks for more).
 DEFAULT_CONCURRENCY = 8
 

@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import lvegit
 from lvegit.checkers.channel import receive, send
 from lvegit.confine import hide_environment_from_same_user
 from lvegit.errors import CheckerError
@@ -129,6 +130,25 @@ class Launcher:
         shutil.rmtree(self._workdir, ignore_errors=True)
 
 
+ENVIRONMENT_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
+
+
+def worker_environment(workdir: str) -> dict[str, str]:
+    """Only harmless variables pass; no API keys, no tokens. Hub libraries are told to stay offline (each
+    worker is shown lvegit's hub cache: see CheckerWorker)."""
+    env = {key: os.environ[key] for key in ENVIRONMENT_ALLOWLIST if key in os.environ}
+    env.update(
+        HOME=workdir,
+        TMPDIR=workdir,
+        PYTHONPATH=str(Path(lvegit.__file__).resolve().parent.parent),
+        PYTHONDONTWRITEBYTECODE="1",
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        HF_HUB_DISABLE_TELEMETRY="1",
+    )
+    return env
+
+
 _LAUNCHERS: dict[str, Launcher] = {}
 _STARTING = threading.Lock()
 
@@ -136,8 +156,6 @@ _STARTING = threading.Lock()
 def launcher() -> Launcher:
     """This process's launcher for the current interpreter, started on first use and closed at exit.
     One per process, like a thread pool: every LVE's worker comes from it."""
-    from lvegit.checkers.sandbox import worker_environment
-
     with _STARTING:
         executable = sys.executable
         running = _LAUNCHERS.get(executable)

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import lvegit
 from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
 from lvegit.checkers.launcher import launcher
 from lvegit.confine import Limits
@@ -32,7 +31,6 @@ from lvegit.errors import CheckerError, CheckerUnavailable, UsageError
 from lvegit.model_stack import hub_cache
 from lvegit.prompt import Message
 
-ENVIRONMENT_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 MAX_MESSAGE_CHARS = 2_000
 
 
@@ -54,22 +52,6 @@ class SandboxSettings:
     build_timeout: float = field(default_factory=lambda: _seconds("LVEGIT_CHECKER_LOAD_TIMEOUT", 120.0))
     call_timeout: float = field(default_factory=lambda: _seconds("LVEGIT_CHECKER_TIMEOUT", 30.0))
     max_reply_bytes: int = 16 * 1024**2
-
-
-def worker_environment(workdir: str) -> dict[str, str]:
-    """Only harmless variables pass; no API keys, no tokens. Hub libraries are told to stay offline (each
-    worker is shown lvegit's hub cache: see CheckerWorker)."""
-    env = {key: os.environ[key] for key in ENVIRONMENT_ALLOWLIST if key in os.environ}
-    env.update(
-        HOME=workdir,
-        TMPDIR=workdir,
-        PYTHONPATH=str(Path(lvegit.__file__).resolve().parent.parent),
-        PYTHONDONTWRITEBYTECODE="1",
-        HF_HUB_OFFLINE="1",
-        TRANSFORMERS_OFFLINE="1",
-        HF_HUB_DISABLE_TELEMETRY="1",
-    )
-    return env
 
 
 def _installed_here(module: str) -> bool:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from lvegit.attempt import BATCH_KEY, RUN_KEY  # the batch's metadata: the report's own keys
-from lvegit.errors import EXIT_FINDINGS
+from lvegit.errors import EXIT_SERVICE
 from lvegit.models.base import ModelError, TransientModelError
 from lvegit.models.openai_backend import api_error
 from lvegit.settings import RetryPolicy
@@ -23,7 +23,7 @@ ENDED = ("completed", "failed", "expired", "cancelled")
 class BatchError(ModelError):
     """A call of the Batch API failed for good (the message names the call and the answer)."""
 
-    exit_code = EXIT_FINDINGS
+    exit_code = EXIT_SERVICE
 
 
 @dataclass

@@ -190,7 +190,7 @@ def test_an_api_that_refuses_ends_the_run_with_the_call_named(
     adder_lve(repo, 1)
     adding.state.api_faults = [("status", 401)]
     result = cli(*BATCH, cwd=repo.root)
-    assert result.code == 1
+    assert result.code == 4  # a service failed: no finding
     assert (
         result.err.strip().splitlines()[-1]
         == "lvegit: error: uploading round-1-1.jsonl: HTTP 401: injected 401"

@@ -410,7 +410,7 @@ def test_pull_request_gone_and_body_refused(
         github_token="t",
         results_dir="r2",
     )
-    assert refused.code == 1 and "GitHub refused the body (422)" in refused.err
+    assert refused.code == 4 and "GitHub refused the body (422)" in refused.err  # a service failed
     assert "unexpected" not in refused.err
 
 

@@ -41,9 +41,9 @@ def models_command(selection: Selection, fetch: bool, output_format: str, repo_p
     repo = open_repository(repo_path)
     lve_dirs = selection.resolve(repo)
     cache, _unused = open_cache(repo.root)
-    rels = {lve_dir: repo.relative(lve_dir) for lve_dir in lve_dirs}
-    asked = {rel: cache.hub_models(rel) for rel in rels.values()} if cache is not None else {}
-    found = needed_models([(rels[d], named_checker(d)) for d in lve_dirs], asked)
+    named = [(repo.relative(lve_dir), named_checker(lve_dir)) for lve_dir in lve_dirs]
+    asked = {rel: cache.hub_models(rel) for rel, _checker in named} if cache is not None else {}
+    found = needed_models(named, asked)
     if fetch:
         for needed in found:
             if not needed.cached:
@@ -56,7 +56,7 @@ def models_command(selection: Selection, fetch: bool, output_format: str, repo_p
                     ) from None
                 except Exception as exc:  # the hub's answer, whatever its kind: said, and the next goes on
                     note(f"cannot download {needed.model}: {type(exc).__name__}: {exc}")
-        found = needed_models([(rels[d], named_checker(d)) for d in lve_dirs], asked)
+        found = needed_models(named, asked)  # what the downloads brought
     missing = [needed for needed in found if not needed.cached]
     if output_format == "json":
         print_json({"models": [vars(needed) for needed in found]})

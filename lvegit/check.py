@@ -32,13 +32,10 @@ def without_repeats(report: LVEReport, results: list[ReplayResult]) -> list[Repl
     """The replay results less the errors that only repeat a validation finding, so that one cause is
     counted and shown once: an error on an instance line that validation found wrong, and every error of
     an LVE whose test.json, prompt or checker validation found unusable."""
-    from lvegit.spec import METADATA_FIELDS
+    from lvegit.spec import blocks
 
     instances = f"{report.path}/instances/"
-    unusable = any(
-        not p.file.startswith(instances) and p.field.split(".")[0].split("[")[0] not in METADATA_FIELDS
-        for p in report.errors
-    )
+    unusable = any(not p.file.startswith(instances) and blocks(p) for p in report.errors)
     wrong_lines = {(p.file, p.line) for p in report.errors if p.file.startswith(instances)}
     return [
         r
@@ -76,8 +73,8 @@ def _judge(
         results, depends = replay.judge_lve(repo, lve_dir, cache, loaded, factory)
     check = LVECheck(report, without_repeats(report, results))
     if cache is not None and key is not None and depends != "never":
-        stamp = cache.machine_stamp(repo.relative(lve_dir)) if depends == "machine" else ""
-        where = key if depends == "files" else cache.machine_key(key, stamp)
+        stamp = cache.machine_stamp(repo.relative(lve_dir)) if depends == "machine" else None
+        where = cache.machine_key(key, stamp) if stamp is not None else key
         cache.put_lve(where, {"check": check.as_json()})
     return check
 

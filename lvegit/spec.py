@@ -263,9 +263,14 @@ def load_lve(repo: Repository, lve_dir: Path) -> Loaded:
     return _build(repo, lve_dir, rel, data, problems), problems, text
 
 
+def blocks(problem: Problem) -> bool:
+    """Whether an error makes its LVE unusable for replay and runs (one in metadata does not)."""
+    return problem.field.split(".")[0].split("[")[0] not in METADATA_FIELDS
+
+
 def blocking_errors(problems: Problems) -> list[Problem]:
-    """The errors that make an LVE unusable for replay and runs (metadata errors do not)."""
-    return [p for p in problems.errors if p.field.split(".")[0].split("[")[0] not in METADATA_FIELDS]
+    """The errors that make an LVE unusable for replay and runs."""
+    return [p for p in problems.errors if blocks(p)]
 
 
 def locate_lines(problems: Problems, text: str) -> None:

@@ -2,4 +2,7 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+# Written by setuptools-scm when lvegit is built or installed: the version from the nearest git tag.
+from lvegit._version import __version__
+
+__all__ = ["__version__"]

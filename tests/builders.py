@@ -100,22 +100,13 @@ class RepoBuilder:
         return lve_dir
 
 
-def build_wheel(out: Path) -> Path:
-    """lvegit's wheel, built from this checkout into `out` (no dependencies, no build isolation)."""
-    command = [
-        sys.executable,
-        "-m",
-        "pip",
-        "wheel",
-        "-q",
-        "--no-deps",
-        "--no-build-isolation",
-        "-w",
-        str(out),
-    ]
-    subprocess.run([*command, str(PROJECT_ROOT)], check=True, capture_output=True)
-    [wheel] = out.glob("lvegit-*.whl")
-    return wheel
+def build_release(out: Path) -> tuple[Path, Path]:
+    """lvegit's sdist and wheel, built from this checkout into `out` as the release workflow builds them
+    (`python -m build`; without isolation here, so no build dependency is downloaded)."""
+    command = [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(PROJECT_ROOT)]
+    subprocess.run(command, check=True, capture_output=True)
+    [sdist], [wheel] = out.glob("lvegit-*.tar.gz"), out.glob("lvegit-*.whl")
+    return sdist, wheel
 
 
 def nest_folders(folder: Path, depth: int) -> Path:

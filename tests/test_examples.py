@@ -1,5 +1,7 @@
-"""Every `lvegit ...` example of the README and of each command's --help runs on the bundled repository:
-in a git copy of it, against an OpenAI-compatible server on 127.0.0.1, in the order written."""
+"""Every `lvegit ...` example of the README, of the docs and of each command's --help runs on the bundled
+repository: in a git copy of it, against an OpenAI-compatible server on 127.0.0.1, in the order written.
+Where a console block shows an example's output, the output is compared (a line `...` stands for any lines),
+on the bundled repository as committed."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import glob
 import re
 import shlex
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -25,15 +28,32 @@ NEEDS_GITHUB = ("action",)
 NEEDS_THE_HUB = "--download"
 
 
-def readme_examples() -> list[str]:
-    readme = (PROJECT_ROOT / "README.md").read_text()
-    blocks = re.findall(r"```console\n(.*?)```", readme, re.DOTALL)
-    return [
-        line.removeprefix("$ ").split("  #")[0].strip()
-        for block in blocks
-        for line in block.splitlines()
-        if line.startswith("$ lvegit ")
-    ]
+DOCUMENTS = [PROJECT_ROOT / "README.md", *sorted((PROJECT_ROOT / "docs").glob("*.md"))]
+
+
+def documented_examples() -> dict[str, list[str]]:
+    """Each `$ lvegit ...` line of the console blocks, with the output lines shown after it (maybe none)."""
+    examples: dict[str, list[str]] = {}
+    for document in DOCUMENTS:
+        for block in re.findall(r"```console\n(.*?)```", document.read_text(), re.DOTALL):
+            output: list[str] | None = None
+            for line in block.splitlines():
+                if line.startswith("$ "):
+                    output = None
+                    if line.startswith("$ lvegit "):
+                        output = examples.setdefault(line.removeprefix("$ ").split("  #")[0].strip(), [])
+                elif output is not None:
+                    output.append(line)
+    return examples
+
+
+def matches(expected: list[str], actual: list[str]) -> bool:
+    """Whether `actual` is `expected` with each `...` line standing for any number of lines."""
+    if not expected:
+        return not actual
+    if expected[0] == "...":
+        return any(matches(expected[1:], actual[start:]) for start in range(len(actual) + 1))
+    return bool(actual) and actual[0] == expected[0] and matches(expected[1:], actual[1:])
 
 
 def help_examples() -> list[str]:
@@ -49,11 +69,17 @@ def help_examples() -> list[str]:
     return examples
 
 
+OUTPUTS = documented_examples()
 EXAMPLES = [
     e
-    for e in readme_examples() + help_examples()
+    for e in [*OUTPUTS, *help_examples()]
     if shlex.split(e)[1] not in NEEDS_GITHUB and NEEDS_THE_HUB not in shlex.split(e)
 ]
+
+
+def test_matches_reads_ellipses_as_any_lines() -> None:
+    assert matches(["a", "...", "d"], ["a", "b", "c", "d"]) and matches(["...", "d"], ["d"])
+    assert not matches(["a", "...", "d"], ["a", "b"]) and not matches(["a"], ["a", "b"])
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +95,14 @@ def bundled(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.fixture(scope="module")
+def pristine(bundled: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A clone of `bundled`, put back as committed before each example whose output is shown."""
+    clone = tmp_path_factory.mktemp("pristine") / "lves"
+    subprocess.run(["git", "clone", "-q", str(bundled), str(clone)], check=True)
+    return clone
+
+
 def test_examples_use_the_bundled_repository() -> None:
     """Paths in examples name LVEs that exist (those `lvegit new` creates aside)."""
     for example in EXAMPLES:
@@ -80,8 +114,21 @@ def test_examples_use_the_bundled_repository() -> None:
                 assert (PROJECT_ROOT / word).exists(), f"{example}: {word} is not in the bundled repository"
 
 
+def calculator(body: dict[str, Any]) -> str:
+    """A model that multiplies (the bundled arithmetic LVEs ask it to) and otherwise repeats the prompt."""
+    text = body["messages"][-1]["content"]
+    product = re.search(r"(\d+) \* (\d+)", text)
+    return str(int(product[1]) * int(product[2])) if product else text
+
+
 @pytest.mark.parametrize("example", EXAMPLES)
-def test_example_runs(example: str, bundled: Path, cli: Any, openai_server: Running) -> None:
+def test_example_runs(example: str, bundled: Path, pristine: Path, cli: Any, openai_server: Running) -> None:
+    openai_server.state.answer = calculator
+    expected = OUTPUTS.get(example, [])
+    if expected:  # shown with its output: run on the repository as committed
+        subprocess.run(["git", "checkout", "-q", "--", "."], cwd=pristine, check=True)
+        subprocess.run(["git", "clean", "-fdq", "-e", ".lvegit-cache"], cwd=pristine, check=True)
+        bundled = pristine
     words = shlex.split(example)[1:]
     stdin = ""
     if words == ["new"]:  # as on a terminal: the questions answered
@@ -94,3 +141,6 @@ def test_example_runs(example: str, bundled: Path, cli: Any, openai_server: Runn
     result = cli(*args, cwd=bundled, stdin=stdin)
     assert result.code in (0, 1), f"{example}: exit {result.code}\n{result.err}"
     assert "unexpected error" not in result.err
+    if expected:
+        actual = (result.out + result.err).splitlines()
+        assert matches(expected, actual), f"{example}: the documented output differs:\n" + "\n".join(actual)

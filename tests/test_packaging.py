@@ -220,11 +220,12 @@ def test_the_site_workflow_builds_read_only_and_only_deploys_with_write_access()
 
 
 def test_ci_runs_the_readme_test_command_in_a_fresh_virtual_environment() -> None:
-    readme = (PROJECT_ROOT / "README.md").read_text()
-    commands = re.findall(r"```bash\n(.*?)\n```", readme, re.DOTALL)
-    test_command = next(c for c in commands if "pytest" in c)
+    def test_command(document: str) -> str:
+        commands = re.findall(r"```bash\n(.*?)\n```", (PROJECT_ROOT / document).read_text(), re.DOTALL)
+        return next(c for c in commands if "pytest" in c)
+
     script = (PROJECT_ROOT / ".ci/run").read_text().splitlines()
-    assert script[-1] == test_command
+    assert script[-1] == test_command("README.md") == test_command("docs/getting-started.md")
     assert 'venv="$(mktemp -d)/venv"' in script and '. "$venv/bin/activate"' in script
 
 
@@ -254,6 +255,30 @@ def test_the_release_passes_twine_check_and_carries_the_license_and_the_tag_vers
     ).stdout.strip()
     assert f"\nVersion: {described}\n" in metadata
     assert sdist.name == f"lvegit-{described}.tar.gz"
+
+
+def test_the_docs_build_strictly(tmp_path: Path) -> None:
+    """What the Pages workflow runs: a broken link, a missing anchor or page, or a command the reference
+    cannot import fails the build."""
+    built = subprocess.run(
+        [tool("mkdocs"), "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+    )
+    assert built.returncode == 0, built.stderr
+    reference = (tmp_path / "site/reference/index.html").read_text()
+    for command in ["validate", "replay", "check", "run", "new", "site", "action"]:
+        assert f"lvegit {command}" in reference
+
+
+def test_the_readme_is_the_front_door_and_the_docs_the_manual() -> None:
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 200
+    for page in ["getting-started", "guide", "reference", "action", "checkers", "security", "performance"]:
+        assert f"docs/{page}.md" in readme
+        assert (PROJECT_ROOT / "docs" / f"{page}.md").is_file()
 
 
 def test_the_wheel_alone_runs_a_model(

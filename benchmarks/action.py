@@ -23,7 +23,6 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE)]
 
 from generate import _commit, generate, lve_path  # noqa: E402
-
 from run import machine  # noqa: E402
 
 PII_LVE = "repository/privacy/contact/openai--gpt-4o-mini"
@@ -114,8 +113,9 @@ def main() -> None:
             root = work / "workspace"
             base, head = pull_request(root, with_pii)
             times = check_seconds(root, environment(root, work, base, head), runs)
-        goal = "< 1.5 s: " + ("met" if statistics.median(times) < 1.5 else "MISSED") if not with_pii else ""
-        print(f"| {label} | {statistics.median(times):.2f} s | {min(times):.2f}-{max(times):.2f} s | {goal} |")
+        median = statistics.median(times)
+        goal = "" if with_pii else "< 1.5 s: " + ("met" if median < 1.5 else "MISSED")
+        print(f"| {label} | {median:.2f} s | {min(times):.2f}-{max(times):.2f} s | {goal} |")
 
 
 if __name__ == "__main__":

@@ -152,8 +152,11 @@ def bench_live(workdir: Path, latency: float) -> dict[str, float]:
         requests = state.last_answer - state.first_arrival
         ideal = 1000 * latency / concurrency
         label = f"run, concurrency {concurrency}" + (", 10% answered 429" if rate_limited else "")
-        ratios[label] = requests / ideal
-        detail = f"ideal {ideal:.2f} s; requests {requests:.2f} s = {requests / ideal:.2f}x"
+        ratios[label] = seconds / ideal
+        detail = (
+            f"ideal {ideal:.2f} s; whole command {seconds / ideal:.2f}x, "
+            f"first request to last answer {requests / ideal:.2f}x"
+        )
         row(label, f"1000 inst., {len(state.requests)} req.", seconds, detail, memory)
     return ratios
 
@@ -272,7 +275,8 @@ def main() -> None:
     if "live" in results:
         checks.append(
             (
-                "live run at concurrency 32 within 1.2x of ideal (first request to last answer)",
+                "live run at concurrency 32, the whole command within 1.2x of ideal (requests x latency / "
+                f"concurrency): {results['live']['run, concurrency 32']:.2f}x",
                 results["live"]["run, concurrency 32"] <= 1.2,
             )
         )

@@ -25,19 +25,25 @@ _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
 
 def known_secrets() -> tuple[str, ...]:
     """Values of environment variables whose names say they are secret, longest first: read from the
-    environment as it is at each call, so that a secret set after start-up is masked too."""
+    environment as it is at each call, so that a secret set after start-up is masked too. (Every line
+    printed asks: what is worked out from a name or a set of values once is remembered.)"""
     return _longest_first(
-        frozenset(
+        tuple(
             value
             for name, value in os.environ.items()
-            if SECRET_NAME.search(name) and len(value) >= MIN_SECRET_LENGTH
+            if _is_secret_name(name) and len(value) >= MIN_SECRET_LENGTH
         )
     )
 
 
+@functools.lru_cache(maxsize=1024)
+def _is_secret_name(name: str) -> bool:
+    return SECRET_NAME.search(name) is not None
+
+
 @functools.lru_cache(maxsize=8)
-def _longest_first(values: frozenset[str]) -> tuple[str, ...]:
-    return tuple(sorted(values, key=len, reverse=True))
+def _longest_first(values: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(sorted(set(values), key=len, reverse=True))
 
 
 def mask(text: str) -> str:

@@ -261,7 +261,9 @@ async def request(
 
 def library_versions() -> dict[str, str]:
     versions = {"lvegit": __version__}
-    loaded = tuple(package for package in ("openai", "transformers", "torch") if package in sys.modules)
+    loaded = tuple(
+        package for package in ("aiohttp", "openai", "transformers", "torch") if package in sys.modules
+    )
     return {**versions, **installed_versions(loaded)}
 
 

@@ -112,6 +112,7 @@ class OpenAIServer:
     fault_for: Callable[[int, dict[str, Any]], Fault] | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)  # of each chat request
     lock: threading.Lock = field(default_factory=threading.Lock)
     # perf_counter() when the first request arrived and when the last answer was sent (for benchmarks)
     first_arrival: float | None = None
@@ -159,6 +160,7 @@ class OpenAIServer:
                 body = json.loads(raw or b"{}")
                 with server.lock:
                     server.paths.append(self.path)
+                    server.headers.append(dict(self.headers))
                 fault = server.next_fault(body)
                 if server.latency:
                     time.sleep(server.latency)

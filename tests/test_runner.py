@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from lvegit.models import openai_backend
 from lvegit.rerun import wilson_interval
 
 from builders import MULTI_RUN_TEST, MULTI_VARIABLE_TEST, RepoBuilder, instance
@@ -307,7 +308,9 @@ def test_append_postprocesses_and_never_fuses_lines(
     record = json.loads(new)
     assert record["response"] == "the password is <SECRET>" and record["passed"] is False
     assert record["author"] == "ci" and record["args"] == {"temperature": 0.0, "a": 1, "b": 2}
-    assert {"timestamp", "lvegit", "openai", "backend", "model", "idempotency_key"} <= set(record["run_info"])
+    assert {"timestamp", "lvegit", "aiohttp", "backend", "model", "idempotency_key"} <= set(
+        record["run_info"]
+    )
     assert record["run_info"]["model"] == "gpt-4o-mini-2026-01-01"
     report = (repo.root / "r.jsonl").read_text()
     assert "hunter2" not in report and "<SECRET>" in report
@@ -334,6 +337,44 @@ def test_model_override_and_routing_file(
     assert adding.state.requests[0]["model"] == "llama3:8b"
     missing = cli("run", "--all", "--model", "mistral/7b", cwd=repo.root)
     assert missing.code == 2 and "no backend for model 'mistral/7b': add it to lvegit.toml" in missing.err
+
+
+def test_requests_carry_the_key_and_the_organization_and_project_billed(
+    repo: RepoBuilder, cli: Any, adding: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-lvegit")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-lvegit")
+    repo.lve(instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    assert cli("run", "--all", cwd=repo.root).code == 0
+    [headers] = adding.state.headers
+    assert headers["Authorization"] == "Bearer sk-loopback-test-key"
+    assert (headers["OpenAI-Organization"], headers["OpenAI-Project"]) == ("org-lvegit", "proj-lvegit")
+    assert adding.state.paths == ["/v1/chat/completions"]
+
+
+def test_a_live_run_does_not_import_the_openai_client(repo: RepoBuilder, adding: Running) -> None:
+    """Importing it takes longer than the rest of a short run: chat requests go out without it."""
+    repo.lve(instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    program = (
+        "import atexit, sys; atexit.register(lambda: print(sorted(m for m in ('openai', 'httpx') if m in "
+        "sys.modules), file=sys.stderr)); from lvegit.cli import main; main(['run', '--all'])"
+    )
+    ran = subprocess.run([sys.executable, "-c", program], cwd=repo.root, capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stderr.splitlines()[-1] == "[]" and "1 agree" in ran.stdout
+
+
+def test_an_answer_past_the_size_limit_is_refused_as_malformed(
+    repo: RepoBuilder, cli: Any, adding: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(openai_backend, "MAX_BODY_BYTES", 4096)
+    adding.state.faults = [("body", b"x" * 5000)] * 20
+    repo.lve(instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    data = cli("run", "--all", "--format", "json", cwd=repo.root).json()
+    [error] = data["instances"][0]["errors"]
+    assert error.startswith("gave up after") and error.endswith(
+        "malformed response: the body is over 4,096 bytes"
+    )
 
 
 def test_azure_settings_reach_the_deployment(

@@ -6,7 +6,9 @@ The client's own retries are off: lvegit's runner retries with backoff and reads
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
+import json
 import os
 import socket
 import time
@@ -76,8 +78,11 @@ def api_error(exc: Exception, base_url: Any) -> ModelError:
         return TransientModelError(f"rate limited (429): {exc.message}", retry_after(exc.response.headers))
     if isinstance(exc, openai.InternalServerError):
         return TransientModelError(f"server error ({exc.status_code})", retry_after(exc.response.headers))
-    if isinstance(exc, openai.APIConnectionError):  # APITimeoutError included
-        return _connection_error(exc, urllib.parse.urlsplit(str(base_url)).netloc)
+    where = urllib.parse.urlsplit(str(base_url)).netloc
+    if isinstance(exc, openai.APITimeoutError):
+        return TransientModelError(f"the request to {where} timed out")
+    if isinstance(exc, openai.APIConnectionError):
+        return _connection_error(exc, where)
     if isinstance(exc, openai.APIStatusError):
         if exc.status_code in (408, 409) or exc.status_code >= 500:
             return TransientModelError(f"HTTP {exc.status_code}", retry_after(exc.response.headers))
@@ -88,8 +93,6 @@ def api_error(exc: Exception, base_url: Any) -> ModelError:
 def _connection_error(exc: BaseException, where: str) -> TransientModelError:
     """What went wrong with the connection, from the exceptions beneath the client's: some HTTP transports
     report a refused connection as a connect timeout."""
-    import openai
-
     cause: BaseException | None = exc
     while cause is not None:
         if isinstance(cause, ConnectionRefusedError):
@@ -97,8 +100,6 @@ def _connection_error(exc: BaseException, where: str) -> TransientModelError:
         if isinstance(cause, socket.gaierror):
             return TransientModelError(f"cannot resolve the host of {where}", refused=True)
         cause = cause.__cause__ or cause.__context__
-    if isinstance(exc, openai.APITimeoutError):
-        return TransientModelError(f"the request to {where} timed out")
     return TransientModelError(f"connection to {where} failed: {getattr(exc, 'message', exc)}")
 
 
@@ -114,7 +115,27 @@ def completion_of(response: Any, model: str) -> Completion:
     return Completion(text, resolved)
 
 
+def _organization_headers() -> dict[str, str]:
+    """The headers the openai client adds from the environment: the organization and project billed."""
+    headers = {}
+    for variable, header in (
+        ("OPENAI_ORG_ID", "OpenAI-Organization"),
+        ("OPENAI_PROJECT_ID", "OpenAI-Project"),
+    ):
+        if os.environ.get(variable):
+            headers[header] = os.environ[variable]
+    return headers
+
+
 class OpenAIModel:
+    """A chat model behind the chat-completions endpoint.
+
+    Chat requests go straight to the endpoint over aiohttp: importing the openai client takes longer (over a
+    second on a small machine) than a whole run of a few hundred requests spends on its own work, and its
+    typed request and response layers cost more CPU per request than the rest of a run. lvegit needs none of
+    that: it retries, reads Retry-After and parses the body itself. The official client (`client`) is built
+    on first use, with the same endpoint and key, for the Batch API's files and batches."""
+
     def __init__(
         self,
         name: str,
@@ -128,22 +149,22 @@ class OpenAIModel:
         self.backend = "azure" if azure else "openai"
         self.concurrency = DEFAULT_CONCURRENCY
         self.name = name
+        self.timeout = timeout
+        self._azure = azure
+        self._session: Any = None
+        self._session_loop: asyncio.AbstractEventLoop | None = None
+        self._client: Any = None
         if azure:
             endpoint = base_url or os.environ.get("AZURE_OPENAI_ENDPOINT")
             key = api_key or os.environ.get("AZURE_OPENAI_API_KEY") or os.environ.get("AZURE_OPENAI_KEY")
-            version = api_version or os.environ.get("OPENAI_API_VERSION") or "2024-06-01"
+            self.api_version = api_version or os.environ.get("OPENAI_API_VERSION") or "2024-06-01"
             if not endpoint or not key:
                 raise UsageError("Azure OpenAI needs AZURE_OPENAI_ENDPOINT and AZURE_OPENAI_API_KEY")
-            import openai  # after the credentials: a check without them does not pay for importing it
-
-            self.client: Any = openai.AsyncAzureOpenAI(
-                azure_endpoint=endpoint,
-                api_key=key,
-                api_version=version,
-                max_retries=0,
-                timeout=timeout,
-                http_client=_http_client(),
-            )
+            self.base_url = endpoint.rstrip("/")
+            deployment = urllib.parse.quote(name, safe="")
+            query = urllib.parse.urlencode({"api-version": self.api_version})
+            self.url = f"{self.base_url}/openai/deployments/{deployment}/chat/completions?{query}"
+            self.headers = {"api-key": key}
         else:
             key = api_key or os.environ.get("OPENAI_API_KEY")
             url = base_url or os.environ.get("OPENAI_BASE_URL")
@@ -151,30 +172,108 @@ class OpenAIModel:
                 raise UsageError(
                     f"model '{name}' needs OPENAI_API_KEY (or OPENAI_BASE_URL for a compatible server)"
                 )
+            self.base_url = (url or "https://api.openai.com/v1").rstrip("/")
+            self.url = f"{self.base_url}/chat/completions"
+            self.headers = {"Authorization": f"Bearer {key or 'none'}", **_organization_headers()}
+        self._key = key
+        self._where = urllib.parse.urlsplit(self.base_url).netloc
+
+    @property
+    def client(self) -> Any:
+        """The official client for this endpoint (the Batch API's files and batches); its retries are off."""
+        if self._client is None:
             import openai
 
-            self.client = openai.AsyncOpenAI(
-                api_key=key or "none",
-                base_url=url,
-                max_retries=0,
-                timeout=timeout,
-                http_client=_http_client(),
+            if self._azure:
+                self._client = openai.AsyncAzureOpenAI(
+                    azure_endpoint=self.base_url,
+                    api_key=self._key,
+                    api_version=self.api_version,
+                    max_retries=0,
+                    timeout=self.timeout,
+                    http_client=_http_client(),
+                )
+            else:
+                self._client = openai.AsyncOpenAI(
+                    api_key=self._key or "none",
+                    base_url=self.base_url,
+                    max_retries=0,
+                    timeout=self.timeout,
+                    http_client=_http_client(),
+                )
+        return self._client
+
+    def _open_session(self) -> Any:
+        import aiohttp
+
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session.closed or self._session_loop is not loop:
+            self._session_loop = loop  # a session serves the event loop it was made in
+            self._session = aiohttp.ClientSession(
+                headers=self.headers,
+                timeout=aiohttp.ClientTimeout(total=self.timeout),
+                connector=aiohttp.TCPConnector(limit=0),  # the runner bounds what is in flight
+                trust_env=True,  # HTTPS_PROXY, NO_PROXY and .netrc, as the openai client honours them
             )
+        return self._session
 
     async def complete(self, messages: list[Message], model_args: dict[str, Any]) -> Completion:
-        import openai
+        import aiohttp
 
-        # The request goes through the client's generic `post` (auth, base URL, Azure deployment paths and
-        # errors all as for chat.completions.create) with a plain JSON body, and `cast_to=object` hands back
-        # the parsed body as it is: building and parsing typed models costs more CPU per request than the
-        # rest of a run, which caps throughput at high concurrency. (Only the client's own API: lvegit does
-        # not depend on its transport library, which openai has changed before.)
         body = chat_body(self.name, messages, model_args)
         try:
-            response = await self.client.post("/chat/completions", body=body, cast_to=object)
-        except (openai.APIError, ValueError) as exc:
-            raise api_error(exc, self.client.base_url) from None
-        return completion_of(response, self.name)
+            async with self._open_session().post(self.url, json=body) as response:
+                status, headers, raw = response.status, response.headers, await _body(response)
+        except TimeoutError:
+            raise TransientModelError(f"the request to {self._where} timed out") from None
+        except aiohttp.ClientError as exc:
+            raise _connection_error(exc, self._where) from None
+        if status >= 400:
+            raise status_error(status, headers, raw)
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            raise TransientModelError("malformed response: the body is not JSON") from None
+        return completion_of(parsed, self.name)
 
     async def close(self) -> None:
-        await self.client.close()
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+
+# A chat answer larger than this is refused (as malformed) rather than held in memory: a server that
+# streams without end cannot exhaust the run.
+MAX_BODY_BYTES = 64 * 1024 * 1024
+
+
+async def _body(response: Any) -> bytes:
+    chunks, size = [], 0
+    async for chunk in response.content.iter_any():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise TransientModelError(f"malformed response: the body is over {MAX_BODY_BYTES:,} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def status_error(status: int, headers: Any, raw: bytes) -> ModelError:
+    """An HTTP error answer as lvegit's error: transient (rate limit, server error, 408, 409) or not, with
+    the API's own message where the body carries one."""
+    message = raw.decode("utf-8", "replace")[:500]
+    try:
+        error = json.loads(raw).get("error", {})
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            message = error["message"]
+    except (ValueError, AttributeError):
+        pass
+    if status == 429:
+        return TransientModelError(f"rate limited (429): {message}", retry_after(headers))
+    if status >= 500:
+        return TransientModelError(f"server error ({status})", retry_after(headers))
+    if status in (408, 409):
+        return TransientModelError(f"HTTP {status}", retry_after(headers))
+    return ModelError(f"HTTP {status}: {message}")

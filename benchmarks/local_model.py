@@ -35,13 +35,13 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 from tokenizers import Tokenizer, models, pre_tokenizers  # noqa: E402
 
+from lvegit.lve.prompt import Message, Role  # noqa: E402
+from lvegit.lve.repo import Repository  # noqa: E402
 from lvegit.models import transformers_backend  # noqa: E402
 from lvegit.models.routing import ModelPool  # noqa: E402
 from lvegit.models.transformers_backend import LocalModels, TransformersModel  # noqa: E402
-from lvegit.prompt import Message, Role  # noqa: E402
-from lvegit.repo import Repository  # noqa: E402
-from lvegit.rerun import plan_reruns  # noqa: E402
-from lvegit.runner import Runner  # noqa: E402
+from lvegit.run.rerun import plan_reruns  # noqa: E402
+from lvegit.run.runner import Runner  # noqa: E402
 
 from builders import RepoBuilder, instance  # noqa: E402
 

@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from lvegit import __version__
-from lvegit.commands.catalog import COMMANDS
-from lvegit.errors import (
+from lvegit.base.errors import (
     EXIT_CLOSED_PIPE,
     EXIT_INTERRUPTED,
     EXIT_UNEXPECTED,
@@ -20,9 +19,10 @@ from lvegit.errors import (
     Interrupted,
     LvegitError,
 )
+from lvegit.commands.catalog import COMMANDS
 
 if TYPE_CHECKING:
-    from lvegit.settings import Settings
+    from lvegit.base.settings import Settings
 
 
 class LazyGroup(click.Group):

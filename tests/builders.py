@@ -121,7 +121,7 @@ def nest_folders(folder: Path, depth: int) -> Path:
 
 def remove_nested(top: Path) -> None:
     """Remove `top` and everything below it, deepest first, without recursion."""
-    from lvegit.files import walk
+    from lvegit.base.files import walk
 
     found = list(walk(top))
     for folder, _folders, others in reversed(found):

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from lvegit.base.settings import RetryPolicy, Settings
 from lvegit.checkers.registry import CheckerFactory
 from lvegit.checkers.sandbox import CheckerWorker
 from lvegit.cli import main
-from lvegit.settings import RetryPolicy, Settings
 
 from builders import RepoBuilder
 from servers import OpenAIServer, Running, serve

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from lvegit.checkers.custom import checker_files
 from lvegit.checkers.registry import BUILTIN_CHECKERS
-from lvegit.repo import Repository
-from lvegit.spec import load_lve
+from lvegit.lve.repo import Repository
+from lvegit.lve.spec import load_lve
 
 from builders import PROJECT_ROOT
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from lvegit import escape
+from lvegit.base import escape
 
 from builders import GitRepo, RepoBuilder, instance, nest_folders, remove_nested
 
@@ -692,7 +692,7 @@ def test_a_site_is_never_written_through_links(repo: RepoBuilder, cli: Any, tmp_
 
 @pytest.mark.parametrize("target", ["folder", "results.json", "instances.patch"])
 def test_the_results_folder_is_never_written_through_links(tmp_path: Path, target: str) -> None:
-    from lvegit.errors import UsageError
+    from lvegit.base.errors import UsageError
     from lvegit.github import results as results_file
 
     outside = outside_file(tmp_path)

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lvegit.attempt import BATCH_KEY, RUN_KEY  # the batch's metadata: the report's own keys
-from lvegit.errors import EXIT_SERVICE
+from lvegit.base.errors import EXIT_SERVICE
+from lvegit.base.settings import RetryPolicy
 from lvegit.models.base import ModelError, TransientModelError
 from lvegit.models.openai_backend import api_error
-from lvegit.settings import RetryPolicy
+from lvegit.run.attempt import BATCH_KEY, RUN_KEY  # the batch's metadata: the report's own keys
 
 T = TypeVar("T")
 

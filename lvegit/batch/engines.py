@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lvegit.attempt import Report
+from lvegit.base.errors import UsageError
+from lvegit.base.output import count
 from lvegit.batch.api import BatchAPI, Polling
 from lvegit.batch.files import MAX_BYTES, MAX_REQUESTS, Failure, RequestFile
 from lvegit.batch.rounds import Rounds
-from lvegit.errors import UsageError
 from lvegit.models.openai_backend import OpenAIModel
 from lvegit.models.routing import ModelPool, Route
-from lvegit.output import count
+from lvegit.run.attempt import Report
 
 BATCH_BACKENDS = ("openai", "azure")  # the routes whose endpoint has a Batch API
 FILE_BACKENDS = ("openai", "azure", "transformers")  # a model an offline engine can serve by its name

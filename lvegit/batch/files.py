@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from lvegit.files import FileProblem, decode, parse_json
+from lvegit.base.files import FileProblem, decode, parse_json
 from lvegit.models.base import Completion, ModelError, TransientModelError
 from lvegit.models.openai_backend import completion_of
 

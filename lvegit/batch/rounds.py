@@ -15,16 +15,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lvegit.attempt import Attempt
+from lvegit.base.errors import LvegitError
+from lvegit.base.output import count
+from lvegit.base.settings import RetryPolicy
 from lvegit.batch.files import Answers, Failure, RequestFile, custom_id
-from lvegit.conversation import Pair, conversation_steps
-from lvegit.errors import LvegitError
+from lvegit.judge.conversation import Pair, conversation_steps
+from lvegit.lve.prompt import Message
 from lvegit.models.base import Completion, chat_body
 from lvegit.models.routing import ModelPool, Route
-from lvegit.output import count
-from lvegit.prompt import Message
-from lvegit.runner import Recorder, Task, failing_alone, request
-from lvegit.settings import RetryPolicy
+from lvegit.run.attempt import Attempt
+from lvegit.run.runner import Recorder, Task, failing_alone, request
 
 WRITE_EVERY = 1000  # ended attempts are written together (instance lines, report lines), this many at most
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import inspect
 from typing import Any, ClassVar
 
-from lvegit.errors import CheckerError
-from lvegit.prompt import Message, Role, variables_of
+from lvegit.base.errors import CheckerError
+from lvegit.lve.prompt import Message, Role, variables_of
 
 
 def last_response(conversation: list[Message]) -> str | None:

@@ -8,10 +8,10 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any, ClassVar
 
+from lvegit.base.errors import InvalidValue
 from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
 from lvegit.checkers.safe_lambda import compile_lambda
 from lvegit.checkers.safe_regex import compile_pattern, parse_flags, search
-from lvegit.errors import InvalidValue
 
 
 def _call(function: Any, *args: Any, **kwargs: Any) -> Any:

@@ -17,11 +17,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from lvegit.base.errors import CheckerError, CheckerUnavailable
+from lvegit.base.files import FileProblem, ensure_inside, read_text
 from lvegit.checkers import base, core, model_based
-from lvegit.errors import CheckerError, CheckerUnavailable
-from lvegit.files import FileProblem, ensure_inside, read_text
-from lvegit.prompt import Message, Role
-from lvegit.repo import CHECKER_DIR
+from lvegit.lve.prompt import Message, Role
+from lvegit.lve.repo import CHECKER_DIR
 
 MAX_CHECKER_BYTES = 512 * 1024
 

@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 import lvegit
+from lvegit.base.errors import CheckerError
 from lvegit.checkers.channel import receive, send
-from lvegit.confine import hide_environment_from_same_user
-from lvegit.errors import CheckerError
-from lvegit.repo import CHECKER_DIR
+from lvegit.checkers.confine import hide_environment_from_same_user
+from lvegit.lve.repo import CHECKER_DIR
 
 LAUNCHER_GONE = (-9, 0.0)  # a child of a launcher that died was killed with it (PR_SET_PDEATHSIG)
 

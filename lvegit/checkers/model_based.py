@@ -22,10 +22,10 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from lvegit import model_stack
+from lvegit.base.errors import CheckerUnavailable, InvalidValue
+from lvegit.checkers import model_stack
 from lvegit.checkers.base import BaseChecker
-from lvegit.errors import CheckerUnavailable, InvalidValue
-from lvegit.model_stack import (
+from lvegit.checkers.model_stack import (
     DEFAULT_BIAS_MODEL,
     DEFAULT_TOXICITY_MODEL,
     MODEL_CHECKER_NAMES,

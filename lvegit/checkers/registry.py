@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lvegit.base.errors import CheckerError, CheckerUnavailable, LvegitError
 from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
 from lvegit.checkers.core import (
     ExactMatchChecker,
@@ -19,12 +20,11 @@ from lvegit.checkers.core import (
     RegexChecker,
 )
 from lvegit.checkers.model_based import MODEL_CHECKERS
-from lvegit.errors import CheckerError, CheckerUnavailable, LvegitError
-from lvegit.template import TemplateError, fill
+from lvegit.lve.template import TemplateError, fill
 
 if TYPE_CHECKING:
     from lvegit.checkers.sandbox import CheckerWorker, SandboxSettings
-    from lvegit.spec import LVE
+    from lvegit.lve.spec import LVE
 
 CORE_CHECKERS: dict[str, type[BaseChecker]] = {
     cls.__name__: cls

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from lvegit.base.errors import InvalidValue, UnsafeExpressionError
 from lvegit.checkers.safe_regex import LAMBDA_FLAGS, REGEX_FUNCTIONS, regex_namespace
-from lvegit.errors import InvalidValue, UnsafeExpressionError
 
 MAX_LAMBDA_CHARS = 10_000
 MAX_POWER_EXPONENT = 10_000

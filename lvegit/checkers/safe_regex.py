@@ -10,7 +10,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from lvegit.errors import InvalidValue, RegexTimeout
+from lvegit.base.errors import InvalidValue, RegexTimeout
 
 REGEX_TIMEOUT_SECONDS = 2.0
 

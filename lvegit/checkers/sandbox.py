@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lvegit.base.errors import CheckerError, CheckerUnavailable, UsageError
 from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
+from lvegit.checkers.confine import Limits
 from lvegit.checkers.launcher import launcher
-from lvegit.confine import Limits
-from lvegit.errors import CheckerError, CheckerUnavailable, UsageError
-from lvegit.model_stack import hub_cache
-from lvegit.prompt import Message
+from lvegit.checkers.model_stack import hub_cache
+from lvegit.lve.prompt import Message
 
 MAX_MESSAGE_CHARS = 2_000
 

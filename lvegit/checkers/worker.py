@@ -2,9 +2,9 @@
 lvegit.checkers.worker` (see lvegit.checkers.launcher), which imports this code once and forks one worker
 per LVE.
 
-A worker confines itself (see lvegit.confine) before it reads the first request, then answers one JSON
-line per request on the descriptor that was its stdout; what checker code prints goes to /dev/null. The
-launcher starts with an environment that holds no secrets.
+A worker confines itself (see lvegit.checkers.confine) before it reads the first request, then answers
+one JSON line per request on the descriptor that was its stdout; what checker code prints goes to
+/dev/null. The launcher starts with an environment that holds no secrets.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
-from lvegit import confine
+from lvegit.base.errors import CheckerError, CheckerUnavailable
+from lvegit.checkers import confine
 from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
 from lvegit.checkers.channel import receive, send
 from lvegit.checkers.custom import load_custom_checker, read_checker_sources
 from lvegit.checkers.hub import HubRequests
-from lvegit.errors import CheckerError, CheckerUnavailable
-from lvegit.prompt import Message, Role
+from lvegit.lve.prompt import Message, Role
 
 
 def _messages(data: list[dict[str, Any]]) -> list[Message]:

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import click
 
+from lvegit.base.errors import UsageError
+from lvegit.base.files import walk
 from lvegit.commands.catalog import short_help
-from lvegit.errors import UsageError
-from lvegit.files import walk
+from lvegit.commands.options import current_settings, open_repository
 from lvegit.github.context import action_input, flag, read_event
 from lvegit.github.flow import Settings, check, comment, environment_settings
 from lvegit.github.results import parse_fail_on
-from lvegit.options import current_settings, open_repository
 
 
 def _number(name: str, default: int) -> int:

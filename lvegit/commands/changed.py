@@ -4,10 +4,16 @@ from pathlib import Path
 
 import click
 
-from lvegit.changes import changed_lves, describe_comparison
+from lvegit.base.output import line, print_json
 from lvegit.commands.catalog import short_help
-from lvegit.options import format_option, head_revision, open_repository, repo_option, revision_options
-from lvegit.output import line, print_json
+from lvegit.commands.options import (
+    format_option,
+    head_revision,
+    open_repository,
+    repo_option,
+    revision_options,
+)
+from lvegit.git.changes import changed_lves, describe_comparison
 
 
 @click.command("changed", short_help=short_help("changed"))

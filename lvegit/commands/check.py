@@ -4,8 +4,8 @@ from pathlib import Path
 
 import click
 
-from lvegit.cache import open_cache
-from lvegit.check import check_all, check_stream
+from lvegit.base.errors import EXIT_FINDINGS, EXIT_OK
+from lvegit.base.output import count, line, note, print_json
 from lvegit.commands.catalog import short_help
 from lvegit.commands.lines import (
     finding_lines,
@@ -14,8 +14,7 @@ from lvegit.commands.lines import (
     replay_status,
     validation_status,
 )
-from lvegit.errors import EXIT_FINDINGS, EXIT_OK
-from lvegit.options import (
+from lvegit.commands.options import (
     Selection,
     format_option,
     no_cache_option,
@@ -23,8 +22,9 @@ from lvegit.options import (
     repo_option,
     selection_options,
 )
-from lvegit.output import count, line, note, print_json
-from lvegit.results import summarize
+from lvegit.judge.cache import open_cache
+from lvegit.judge.check import check_all, check_stream
+from lvegit.judge.results import summarize
 
 
 @click.command("check", short_help=short_help("check"))

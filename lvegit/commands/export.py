@@ -5,12 +5,12 @@ from pathlib import Path
 
 import click
 
+from lvegit.base.errors import EXIT_OK, UsageError
+from lvegit.base.output import count, note
 from lvegit.commands.catalog import short_help
-from lvegit.errors import EXIT_OK, UsageError
-from lvegit.export import FORMATS, load_attempts
-from lvegit.options import open_repository, repo_option
-from lvegit.output import count, note
-from lvegit.repo import repository_url
+from lvegit.commands.options import open_repository, repo_option
+from lvegit.lve.repo import repository_url
+from lvegit.publish.export import FORMATS, load_attempts
 
 
 @click.command("export", short_help=short_help("export"))
@@ -49,16 +49,16 @@ def export_command(
     attempts = load_attempts(list(reports))
     try:
         if export_format == "junit":
-            from lvegit.export.junit import junit_xml
+            from lvegit.publish.export.junit import junit_xml
 
             text = junit_xml(attempts)
         elif export_format == "avid":
-            from lvegit.export.avid import avid_reports
+            from lvegit.publish.export.avid import avid_reports
 
             found = avid_reports(attempts, repo, repository_url(repo))
             text = "".join(json.dumps(report) + "\n" for report in found)
         else:
-            from lvegit.export.garak import garak_report
+            from lvegit.publish.export.garak import garak_report
 
             text = "".join(json.dumps(entry) + "\n" for entry in garak_report(attempts, repo))
     except ImportError as exc:

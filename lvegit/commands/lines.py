@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from lvegit.output import count
-from lvegit.problems import alike, location, placed
-from lvegit.results import FORMS, LVEReport, ReplayResult, summarize
+from lvegit.base.output import count
+from lvegit.judge.results import FORMS, LVEReport, ReplayResult, summarize
+from lvegit.lve.problems import alike, location, placed
 
 
 def replay_counts(summary: dict[str, int], every: bool = False) -> str:

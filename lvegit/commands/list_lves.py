@@ -5,11 +5,11 @@ from typing import Any
 
 import click
 
+from lvegit.base.escape import console
+from lvegit.base.output import count, line, print_json
 from lvegit.commands.catalog import short_help
-from lvegit.escape import console
-from lvegit.options import Selection, format_option, open_repository, repo_option, selection_options
-from lvegit.output import count, line, print_json
-from lvegit.summary import summarize_lves
+from lvegit.commands.options import Selection, format_option, open_repository, repo_option, selection_options
+from lvegit.publish.summary import summarize_lves
 
 
 @click.command("list", short_help=short_help("list"))

@@ -4,13 +4,13 @@ from pathlib import Path
 
 import click
 
-from lvegit.cache import open_cache
+from lvegit.base.errors import EXIT_FINDINGS, EXIT_OK, UsageError
+from lvegit.base.output import count, line, note, print_json
+from lvegit.checkers.model_stack import download, needed_models
 from lvegit.commands.catalog import short_help
-from lvegit.errors import EXIT_FINDINGS, EXIT_OK, UsageError
-from lvegit.model_stack import download, needed_models
-from lvegit.options import Selection, format_option, open_repository, repo_option, selection_options
-from lvegit.output import count, line, note, print_json
-from lvegit.repo import named_checker
+from lvegit.commands.options import Selection, format_option, open_repository, repo_option, selection_options
+from lvegit.judge.cache import open_cache
+from lvegit.lve.repo import named_checker
 
 
 @click.command("models", short_help=short_help("models"))

@@ -6,12 +6,13 @@ from pathlib import Path
 
 import click
 
+from lvegit.base.errors import UsageError
+from lvegit.base.output import line, note
 from lvegit.checkers.registry import BUILTIN_CHECKERS, nearest_name
 from lvegit.commands.catalog import short_help
-from lvegit.errors import UsageError
-from lvegit.options import open_repository, repo_option
-from lvegit.output import line, note
-from lvegit.scaffold import (
+from lvegit.commands.options import open_repository, repo_option
+from lvegit.lve.spec import PLACEHOLDER
+from lvegit.publish.scaffold import (
     CUSTOM,
     SEVERITIES,
     NewLVE,
@@ -22,7 +23,6 @@ from lvegit.scaffold import (
     lve_folder,
     parse_name,
 )
-from lvegit.spec import PLACEHOLDER
 
 
 def _ask(text: str, check: Callable[[str], object], default: str | None = None) -> str:

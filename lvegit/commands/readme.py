@@ -4,12 +4,12 @@ from pathlib import Path
 
 import click
 
+from lvegit.base.errors import EXIT_FINDINGS, EXIT_OK
+from lvegit.base.escape import console
+from lvegit.base.output import count, line
 from lvegit.commands.catalog import short_help
-from lvegit.errors import EXIT_FINDINGS, EXIT_OK
-from lvegit.escape import console
-from lvegit.options import Selection, open_repository, repo_option, selection_options
-from lvegit.output import count, line
-from lvegit.readme import ReadmeError, readme_of, write_readme
+from lvegit.commands.options import Selection, open_repository, repo_option, selection_options
+from lvegit.publish.readme import ReadmeError, readme_of, write_readme
 
 
 @click.command("readme", short_help=short_help("readme"))

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
+from lvegit.base.errors import EXIT_FINDINGS, EXIT_OK, UsageError
+from lvegit.base.output import count, line, note, print_json
 from lvegit.commands.catalog import short_help
-from lvegit.errors import EXIT_FINDINGS, EXIT_OK, UsageError
-from lvegit.models.routing import ModelPool
-from lvegit.options import (
+from lvegit.commands.options import (
     current_settings,
     format_option,
     local_model_options,
@@ -17,9 +17,9 @@ from lvegit.options import (
     repo_option,
     retries_option,
 )
-from lvegit.output import count, line, note, print_json
-from lvegit.record import parse_params, record_instance
-from lvegit.spec import blocking_errors, load_lve
+from lvegit.lve.spec import blocking_errors, load_lve
+from lvegit.models.routing import ModelPool
+from lvegit.run.record import parse_params, record_instance
 
 
 @click.command("record", short_help=short_help("record"))

@@ -4,11 +4,11 @@ from pathlib import Path
 
 import click
 
-from lvegit.cache import open_cache
+from lvegit.base.errors import EXIT_FINDINGS, EXIT_OK
+from lvegit.base.output import count, line, note, print_json
 from lvegit.commands.catalog import short_help
 from lvegit.commands.lines import replay_counts, replay_lines, replay_status
-from lvegit.errors import EXIT_FINDINGS, EXIT_OK
-from lvegit.options import (
+from lvegit.commands.options import (
     Selection,
     current_settings,
     format_option,
@@ -17,9 +17,9 @@ from lvegit.options import (
     repo_option,
     selection_options,
 )
-from lvegit.output import count, line, note, print_json
-from lvegit.replay import replay_all, replay_stream
-from lvegit.results import summarize
+from lvegit.judge.cache import open_cache
+from lvegit.judge.replay import replay_all, replay_stream
+from lvegit.judge.results import summarize
 
 
 @click.command("replay", short_help=short_help("replay"))
@@ -63,7 +63,7 @@ def replay_command(
         note(f"verdict cache: {unused}")
     lve_dirs = selection.resolve(repo)
     if report_path is not None:
-        from lvegit.replay_report import check_replay_report
+        from lvegit.run.replay_report import check_replay_report
 
         check_replay_report(report_path)
     if output_format == "json":
@@ -82,7 +82,7 @@ def replay_command(
     if cache is not None:
         cache.prune()
     if report_path is not None:
-        from lvegit.replay_report import write_replay_report
+        from lvegit.run.replay_report import write_replay_report
 
         command = " ".join(["lvegit", *current_settings().argv])
         write_replay_report(repo, results, report_path, command)

@@ -4,12 +4,12 @@ from pathlib import Path
 
 import click
 
-from lvegit.attempt import load_report
+from lvegit.base.errors import EXIT_FINDINGS
+from lvegit.base.output import count, note
 from lvegit.commands.catalog import short_help
+from lvegit.commands.options import format_option
 from lvegit.commands.run import show_results
-from lvegit.errors import EXIT_FINDINGS
-from lvegit.options import format_option
-from lvegit.output import count, note
+from lvegit.run.attempt import load_report
 
 
 @click.command("report", short_help=short_help("report"))

@@ -9,15 +9,13 @@ from typing import Any
 
 import click
 
-from lvegit.attempt import Attempt, Report
+from lvegit.base.errors import EXIT_FINDINGS, EXIT_OK, Interrupted, UsageError
+from lvegit.base.output import count, line, print_json
 from lvegit.batch.api import Polling
 from lvegit.batch.engines import BatchOptions, check_routes, run_batches
 from lvegit.batch.rounds import Rounds
 from lvegit.commands.catalog import short_help
-from lvegit.errors import EXIT_FINDINGS, EXIT_OK, Interrupted, UsageError
-from lvegit.models.base import DEFAULT_CONCURRENCY
-from lvegit.models.routing import ModelPool, Route, resolve
-from lvegit.options import (
+from lvegit.commands.options import (
     Selection,
     current_settings,
     format_option,
@@ -27,9 +25,12 @@ from lvegit.options import (
     retries_option,
     selection_options,
 )
-from lvegit.output import count, line, print_json
-from lvegit.problems import location
-from lvegit.rerun import (
+from lvegit.judge.results import unsafe_rate, verdict_word
+from lvegit.lve.problems import location
+from lvegit.models.base import DEFAULT_CONCURRENCY
+from lvegit.models.routing import ModelPool, Route, resolve
+from lvegit.run.attempt import Attempt, Report
+from lvegit.run.rerun import (
     InstanceResult,
     Plan,
     by_instance,
@@ -38,8 +39,7 @@ from lvegit.rerun import (
     plan_reruns,
     wilson_interval,
 )
-from lvegit.results import unsafe_rate, verdict_word
-from lvegit.runner import Recorder, Runner, Task
+from lvegit.run.runner import Recorder, Runner, Task
 
 
 def _describe(result: InstanceResult) -> str:

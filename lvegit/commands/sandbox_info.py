@@ -5,10 +5,10 @@ from pathlib import Path
 
 import click
 
+from lvegit.base.output import line, print_json
 from lvegit.checkers.sandbox import CheckerWorker
 from lvegit.commands.catalog import short_help
-from lvegit.options import format_option
-from lvegit.output import line, print_json
+from lvegit.commands.options import format_option
 
 
 @click.command("sandbox", short_help=short_help("sandbox"))

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import click
 
+from lvegit.base.errors import EXIT_OK
 from lvegit.commands.catalog import short_help
-from lvegit.errors import EXIT_OK
-from lvegit.lve_schema import KINDS, shipped
+from lvegit.publish.schema import KINDS, shipped
 
 
 @click.command("schema", short_help=short_help("schema"))

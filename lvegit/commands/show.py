@@ -6,13 +6,13 @@ from typing import Any
 
 import click
 
+from lvegit.base.errors import UsageError
+from lvegit.base.escape import console
+from lvegit.base.output import count, print_json, styled, styled_line
 from lvegit.commands.catalog import short_help
-from lvegit.errors import UsageError
-from lvegit.escape import console
-from lvegit.options import format_option, open_repository, repo_option
-from lvegit.output import count, print_json, styled, styled_line
-from lvegit.show import lve_view
-from lvegit.template import SHOWN_PARAMETER
+from lvegit.commands.options import format_option, open_repository, repo_option
+from lvegit.lve.template import SHOWN_PARAMETER
+from lvegit.publish.show import lve_view
 
 MAX_TEXT = 300  # characters of a prompt message or a response shown in the terminal
 

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import click
 
+from lvegit.base.errors import EXIT_OK
+from lvegit.base.output import count, line
 from lvegit.commands.catalog import short_help
-from lvegit.errors import EXIT_OK
-from lvegit.options import open_repository, repo_option
-from lvegit.output import count, line
+from lvegit.commands.options import open_repository, repo_option
 
 
 @click.command("site", short_help=short_help("site"))
@@ -38,7 +38,7 @@ def site_command(
       lvegit site site/ --title "Our LVEs" --base-url https://org.github.io/lves/
       lvegit site site/ --reports run.jsonl
     """
-    from lvegit.site.build import build
+    from lvegit.publish.site.build import build
 
     site = build(open_repository(repo_path), out, title, list(reports), base_url)
     skipped = (

@@ -4,12 +4,12 @@ from pathlib import Path
 
 import click
 
+from lvegit.base.errors import EXIT_FINDINGS, EXIT_OK
+from lvegit.base.output import count, line, print_json
 from lvegit.commands.catalog import short_help
 from lvegit.commands.lines import finding_lines, validation_status
-from lvegit.errors import EXIT_FINDINGS, EXIT_OK
-from lvegit.options import Selection, format_option, open_repository, repo_option, selection_options
-from lvegit.output import count, line, print_json
-from lvegit.validate import validate_lve
+from lvegit.commands.options import Selection, format_option, open_repository, repo_option, selection_options
+from lvegit.judge.validate import validate_lve
 
 
 @click.command("validate", short_help=short_help("validate"))

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from lvegit.errors import GitHubAccessError, GitHubError, UsageError
+from lvegit.base.errors import GitHubAccessError, GitHubError, UsageError
+from lvegit.base.settings import RetryPolicy
 from lvegit.github.render import COMMENT_LIMIT, MARKER
-from lvegit.settings import RetryPolicy
 
 RATE_LIMIT_WAIT = 60.0  # the longest wait for a secondary rate limit to pass
 MAX_RETRIES = 5

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lvegit.errors import UsageError
+from lvegit.base.errors import UsageError
 
 PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
 EVENTS = (*PULL_REQUEST_EVENTS, "push", "workflow_dispatch", "workflow_run")

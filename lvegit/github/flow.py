@@ -16,21 +16,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lvegit.cache import open_cache
-from lvegit.check import check_all
-from lvegit.errors import UsageError
+from lvegit.base.errors import UsageError
+from lvegit.base.output import count, line
+from lvegit.base.settings import RetryPolicy
+from lvegit.git.vcs import GitCheckout
 from lvegit.github import results as results_file
 from lvegit.github.api import PullRequests
 from lvegit.github.context import Event
 from lvegit.github.history import ensure_history
 from lvegit.github.render import SUMMARY_LIMIT, annotation_commands, render, write_outputs
-from lvegit.live import run_live
-from lvegit.output import count, line
-from lvegit.readme import ReadmeError, readme_of
-from lvegit.repo import Repository
-from lvegit.review import review
-from lvegit.settings import RetryPolicy
-from lvegit.vcs import GitCheckout
+from lvegit.github.review import review
+from lvegit.judge.cache import open_cache
+from lvegit.judge.check import check_all
+from lvegit.lve.repo import Repository
+from lvegit.publish.readme import ReadmeError, readme_of
+from lvegit.run.live import run_live
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def check(repo: Repository, event: Event, settings: Settings) -> int:
         line(f"lvegit: {step}")
     changes = None
     if event.base:
-        from lvegit.changes import changed_lves
+        from lvegit.git.changes import changed_lves
 
         changes = changed_lves(repo, event.base, event.head)
         paths, removed = changes.changed, changes.removed

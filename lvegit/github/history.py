@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lvegit.vcs import GitCheckout
+from lvegit.git.vcs import GitCheckout
 
 
 def ensure_history(checkout: GitCheckout, *revisions: str) -> list[str]:

@@ -12,11 +12,19 @@ import secrets
 from pathlib import Path
 from urllib.parse import quote
 
-from lvegit.escape import code_block, html_text, markdown, workflow_data, workflow_property
+from lvegit.base.escape import code_block, html_text, markdown, workflow_data, workflow_property
+from lvegit.base.output import count
 from lvegit.github.results import LiveRecord, LVERecord, ResultsDocument
-from lvegit.output import count
-from lvegit.problems import Problem, alike, line_ranges, location, placed
-from lvegit.results import FORMS, STATUSES, AddedInstance, LVEChange, ReplayResult, unsafe_rate, verdict_word
+from lvegit.judge.results import (
+    FORMS,
+    STATUSES,
+    AddedInstance,
+    LVEChange,
+    ReplayResult,
+    unsafe_rate,
+    verdict_word,
+)
+from lvegit.lve.problems import Problem, alike, line_ranges, location, placed
 
 MARKER = "<!-- lvegit:verdict-summary -->"
 COMMENT_LIMIT = 65_536

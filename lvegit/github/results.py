@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lvegit import __version__
-from lvegit.errors import UsageError
-from lvegit.escape import mask
-from lvegit.files import FileProblem, output_folder, write_inside
-from lvegit.output import count
-from lvegit.problems import Problem
-from lvegit.results import Appended, LVEChange, LVECheck, ReplayResult, summarize
+from lvegit.base.errors import UsageError
+from lvegit.base.escape import mask
+from lvegit.base.files import FileProblem, output_folder, write_inside
+from lvegit.base.output import count
+from lvegit.judge.results import Appended, LVEChange, LVECheck, ReplayResult, summarize
+from lvegit.lve.problems import Problem
 
 if TYPE_CHECKING:  # only for annotations: comment mode does not import the runner
-    from lvegit.rerun import InstanceResult
+    from lvegit.run.rerun import InstanceResult
 
 SCHEMA: Final = "lvegit-results"
 VERSION: Final = 2  # 2: each LVE's change (what the pull request did to it)

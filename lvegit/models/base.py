@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from lvegit.errors import LvegitError
-from lvegit.prompt import Message
+from lvegit.base.errors import LvegitError
+from lvegit.lve.prompt import Message
 
 # Requests in flight per model unless --concurrency says otherwise (a batching backend asks for more).
 DEFAULT_CONCURRENCY = 8

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from lvegit.errors import UsageError
+from lvegit.base.errors import UsageError
+from lvegit.lve.prompt import Message, Role
 from lvegit.models.base import DEFAULT_CONCURRENCY, Completion
-from lvegit.prompt import Message, Role
 
 
 class OfflineModel:

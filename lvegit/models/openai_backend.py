@@ -15,7 +15,8 @@ import time
 import urllib.parse
 from typing import Any
 
-from lvegit.errors import UsageError
+from lvegit.base.errors import UsageError
+from lvegit.lve.prompt import Message
 from lvegit.models.base import (
     DEFAULT_CONCURRENCY,
     Completion,
@@ -23,7 +24,6 @@ from lvegit.models.base import (
     TransientModelError,
     chat_body,
 )
-from lvegit.prompt import Message
 
 
 def retry_after(headers: Any) -> float | None:

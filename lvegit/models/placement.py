@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lvegit.errors import UsageError
+from lvegit.base.errors import UsageError
 
 DEVICES = ("auto", "cuda", "mps", "cpu")  # and cuda:N
 DTYPES = ("auto", "bfloat16", "float16", "float32")

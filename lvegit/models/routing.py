@@ -28,11 +28,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lvegit.errors import UsageError
-from lvegit.files import FileProblem, read_text
+from lvegit.base.errors import UsageError
+from lvegit.base.files import FileProblem, read_text
+from lvegit.lve.repo import canonical_model
 from lvegit.models.base import ChatModel
 from lvegit.models.placement import check_device, check_dtype
-from lvegit.repo import canonical_model
 
 if TYPE_CHECKING:  # the transformers backend is imported when a local model is routed to
     from lvegit.models.transformers_backend import LocalModels, LocalWeights

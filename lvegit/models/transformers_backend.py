@@ -16,11 +16,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
+from lvegit.base.output import note
+from lvegit.lve.prompt import Message
 from lvegit.models import placement
 from lvegit.models.base import Completion, ModelError, clean_model_args
 from lvegit.models.batching import Batcher
-from lvegit.output import note
-from lvegit.prompt import Message
 
 DEFAULT_MAX_NEW_TOKENS = 256
 DEFAULT_BATCH_SIZE = 32

@@ -4,9 +4,9 @@ from typing import Any
 
 import pytest
 
+from lvegit.base.errors import CheckerError
 from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
-from lvegit.errors import CheckerError
-from lvegit.prompt import Message, Role
+from lvegit.lve.prompt import Message, Role
 
 PROMPT_IN = [
     Message("q1"),

@@ -5,6 +5,7 @@ from typing import Any
 
 import pytest
 
+from lvegit.base.errors import CheckerError
 from lvegit.checkers.core import (
     ExactMatchChecker,
     FuzzyMatchChecker,
@@ -17,10 +18,9 @@ from lvegit.checkers.core import (
     normalize_number,
 )
 from lvegit.checkers.registry import CheckerFactory
-from lvegit.errors import CheckerError
-from lvegit.prompt import Message, Role
-from lvegit.repo import Repository
-from lvegit.spec import LVE, load_lve
+from lvegit.lve.prompt import Message, Role
+from lvegit.lve.repo import Repository
+from lvegit.lve.spec import LVE, load_lve
 
 from builders import RepoBuilder
 

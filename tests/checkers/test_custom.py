@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
+from lvegit.base.errors import CheckerError
 from lvegit.checkers.registry import CheckerFactory
-from lvegit.errors import CheckerError
-from lvegit.replay import replay_lve
-from lvegit.repo import Repository
-from lvegit.spec import load_lve
+from lvegit.judge.replay import replay_lve
+from lvegit.lve.repo import Repository
+from lvegit.lve.spec import load_lve
 
 from builders import RepoBuilder, instance
 

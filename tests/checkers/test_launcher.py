@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from lvegit.base.errors import CheckerError
 from lvegit.checkers.launcher import launcher
 from lvegit.checkers.sandbox import CheckerWorker
-from lvegit.errors import CheckerError
 
 
 def parent_of(pid: int) -> int:

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from lvegit.base.errors import CheckerUnavailable
 from lvegit.checkers.model_based import BiasChecker, PII_Checker, ToxicityChecker
-from lvegit.errors import CheckerUnavailable
 
 from builders import RepoBuilder, instance, train_tiny_classifier
 from servers import Running
@@ -48,7 +48,7 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
 
 
 def check(checker: Any, response: str) -> bool:
-    from lvegit.prompt import Message, Role
+    from lvegit.lve.prompt import Message, Role
 
     out = [Message("q"), Message(response, Role.assistant, "response")]
     return bool(checker.invoke_check(out, out, {}))

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+from lvegit.base.errors import RegexTimeout, UnsafeExpressionError
 from lvegit.checkers.safe_lambda import compile_lambda
-from lvegit.errors import RegexTimeout, UnsafeExpressionError
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 import regex
 
+from lvegit.base.errors import RegexTimeout
 from lvegit.checkers.safe_regex import compile_pattern, parse_flags, search
-from lvegit.errors import RegexTimeout
 
 
 @pytest.mark.parametrize(

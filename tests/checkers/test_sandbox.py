@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from lvegit.base.errors import CheckerError, CheckerUnavailable
+from lvegit.checkers.confine import Limits
 from lvegit.checkers.sandbox import CheckerWorker, SandboxSettings
-from lvegit.confine import Limits
-from lvegit.errors import CheckerError, CheckerUnavailable
-from lvegit.prompt import Message, Role
-from lvegit.replay import replay_lve
-from lvegit.repo import Repository
+from lvegit.judge.replay import replay_lve
+from lvegit.lve.prompt import Message, Role
+from lvegit.lve.repo import Repository
 
 from builders import RepoBuilder, instance
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from lvegit.checkers.registry import CheckerFactory
-from lvegit.repo import Repository
-from lvegit.spec import load_lve
+from lvegit.lve.repo import Repository
+from lvegit.lve.spec import load_lve
 
 from builders import RepoBuilder, instance
 

@@ -17,7 +17,7 @@ import jsonschema
 import pytest
 
 from lvegit import __version__
-from lvegit.escape import markdown
+from lvegit.base.escape import markdown
 from lvegit.github import results
 from lvegit.github.render import COMMENT_LIMIT, MARKER
 
@@ -770,4 +770,4 @@ def test_check_mode_without_a_model_key_imports_no_model_client(
     ran = subprocess.run(command, cwd=git.root, env=environment, capture_output=True, text=True, timeout=120)
     assert ran.returncode == 1, ran.stderr
     imported = [line.rsplit("|", 1)[-1].strip() for line in ran.stderr.splitlines() if "import time:" in line]
-    assert "openai" not in imported and "lvegit.rerun" in imported  # live runs were considered (auto)
+    assert "openai" not in imported and "lvegit.run.rerun" in imported  # live runs were considered (auto)

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from lvegit.changes import changed_lves
-from lvegit.errors import UsageError
+from lvegit.base.errors import UsageError
+from lvegit.git.changes import changed_lves
+from lvegit.git.vcs import GitCheckout
 from lvegit.github.history import ensure_history
-from lvegit.repo import Repository
-from lvegit.vcs import GitCheckout
+from lvegit.lve.repo import Repository
 
 from builders import GitRepo, RepoBuilder, instance
 

@@ -9,7 +9,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from lvegit.errors import UsageError
+from lvegit.base.errors import UsageError
 from lvegit.github import results
 
 DOCUMENT: dict[str, Any] = {

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from lvegit.errors import UsageError
+from lvegit.base.errors import UsageError
 from lvegit.models.placement import Placement, choose
 
 torch = pytest.importorskip("torch")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lvegit.errors import UsageError
+from lvegit.base.errors import UsageError
 from lvegit.models.routing import ModelPool, Route, load_routes
 
 

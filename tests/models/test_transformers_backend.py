@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
+from lvegit.lve.prompt import Message, Role
+from lvegit.lve.repo import Repository
 from lvegit.models import transformers_backend
 from lvegit.models.routing import ModelPool
 from lvegit.models.transformers_backend import LocalWeights, TransformersModel
-from lvegit.prompt import Message, Role
-from lvegit.repo import Repository
-from lvegit.rerun import plan_reruns
-from lvegit.runner import Runner
+from lvegit.run.rerun import plan_reruns
+from lvegit.run.runner import Runner
 
 from builders import RepoBuilder, instance, word_tokenizer
 

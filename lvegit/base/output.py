@@ -1,0 +1,42 @@
+"""Everything the commands print goes through here: one escaped line at a time, or JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import click
+
+from lvegit.base.escape import console, mask
+
+
+def count(number: int, singular: str, plural: str = "") -> str:
+    """`1 LVE`, `2 LVEs`, `2 mismatches`: a number with its noun in the right form."""
+    return f"{number} {singular if number == 1 else plural or singular + 's'}"
+
+
+def line(text: str = "") -> None:
+    """Print one line; what an LVE or a model wrote cannot inject escapes, lines or secrets."""
+    click.echo(console(text))
+
+
+def styled(text: str, **style: Any) -> str:
+    """`text` escaped as `line` escapes it, then styled (click.style: fg, bold, ...)."""
+    return click.style(console(text), **style)
+
+
+def styled_line(*parts: str) -> None:
+    """Print one line of parts that are each escaped already (by `styled` or escape.console): colours on a
+    terminal only, and never when NO_COLOR is set (https://no-color.org)."""
+    click.echo("".join(parts), color=False if os.environ.get("NO_COLOR") else None)
+
+
+def print_json(data: Any) -> None:
+    # ASCII-only JSON escapes every control character a terminal could act on.
+    click.echo(mask(json.dumps(data, indent=2, ensure_ascii=True)))
+
+
+def note(text: str) -> None:
+    """A line about how the command works (not its data) on standard error: JSON output stays clean."""
+    click.echo(console(f"lvegit: {text}"), err=True)

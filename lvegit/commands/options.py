@@ -1,0 +1,180 @@
+"""Options shared by several commands, defined once."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from lvegit.base.errors import UsageError
+from lvegit.base.output import count, note
+from lvegit.lve.repo import Repository
+
+if TYPE_CHECKING:
+    from lvegit.base.settings import Settings
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def repo_option(function: F) -> F:
+    return click.option(
+        "--repo",
+        "repo_path",
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        default=None,
+        help="The LVE repository (default: found by walking up from the current directory "
+        "to .lverepo or a repository/ folder).",
+    )(function)
+
+
+def format_option(function: F) -> F:
+    return click.option(
+        "--format",
+        "output_format",
+        type=click.Choice(["text", "json"]),
+        default="text",
+        show_default=True,
+        help="Output format.",
+    )(function)
+
+
+def retries_option(function: F) -> F:
+    return click.option(
+        "--retries",
+        type=click.IntRange(0, 20),
+        default=4,
+        show_default=True,
+        help="Retries of a request that failed transiently (429, 5xx, timeout, connection, bad body).",
+    )(function)
+
+
+def local_model_options(function: F) -> F:
+    """--device and --dtype for local (transformers) models: they override the routing file's choice."""
+    from lvegit.models.placement import DTYPES, check_device  # only the commands that run models
+
+    def device(_context: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+        try:
+            return None if value is None else check_device(value, "--device")
+        except UsageError as exc:
+            raise click.BadParameter(str(exc).removeprefix("--device: ")) from None
+
+    function = click.option(
+        "--dtype",
+        type=click.Choice(DTYPES),
+        help="Precision of local transformers models (default auto: bfloat16 or float16 on a GPU, "
+        "float32 on the CPU).",
+    )(function)
+    return click.option(
+        "--device",
+        callback=device,
+        metavar="auto|cuda|cuda:N|mps|cpu",
+        help="Where local transformers models run (default auto: CUDA, then Apple MPS, then the CPU).",
+    )(function)
+
+
+def no_cache_option(function: F) -> F:
+    return click.option(
+        "--no-cache",
+        is_flag=True,
+        help="Judge every instance again instead of reading verdicts of unchanged checkers and responses "
+        "from .lvegit-cache/ (LVEGIT_CACHE_DIR moves it, LVEGIT_CACHE=read or off limits it).",
+    )(function)
+
+
+def revision_options(function: F) -> F:
+    function = click.option(
+        "--head",
+        help="The revision with the changes (a pull request's head). Default: HEAD with --base; without "
+        "--base, the work tree (uncommitted and untracked files included).",
+    )(function)
+    return click.option(
+        "--base",
+        help="The revision to compare with (a pull request's base branch or commit). Default: the current "
+        "branch's upstream, else origin/HEAD, else main or master.",
+    )(function)
+
+
+def head_revision(base: str | None, head: str | None) -> str | None:
+    """--head as given; without it, HEAD when --base is given, else the work tree (None)."""
+    return head if head is not None else "HEAD" if base is not None else None
+
+
+def selection_options(function: F) -> F:
+    """LVE paths (folders of LVEs, folders holding LVEs, or files inside one), --all, or --changed; the
+    command receives them as one `selection: Selection`."""
+
+    @functools.wraps(function)
+    def with_selection(
+        *args: Any,
+        paths: tuple[Path, ...],
+        all_lves: bool,
+        changed: bool,
+        base: str | None,
+        head: str | None,
+        skip_other_files: bool,
+        **kwargs: Any,
+    ) -> Any:
+        selection = Selection(paths, all_lves, changed, base, head, skip_other_files)
+        return function(*args, selection=selection, **kwargs)
+
+    decorated: Any = revision_options(with_selection)
+    decorated = click.option(
+        "--skip-other-files",
+        is_flag=True,
+        help="Pass over paths that are in no LVE (or no longer exist) instead of refusing them, as a "
+        "pre-commit hook needs: it passes every staged file.",
+    )(decorated)
+    decorated = click.option(
+        "--changed",
+        is_flag=True,
+        help="The LVEs a git diff touches: your work tree against the default branch, or --base...--head.",
+    )(decorated)
+    decorated = click.option(
+        "--all",
+        "all_lves",
+        is_flag=True,
+        help="Every LVE of the repository. Without paths, --all or --changed: the LVEs below the current "
+        "directory when it lies inside repository/, else every LVE.",
+    )(decorated)
+    return click.argument("paths", nargs=-1, type=click.Path(path_type=Path))(decorated)  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class Selection:
+    paths: tuple[Path, ...]
+    all_lves: bool
+    changed: bool
+    base: str | None
+    head: str | None
+    skip_other_files: bool = False
+
+    def resolve(self, repo: Repository) -> list[Path]:
+        """The LVE folders to work on."""
+        if self.changed:
+            if self.paths or self.all_lves:
+                raise UsageError("--changed selects LVEs by itself: give no paths and no --all")
+            from lvegit.git.changes import changed_lves, describe_comparison
+
+            changes = changed_lves(repo, self.base, head_revision(self.base, self.head))
+            note(f"{count(len(changes.changed), 'changed LVE')} {describe_comparison(changes)}")
+            return [repo.root / path for path in changes.changed if (repo.root / path).is_dir()]
+        if self.base is not None or self.head is not None:
+            raise UsageError("--base and --head choose what --changed compares: add --changed")
+        return repo.select(list(self.paths), self.all_lves, self.skip_other_files)
+
+
+def current_settings() -> Settings:
+    """The settings `cli.main` was given for this invocation (the defaults unless a caller chose), with
+    its command line."""
+    from lvegit.base.settings import Settings  # only the commands that make requests ask for them
+
+    invocation = click.get_current_context().find_root().obj or {}
+    return replace(invocation.get("settings") or Settings(), argv=invocation.get("argv", ()))
+
+
+def open_repository(repo_path: Path | None) -> Repository:
+    return Repository.discover(repo_path)

@@ -1,0 +1,1 @@
+"""Git: every git operation lvegit runs, and the LVEs a diff touches."""

@@ -1,0 +1,110 @@
+"""Conversations of an LVE: the prompts as sent (with holes), filled with responses, and judged."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
+
+from lvegit.base.errors import CheckerError, LVEError, LvegitError
+from lvegit.checkers import BaseChecker, MultiRunBaseChecker
+from lvegit.lve.prompt import Message, fill_holes, fill_messages, variables_of, with_trailing_hole
+from lvegit.lve.spec import LVE
+
+Pair = tuple[list[Message], list[Message]]  # (prompt as sent, conversation with the responses)
+
+
+def prompts_to_send(lve: LVE, params: dict[str, Any]) -> list[list[Message]]:
+    """Each run's prompt with parameters filled in and its trailing hole; one entry for a single prompt."""
+    prompts = [run.messages for run in lve.run_sequence()] if lve.runs is not None else [lve.prompt or []]
+    try:
+        return [with_trailing_hole(fill_messages(messages, params)) for messages in prompts]
+    except ValueError as exc:  # TemplateError: a parameter without a value
+        raise LVEError(str(exc)) from None
+
+
+@dataclass(frozen=True)
+class Step:
+    """One request of an attempt: `key` names it within the attempt (run and hole), `messages` are what
+    the model sees before the hole."""
+
+    key: str
+    messages: list[Message]
+
+
+def conversation_steps(lve: LVE, params: dict[str, Any]) -> Generator[list[Step], list[str], list[Pair]]:
+    """The requests of one attempt, without making them. Each yield is what can be asked now: the next hole
+    of every run (the runs of a multi-run prompt are conversations of their own, so they go together);
+    `send` takes their completions in the same order; the return value is the filled conversations. The
+    live runner awaits the requests of each step; a batch round sends them."""
+    prompts = prompts_to_send(lve, params)
+    conversations = [list(prompt) for prompt in prompts]
+    start = [0] * len(conversations)  # where the next hole of each run is looked for
+    while True:
+        holes = []
+        for run, conversation in enumerate(conversations):
+            index = next((i for i in range(start[run], len(conversation)) if conversation[i].is_hole), None)
+            if index is not None:
+                holes.append((run, index))
+        if not holes:
+            return list(zip(prompts, conversations, strict=True))
+        completions = yield [Step(f"{run}.{index}", conversations[run][:index]) for run, index in holes]
+        for (run, index), completion in zip(holes, completions, strict=True):
+            hole = conversations[run][index]
+            conversations[run][index] = Message(completion, hole.role, hole.variable, hole.image_url)
+            start[run] = index + 1
+
+
+def recorded_pairs(lve: LVE, params: dict[str, Any], response: Any) -> list[Pair]:
+    """The conversations of a recorded instance: its response (a string, variables, or one per run)."""
+    prompts = prompts_to_send(lve, params)
+    if lve.runs is None:
+        responses = [response]
+    elif not isinstance(response, list) or len(response) != len(prompts):
+        raise LVEError(f"the response must be a list with one entry per run ({len(prompts)} runs)")
+    else:
+        responses = response
+    try:
+        return [
+            (prompt, fill_holes(prompt, recorded))
+            for prompt, recorded in zip(prompts, responses, strict=True)
+        ]
+    except ValueError as exc:  # the instance does not fit the prompt
+        raise LVEError(str(exc)) from None
+
+
+def recorded_conversations(
+    lve: LVE, params: dict[str, Any], response: Any
+) -> list[list[dict[str, Any]]] | None:
+    """Each run's conversation with `response` filled in, as attempt records keep it; None when the
+    response does not fit the prompt (a postprocessed one need not)."""
+    try:
+        pairs = recorded_pairs(lve, params, response)
+    except LvegitError:
+        return None
+    return [[message.as_json() for message in conversation] for _prompt, conversation in pairs]
+
+
+def stored_response(lve: LVE, pairs: list[Pair]) -> Any:
+    """What an instance records: per run, the last response alone, or every variable when there are several
+    (as lve-tools stores it); a list over runs for a multi-run LVE."""
+    per_run = []
+    for _prompt, conversation in pairs:
+        variables = variables_of(conversation)
+        per_run.append(variables if len(variables) > 1 else conversation[-1].content)
+    return per_run if lve.runs is not None else per_run[0]
+
+
+def judge(lve: LVE, checker: BaseChecker, pairs: list[Pair], params: dict[str, Any]) -> bool:
+    """The checker's verdict on the conversations of one instance."""
+    if isinstance(checker, MultiRunBaseChecker) != lve.is_multi_run:
+        needs = "a multi-run checker" if lve.is_multi_run else "a single-run checker"
+        raise CheckerError(f"{lve.test_file}: this prompt form needs {needs}; {lve.checker_name} is not one")
+    if isinstance(checker, MultiRunBaseChecker):
+        return checker.invoke_check_runs([p for p, _ in pairs], [c for _, c in pairs], params)
+    prompt_in, prompt_out = pairs[0]
+    return checker.invoke_check(prompt_in, prompt_out, params)
+
+
+def judge_recorded(lve: LVE, checker: BaseChecker, params: dict[str, Any], response: Any) -> bool:
+    return judge(lve, checker, recorded_pairs(lve, params, response), params)

@@ -1,0 +1,347 @@
+"""Replay: re-judge every recorded instance with the LVE's checker, no model involved."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from lvegit import __version__
+from lvegit.base.errors import CheckerUnavailable, LvegitError
+from lvegit.checkers.custom import read_checker_sources
+from lvegit.checkers.launcher import start_launcher_soon
+from lvegit.checkers.model_based import MODEL_CHECKERS
+from lvegit.checkers.model_stack import classifier_missing, model_identity
+from lvegit.checkers.registry import BUILTIN_CHECKERS, CheckerFactory, substitute_args
+from lvegit.judge.cache import Outcome, VerdictCache
+from lvegit.judge.conversation import judge_recorded, prompts_to_send
+from lvegit.judge.results import ReplayResult, Status
+from lvegit.lve.instances import Instance
+from lvegit.lve.repo import Repository, named_checker
+from lvegit.lve.spec import LVE, Loaded, blocking_errors, load_lve
+
+Judged = TypeVar("Judged")
+
+
+Depends = Literal["files", "machine", "never"]  # what replay results follow from (see judge_lve)
+DEPENDS: tuple[Depends, ...] = ("files", "machine", "never")
+
+
+def checker_identity(lve: LVE) -> str:
+    """Everything about an LVE's checker that decides verdicts and is the same for all its instances."""
+    identity: dict[str, Any] = {"lvegit": __version__, "checker": lve.checker_name}
+    if lve.checker_name not in BUILTIN_CHECKERS:
+        identity["sources"] = read_checker_sources(lve.dir)
+    else:
+        identity["model"] = model_identity(lve.checker_name, lve.checker_args)
+    return json.dumps(identity, sort_keys=True, default=str)
+
+
+def instance_key(lve: LVE, identity: str, instance: Instance) -> str | None:
+    """An instance's key in the verdict cache; None when it cannot be keyed (replay reports why)."""
+    params, _model_args = lve.split_args(instance.args)
+    try:
+        args = substitute_args(lve, instance.args)
+        prompts = [[m.as_json() for m in prompt] for prompt in prompts_to_send(lve, params)]
+    except LvegitError:
+        return None
+    material = [identity, args, prompts, params, instance.response]
+    return hashlib.sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _instance_keys(lve: LVE, instances: list[Instance]) -> list[str | None]:
+    """Each instance's key in the verdict cache (None for all when the checker cannot be identified)."""
+    try:
+        identity = checker_identity(lve)
+    except LvegitError:
+        return [None] * len(instances)
+    return [instance_key(lve, identity, instance) for instance in instances]
+
+
+def _result(lve: LVE, instance: Instance, outcome: Outcome) -> ReplayResult:
+    """The replay result a checker's outcome gives (its own, or the cached one)."""
+
+    def result(status: Status, replayed: bool | None = None, reason: str | None = None) -> ReplayResult:
+        return ReplayResult(lve.rel, instance.file, instance.line, instance.passed, replayed, status, reason)
+
+    if outcome.skip is not None:
+        return result("skipped", reason=outcome.skip)
+    if outcome.verdict == instance.passed:
+        return result("reproduced", outcome.verdict)
+    return result("mismatch", outcome.verdict, outcome.note)
+
+
+def _replay_instance(
+    lve: LVE, factory: CheckerFactory, instance: Instance, unprepared: dict[int, BaseException]
+) -> tuple[ReplayResult, Outcome, Depends]:
+    """The result, the checker's outcome and what it follows from (see judge_lve). `unprepared`: how
+    `prepare` failed, by checker: each of that checker's instances ends with it."""
+
+    def failed(status: Status, reason: str) -> tuple[ReplayResult, Outcome, Depends]:
+        result = ReplayResult(lve.rel, instance.file, instance.line, instance.passed, None, status, reason)
+        return result, Outcome(skip=reason), "machine" if status == "skipped" else "never"
+
+    params, _model_args = lve.split_args(instance.args)
+    try:
+        checker = factory.for_args(instance.args)
+        if id(checker) in unprepared:
+            raise unprepared[id(checker)]
+        skip = checker.replay_skip_reason(instance.response)
+        if skip is not None:
+            outcome = Outcome(skip=skip)
+        else:
+            verdict = judge_recorded(lve, checker, params, instance.response)
+            note = (
+                f"judged by {checker.judged_with}; the recording may come from another model"
+                if checker.judged_with
+                else None
+            )
+            outcome = Outcome(verdict=verdict, note=note)
+    except CheckerUnavailable as exc:
+        return failed("skipped", str(exc))
+    except LvegitError as exc:
+        return failed("error", str(exc))
+    except (Exception, SystemExit) as exc:  # a checker's own failure costs only this instance
+        return failed("error", f"{type(exc).__name__}: {exc}")
+    return _result(lve, instance, outcome), outcome, "files"
+
+
+def _prepare(factory: CheckerFactory, instances: list[Instance]) -> dict[int, BaseException]:
+    """Let each checker see all its responses at once (model-based checkers classify them in batches);
+    how it failed, by checker, for those that could not."""
+    groups: dict[int, tuple[Any, list[Any]]] = {}
+    for instance in instances:
+        try:
+            checker = factory.for_args(instance.args)
+        except LvegitError:  # the same error is reported per instance by _replay_instance
+            continue
+        groups.setdefault(id(checker), (checker, []))[1].append(instance.response)
+    failed: dict[int, BaseException] = {}
+    for checker, responses in groups.values():
+        try:
+            checker.prepare(responses)
+        except (Exception, SystemExit) as exc:  # each instance of this checker reports it; others go on
+            failed[id(checker)] = exc
+    return failed
+
+
+def replay_lve(repo: Repository, lve_dir: Path, cache: VerdictCache | None = None) -> list[ReplayResult]:
+    """Replay one LVE's instances. With a cache, an instance whose checker and stored response are
+    unchanged gets its verdict from there, and the checker is built only for the others."""
+    return judge_lve(repo, lve_dir, cache)[0]
+
+
+def judge_lve(
+    repo: Repository,
+    lve_dir: Path,
+    cache: VerdictCache | None = None,
+    loaded: Loaded | None = None,
+    factory: CheckerFactory | None = None,
+) -> tuple[list[ReplayResult], Depends]:
+    """replay_lve's results, and what they follow from, for the verdict cache: "files" when from the
+    LVE's files alone; "machine" when some are skips for a checker that cannot run here (a package or a
+    model missing), which stand while the machine does; "never" after a checker failure.
+    `loaded`: what load_lve returned for the LVE, where the caller has read it already; `factory`: the
+    LVE's checker factory, where the caller has one (the caller closes it)."""
+    lve, problems, _text = loaded or load_lve(repo, lve_dir)
+    rel = repo.relative(lve_dir)
+    blocking = blocking_errors(problems)
+    if lve is None or blocking:
+        first = (blocking or problems.errors)[0]
+        error = ReplayResult(rel, first.file, first.line, None, None, "error", f"invalid LVE: {first.what}")
+        return [error], "files"
+    results: list[ReplayResult] = []
+    instances: list[Instance] = []
+    for recorded in lve.recorded():
+        instances.extend(recorded.instances)
+        results.extend(
+            ReplayResult(rel, p.file, p.line, None, None, "error", p.what) for p in recorded.problems.errors
+        )
+    to_judge: list[tuple[Instance, str | None]] = []
+    keys = _instance_keys(lve, instances) if cache is not None else [None] * len(instances)
+    stamp = None  # the machine's, for skips that depend on it: read when first needed
+    for instance, key in zip(instances, keys, strict=True):
+        cached = None
+        if cache is not None and key is not None:
+            stamp = stamp or cache.machine_stamp(rel)
+            cached = cache.get(key) or cache.get(cache.machine_key(key, stamp))
+        if cached is not None:
+            results.append(_result(lve, instance, cached))
+        else:
+            to_judge.append((instance, key))
+    depends: Depends = "files"
+    if to_judge:
+        on_this_machine: list[tuple[str, Outcome]] = []
+        with contextlib.nullcontext(factory) if factory else CheckerFactory(lve) as judging:
+            unprepared = _prepare(judging, [instance for instance, _key in to_judge])
+            for instance, key in to_judge:
+                result, outcome, this = _replay_instance(lve, judging, instance, unprepared)
+                results.append(result)
+                depends = max(depends, this if key is not None else "never", key=DEPENDS.index)
+                if cache is not None and key is not None and this == "files":
+                    cache.put(key, outcome)
+                elif key is not None and this == "machine":
+                    on_this_machine.append((key, outcome))
+            if cache is not None and judging.hub_models:
+                cache.put_hub_models(rel, judging.hub_models)
+        if cache is not None and on_this_machine:  # stamped after the models the checker asked for
+            stamp = cache.machine_stamp(rel)
+            for key, outcome in on_this_machine:
+                cache.put(cache.machine_key(key, stamp), outcome)
+    return sorted(results, key=lambda r: (r.file, r.line or 0)), depends
+
+
+def _stack(
+    repo: Repository, lve_dir: Path, named: tuple[str, dict[str, Any]] | None, cache: VerdictCache | None
+) -> str | None:
+    """The model stack (presidio, transformers) an LVE's replay has to load, if any: None for the other
+    checkers, when the checker's model is missing (judged here: each instance is skipped at once, with no
+    process started) and when every instance's verdict is in the cache."""
+    if named is None or named[0] not in MODEL_CHECKERS or classifier_missing(*named):
+        return None
+    checker = MODEL_CHECKERS[named[0]]
+    lve, _problems, _text = load_lve(repo, lve_dir)
+    if lve is None:
+        return None
+    if cache is not None:
+        instances = [instance for recorded in lve.recorded() for instance in recorded.instances]
+        keys = _instance_keys(lve, instances)
+        if all(key is not None and cache.get(key) is not None for key in keys):
+            return None
+    return str(getattr(checker, "stack", checker.__name__))
+
+
+def _replay_elsewhere(
+    repo: Repository, lve_dirs: list[Path], cache: VerdictCache | None
+) -> subprocess.Popen[bytes]:
+    """`lvegit replay` of these LVEs in a process of its own (lvegit's code: no contributed code runs
+    there), started now so that its libraries load while this process judges the other LVEs. It uses
+    this process's cache as this process does: the same directory, read-only when this one is."""
+    command = [sys.executable, "-m", "lvegit", "replay", "--format", "json", "--repo", str(repo.root)]
+    environment = dict(os.environ)
+    if cache is None:
+        command.append("--no-cache")
+    else:
+        environment["LVEGIT_CACHE_DIR"] = str(cache.directory)
+        environment["LVEGIT_CACHE"] = "on" if cache.writable else "read"
+    return subprocess.Popen(
+        [*command, *map(str, lve_dirs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment
+    )
+
+
+def _results_of(
+    process: subprocess.Popen[bytes], lve_dirs: list[Path], repo: Repository
+) -> list[ReplayResult]:
+    out, err = process.communicate()
+    try:
+        return [ReplayResult(**item) for item in json.loads(out)["instances"]]
+    except (ValueError, KeyError, TypeError):
+        reason = f"the replay process failed: {err.decode(errors='replace').strip()[-500:]}"
+        return [
+            ReplayResult(repo.relative(d), repo.relative(d), None, None, None, "error", reason)
+            for d in lve_dirs
+        ]
+
+
+def judge_stream(
+    repo: Repository,
+    lve_dirs: list[Path],
+    cache: VerdictCache | None,
+    here: Callable[[Path], Judged],
+    elsewhere: Callable[[Path, list[ReplayResult]], Judged],
+    settled: Callable[[Path], bool] = lambda _lve_dir: False,
+    threads: int = 8,
+) -> Iterator[tuple[Path, Judged]]:
+    """Each LVE's outcome as soon as it is known. LVEs whose checker needs a model stack that is not
+    cached (and that are not `settled` already) go to one lvegit replay process per stack, started first,
+    so that Presidio and torch load side by side while `here` judges the others; `elsewhere` completes
+    their replay results. LVEs with a custom checker are judged on up to `threads` threads, since they
+    mostly wait for their sandboxed workers; the others are judged on this thread (threads would only
+    contend for the interpreter), ahead of their turn while a custom checker's LVE is not done yet.
+    The LVEs come in the order given, warm cache or cold: one judged elsewhere holds back those after it
+    (which are judged meanwhile) until its process answers."""
+    found = _judge_stream(repo, lve_dirs, cache, here, elsewhere, settled, threads)
+    done: dict[Path, Judged] = {}
+    position = 0
+    for lve_dir, judged in found:
+        done[lve_dir] = judged
+        while position < len(lve_dirs) and lve_dirs[position] in done:
+            yield lve_dirs[position], done.pop(lve_dirs[position])
+            position += 1
+
+
+def _judge_stream(
+    repo: Repository,
+    lve_dirs: list[Path],
+    cache: VerdictCache | None,
+    here: Callable[[Path], Judged],
+    elsewhere: Callable[[Path, list[ReplayResult]], Judged],
+    settled: Callable[[Path], bool],
+    threads: int,
+) -> Iterator[tuple[Path, Judged]]:
+    """judge_stream's outcomes as they come: the LVEs judged here in the order given, then the others."""
+    checkers = {d: named_checker(d) for d in lve_dirs if not settled(d)}  # (name, checker_args) or None
+    by_stack: dict[str, list[Path]] = {}
+    if len(lve_dirs) > 1:
+        for lve_dir, named in checkers.items():
+            stack = _stack(repo, lve_dir, named, cache)
+            if stack is not None:
+                by_stack.setdefault(stack, []).append(lve_dir)
+    if len(by_stack) == 1 and sum(map(len, by_stack.values())) == len(lve_dirs):
+        by_stack.clear()  # one stack and nothing else: no process to overlap with (and no recursion)
+    away = {d for dirs in by_stack.values() for d in dirs}
+    processes = [(_replay_elsewhere(repo, dirs, cache), dirs) for dirs in by_stack.values()]
+    local = [d for d in lve_dirs if d not in away]
+    sandboxed = [
+        d for d in local if (named := checkers.get(d)) is not None and named[0] not in BUILTIN_CHECKERS
+    ]
+    if sandboxed:
+        start_launcher_soon()
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(sandboxed)))) as pool:
+        waiting = {d: pool.submit(here, d) for d in sandboxed}
+        in_process = deque(d for d in local if d not in waiting)
+        judged: dict[Path, Judged] = {}
+
+        def judge_next() -> None:
+            lve_dir = in_process.popleft()
+            judged[lve_dir] = here(lve_dir)
+
+        for lve_dir in local:
+            if lve_dir in waiting:
+                while in_process and not waiting[lve_dir].done():
+                    judge_next()
+                yield lve_dir, waiting[lve_dir].result()
+            else:
+                if lve_dir not in judged:  # it is the next of in_process
+                    judge_next()
+                yield lve_dir, judged.pop(lve_dir)
+    for process, dirs in processes:
+        per_lve: dict[str, list[ReplayResult]] = {}
+        for result in _results_of(process, dirs, repo):
+            per_lve.setdefault(result.lve, []).append(result)
+        yield from ((d, elsewhere(d, per_lve.get(repo.relative(d), []))) for d in dirs)
+
+
+def replay_stream(
+    repo: Repository, lve_dirs: list[Path], cache: VerdictCache | None = None
+) -> Iterator[tuple[Path, list[ReplayResult]]]:
+    """Each LVE's replay results as soon as they are known (see judge_stream)."""
+    return judge_stream(
+        repo, lve_dirs, cache, lambda lve_dir: replay_lve(repo, lve_dir, cache), lambda _d, results: results
+    )
+
+
+def replay_all(
+    repo: Repository, lve_dirs: list[Path], cache: VerdictCache | None = None
+) -> list[ReplayResult]:
+    """Every result of replaying the LVEs (see replay_stream), in the order of `lve_dirs`."""
+    per_lve = dict(replay_stream(repo, lve_dirs, cache))
+    return [result for lve_dir in lve_dirs for result in per_lve[lve_dir]]

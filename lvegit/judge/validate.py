@@ -1,0 +1,295 @@
+"""Validation of whole LVEs: test.json, prompts and their parameters, the checker, and every instance."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from lvegit.base.errors import CheckerError
+from lvegit.base.files import FileProblem
+from lvegit.checkers.custom import read_custom_classes
+from lvegit.checkers.registry import (
+    BUILTIN_CHECKERS,
+    CORE_CHECKERS,
+    CheckerFactory,
+    Signature,
+    builtin_signature,
+    suggestion,
+)
+from lvegit.checkers.registry import is_multi_run_checker as builtin_is_multi_run
+from lvegit.checkers.safe_lambda import lambda_arguments
+from lvegit.judge.results import LVEReport
+from lvegit.lve.instances import Instance
+from lvegit.lve.problems import Problems, join_path
+from lvegit.lve.prompt import Message, Role, fill_holes, variable_names, with_trailing_hole
+from lvegit.lve.repo import CHECKER_DIR, Repository
+from lvegit.lve.spec import LVE, Loaded, load_lve, locate_lines
+from lvegit.lve.template import TemplateError, placeholders
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Where a message was written: its file, its JSON path there, and the line when known."""
+
+    file: str
+    field: str
+    line: int | None
+
+
+def _prompt_messages(lve: LVE) -> list[tuple[str, list[Message]]]:
+    """(key in lve.prompt_files, messages) for the single prompt or every multi-run prompt."""
+    if lve.runs is not None:
+        return [(run.name, run.messages) for run in lve.runs]
+    return [("", lve.prompt or [])]
+
+
+def _sources(lve: LVE) -> list[tuple[_Source, Message, str]]:
+    """Every message with where it was written and the JSON path its prompt has in test.json."""
+    result = []
+    for index, (key, messages) in enumerate(_prompt_messages(lve)):
+        base = f"multi_run_prompt[{index}].prompt" if lve.runs is not None else "prompt"
+        prompt_file = lve.prompt_files.get(key)
+        for position, message in enumerate(messages):
+            if prompt_file is not None:
+                source = _Source(prompt_file, f"[{position}]" if len(messages) > 1 else "", message.line)
+            else:
+                source = _Source(lve.test_file, join_path(base, position), None)
+            result.append((source, message, base))
+    return result
+
+
+def _line_of(text: str, needle: str, first_line: int | None) -> int | None:
+    """The line of `needle` inside a message's text (for plain-text prompt files)."""
+    if first_line is None or needle not in text:
+        return first_line
+    return first_line + text.count("\n", 0, text.index(needle))
+
+
+def _check_prompts(lve: LVE, problems: Problems) -> set[str]:
+    """Placeholders against prompt_parameters and the shape of holes; returns the parameter names used."""
+    used: set[str] = set()
+    declared = set(lve.prompt_parameters)
+    for source, message, _base in _sources(lve):
+        texts = []
+        if message.role != Role.assistant and message.content is not None:
+            texts.append(("content", message.content))
+        if message.image_url is not None:
+            texts.append(("image_url", message.image_url))
+        for key, text in texts:
+            where = join_path(source.field, key) if source.field else key
+            try:
+                names = placeholders(text)
+            except TemplateError as exc:
+                problems.error(where, str(exc), source.line, file=source.file)
+                used.update(declared)  # an unreadable template may use any parameter: no second error
+                continue
+            used.update(names)
+            for name in names:
+                if name not in declared:
+                    line = _line_of(text, "{" + name, source.line)
+                    problems.error(
+                        where,
+                        f"placeholder {{{name}}} is not listed in prompt_parameters",
+                        line,
+                        file=source.file,
+                    )
+    for key, messages in _prompt_messages(lve):
+        full = with_trailing_hole(messages)
+        assistants = [m for m in full if m.role == Role.assistant]
+        names = [n for n in variable_names(full) if n is not None]
+        where = f"multi_run_prompt ({key})" if lve.runs is not None else "prompt"
+        if len(assistants) > 1 and any(m.variable is None for m in assistants):
+            problems.error(
+                where,
+                "with several assistant messages, each needs a 'variable' name",
+                file=lve.prompt_files.get(key, lve.test_file),
+            )
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            problems.error(
+                where,
+                f"variable name(s) used twice: {', '.join(duplicates)}",
+                file=lve.prompt_files.get(key, lve.test_file),
+            )
+    return used
+
+
+def _checker_signature(lve: LVE, problems: Problems) -> tuple[Signature, bool | None] | None:
+    """The checker's constructor signature and whether it is a multi-run checker (None: unknown)."""
+    name = lve.checker_name
+    if name in BUILTIN_CHECKERS:
+        cls = BUILTIN_CHECKERS[name]
+        return builtin_signature(cls), builtin_is_multi_run(cls)
+    try:
+        custom = read_custom_classes(lve.dir)
+    except FileProblem as exc:
+        problems.error("", exc.message, exc.line, file=f"{lve.rel}/{CHECKER_DIR}")
+        return None
+    if name not in custom:
+        problems.error(
+            "checker_args.checker_name",
+            f"unknown checker '{name}'{suggestion(name, [*BUILTIN_CHECKERS, *custom])}: not one of "
+            f"{', '.join(sorted(BUILTIN_CHECKERS))}, and no class of that name in {CHECKER_DIR}/checker*.py",
+        )
+        return None
+    found = custom[name]
+    multi = True if "MultiRunBaseChecker" in found.bases else False if "BaseChecker" in found.bases else None
+    return Signature(found.required, found.optional, found.takes_any), multi
+
+
+def _check_checker(lve: LVE, problems: Problems, factory: CheckerFactory) -> set[str]:
+    """Checker name and arguments; returns the parameter names the string arguments refer to."""
+    used: set[str] = set()
+    found = _checker_signature(lve, problems)
+    if found is None:
+        return used
+    signature, multi = found
+    for name in signature.required:
+        if name not in lve.checker_args:
+            problems.error("checker_args", f"{lve.checker_name} needs the argument '{name}'")
+    for name in lve.checker_args:
+        if not signature.takes_any and name not in (*signature.required, *signature.optional):
+            problems.error(join_path("checker_args", name), f"{lve.checker_name} takes no argument '{name}'")
+    has_placeholders = False
+    for name, value in lve.checker_args.items():
+        if isinstance(value, str):
+            try:
+                names = placeholders(value)
+            except TemplateError as exc:
+                problems.error(join_path("checker_args", name), str(exc))
+                return used | set(lve.prompt_parameters)  # as for prompts: no second error
+            used.update(names)
+            has_placeholders = has_placeholders or bool(names)
+    if multi is not None and multi != lve.is_multi_run:
+        needs = "a multi-run checker (MultiRunBaseChecker)" if lve.is_multi_run else "a single-run checker"
+        problems.error(
+            "checker_args.checker_name",
+            f"this LVE's prompt form needs {needs}; {lve.checker_name} is not one",
+        )
+    checker_errors = [p for p in problems.errors if p.field.startswith("checker_args")]
+    if checker_errors or lve.checker_name not in CORE_CHECKERS or has_placeholders:
+        return used
+    try:  # core checkers are trusted code: building one checks lambdas, regexes and flags now
+        factory.for_args({})
+    except CheckerError as exc:
+        problems.error("checker_args", str(exc).split(": checker_args: ", 1)[-1])
+    return used
+
+
+def _check_lambda_parameters(lve: LVE, problems: Problems) -> set[str]:
+    """A core checker's lambda receives every prompt parameter as a keyword argument: its arguments use
+    parameters, an argument that is no parameter has no value, and a parameter it cannot take breaks
+    the call. Returns the parameters the lambdas take."""
+    cls = BUILTIN_CHECKERS.get(lve.checker_name)
+    if cls is None:
+        return set()
+    used: set[str] = set()
+    declared = lve.prompt_parameters
+    for argument, leading in cls.parameter_lambdas.items():
+        source = lve.checker_args.get(argument)
+        found = lambda_arguments(source) if isinstance(source, str) else None
+        if found is None:  # not a lambda: building the checker reports it
+            continue
+        where = join_path("checker_args", argument)
+        if len(found.positional) < leading:
+            problems.error(where, "the lambda must take the response as its first argument")
+            continue
+        receives = found.names[leading:]
+        used.update(name for name in receives if name in declared)
+        for name in receives:
+            if name not in declared and name not in found.with_default:
+                listed = ", ".join(declared) if declared else "none"
+                problems.error(
+                    where,
+                    f"lambda argument '{name}' is neither the response nor a prompt parameter "
+                    f"(prompt_parameters: {listed})",
+                )
+        if not found.any_keyword:
+            for name in declared:
+                if name not in receives:
+                    problems.error(
+                        where,
+                        f"the lambda is called with every prompt parameter but takes no '{name}': "
+                        f"add it to its arguments (or end them with **kwargs)",
+                    )
+    return used
+
+
+def _check_unused_parameters(lve: LVE, used: set[str], problems: Problems) -> None:
+    """A declared parameter that nothing visibly uses is a warning, never an error: checkers receive all
+    parameters in param_values, and a custom checker may read any of them (so it gets no warning)."""
+    if lve.checker_name not in BUILTIN_CHECKERS:
+        return
+    for index, name in enumerate(lve.prompt_parameters):
+        if name not in used:
+            problems.warning(
+                join_path("prompt_parameters", index),
+                f"parameter '{name}' is not used by any prompt or checker argument",
+            )
+
+
+def _expected_holes(lve: LVE) -> list[list[Message]]:
+    if lve.runs is not None:
+        return [run.messages for run in lve.run_sequence()]
+    return [lve.prompt or []]
+
+
+def _check_instance(lve: LVE, instance: Instance, problems: Problems) -> None:
+    def error(field: str, message: str) -> None:
+        problems.error(field, message, instance.line, file=instance.file)
+
+    for name in lve.prompt_parameters:
+        if name not in instance.args:
+            error(join_path("args", name), f"missing value for prompt parameter '{name}'")
+    prompts = _expected_holes(lve)
+    response = instance.response
+    if lve.runs is not None:
+        if not isinstance(response, list) or len(response) != len(prompts):
+            error("response", f"must be a list with one entry per run ({len(prompts)} runs)")
+            return
+        pairs = list(zip(prompts, response, strict=True))
+    else:
+        pairs = [(prompts[0], response)]
+    for index, (messages, value) in enumerate(pairs):
+        try:
+            fill_holes(messages, value)
+        except ValueError as exc:
+            error(f"response[{index}]" if lve.runs is not None else "response", str(exc))
+
+
+def _check_instances(lve: LVE, problems: Problems) -> None:
+    for recorded in lve.recorded():
+        found = Problems(recorded.shown, list(recorded.problems.items))  # the shared file's stay as read
+        for instance in recorded.instances:
+            _check_instance(lve, instance, found)
+        problems.items.extend(sorted(found.items, key=lambda p: p.line or 0))
+
+
+def validate_lve(
+    repo: Repository,
+    lve_dir: Path,
+    strict: bool = False,
+    loaded: Loaded | None = None,
+    factory: CheckerFactory | None = None,
+) -> LVEReport:
+    """An LVE's findings. `loaded`: what load_lve returned for it, where the caller has read it already;
+    `factory`: the LVE's checker factory, where the caller builds its checker too (it is built once)."""
+    lve, load_problems, text = loaded or load_lve(repo, lve_dir)
+    problems = Problems(load_problems.file, list(load_problems.items))  # the caller's stay as they were
+    if lve is not None:
+        with contextlib.nullcontext(factory) if factory else CheckerFactory(lve) as building:
+            checker_used = (
+                _check_checker(lve, problems, building) if lve.checker_name else set(lve.prompt_parameters)
+            )
+        used = _check_prompts(lve, problems) | checker_used
+        _check_unused_parameters(lve, used | _check_lambda_parameters(lve, problems), problems)
+        _check_instances(lve, problems)
+    locate_lines(problems, text)
+    report = LVEReport(repo.relative(lve_dir))
+    for problem in problems.items:
+        if problem.severity == "error" or strict:
+            report.errors.append(replace(problem, severity="error"))
+        else:
+            report.warnings.append(problem)
+    return report

@@ -1,0 +1,165 @@
+"""The LVE repository on disk: its root, its LVEs, and which LVE a path belongs to."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lvegit.base.errors import RepositoryNotFound, UsageError
+from lvegit.base.files import MAX_TEST_JSON_BYTES, FileProblem, parse_json, read_text, walk
+
+REPOSITORY_DIR = "repository"
+LVEREPO_FILE = ".lverepo"
+TEST_FILE = "test.json"
+CHECKER_DIR = "checker"  # an LVE's custom checker: checker/checker*.py
+
+
+def canonical_model(model: str) -> str:
+    """Bare OpenAI ids from early LVEs (`gpt-3.5-turbo`) mean `openai/...`, as lve-tools read them."""
+    return f"openai/{model}" if "/" not in model and model.startswith("gpt-") else model
+
+
+def model_folder(model: str) -> str:
+    """The directory name for a model id: `openai/gpt-3.5-turbo` -> `openai--gpt-35-turbo`."""
+    return re.sub(r"[^A-Za-z0-9-]", "", canonical_model(model).replace("/", "--"))
+
+
+def _normalised(name: str, punctuation: str) -> str:
+    return re.sub(r"[^a-z0-9-]", "", re.sub(r"[._]", punctuation, name.lower()))
+
+
+def folder_matches_model(folder: str, model: str) -> bool:
+    """Whether an LVE folder names the model. lve-tools drops every character but letters, digits and `-`
+    (`openai--gpt-35-turbo`), yet hand-made folders keep `_` and `.` (`microsoft--phi-1_5`) or turn them
+    into hyphens (`openai--gpt-3-5-turbo`): all of these name the same model."""
+    expected = canonical_model(model).replace("/", "--")
+    return any(_normalised(folder, p) == _normalised(expected, p) for p in ("", "-"))
+
+
+def find_root(start: Path) -> Path:
+    """Walk up from `start` to the directory holding `.lverepo` or a `repository/` folder."""
+    start = start.resolve()
+    for candidate in (start, *start.parents):
+        if (candidate / LVEREPO_FILE).is_file() or (candidate / REPOSITORY_DIR).is_dir():
+            return candidate
+    raise RepositoryNotFound(
+        f"no LVE repository found at or above {start} (looked for {LVEREPO_FILE} or {REPOSITORY_DIR}/); "
+        "pass --repo PATH"
+    )
+
+
+@dataclass(frozen=True)
+class Repository:
+    root: Path
+
+    @classmethod
+    def discover(cls, repo: Path | None) -> Repository:
+        return cls(find_root(repo if repo is not None else Path.cwd()))
+
+    @property
+    def lve_root(self) -> Path:
+        return self.root / REPOSITORY_DIR
+
+    def relative(self, path: Path) -> str:
+        """A path as shown to users: relative to the repository root, with forward slashes."""
+        if path.is_absolute() and path.is_relative_to(self.root):  # found under the root: no resolving needed
+            return path.relative_to(self.root).as_posix()
+        try:
+            return path.resolve().relative_to(self.root).as_posix()
+        except ValueError:
+            return path.as_posix()
+
+    def lve_dirs(self, under: Path | None = None) -> list[Path]:
+        """Every directory holding test.json below `under` (default: all of repository/), sorted."""
+        top = under if under is not None else self.lve_root
+        found = []
+        for folder, dirnames, filenames in walk(top):
+            if TEST_FILE in filenames:
+                found.append(folder)
+                dirnames[:] = []  # an LVE's folders (instances/, checker/) are its own
+            else:
+                dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.startswith("."))
+        return sorted(found)
+
+    def lve_dir_of(self, path: Path) -> Path | None:
+        """The LVE directory that contains `path` (a file or directory inside it), if any."""
+        path = path.resolve()
+        lve_root = self.lve_root.resolve()
+        for candidate in (path, *path.parents):
+            if candidate == lve_root or lve_root not in candidate.parents:
+                return None
+            if (candidate / TEST_FILE).is_file():
+                return candidate
+        return None
+
+    def select(self, paths: list[Path], all_lves: bool, skip_others: bool = False) -> list[Path]:
+        """The LVE directories a command works on: those at, inside or below `paths`; all of them with
+        --all; without either, those below the current directory when it lies inside repository/, else
+        all of them (one rule wherever the command runs). With `skip_others`, a path in no LVE (or gone)
+        is passed over instead of refused: a pre-commit hook passes every staged file."""
+        if all_lves:
+            if paths:
+                raise UsageError("--all selects every LVE: give paths or --all, not both")
+            return self.lve_dirs()
+        if not paths:
+            here = Path.cwd().resolve()
+            if self.lve_root.resolve() not in (here, *here.parents):
+                return self.lve_dirs()
+            paths = [here]
+        selected: list[Path] = []
+        for path in paths:
+            if not path.exists() and not path.is_absolute() and (self.root / path).exists():
+                path = self.root / path  # paths as lvegit prints them: relative to the repository root
+            if not path.exists():
+                if skip_others:
+                    continue
+                raise UsageError(f"{path}: no such file or directory")
+            owner = self.lve_dir_of(path)
+            found = [owner] if owner is not None else self.lve_dirs(path.resolve()) if path.is_dir() else []
+            if not found and not skip_others:
+                raise UsageError(f"{path}: not inside an LVE and holds no LVE (no {TEST_FILE})")
+            selected.extend(d for d in found if d not in selected)
+        return selected
+
+    def category_and_name(self, lve_dir: Path) -> tuple[str, str]:
+        """The category is the first folder under repository/; the name the folder above the model folder."""
+        parts = lve_dir.resolve().relative_to(self.lve_root.resolve()).parts
+        if not parts:
+            return "", ""
+        category = parts[0]
+        after = parts[1:]
+        if len(after) > 1:
+            return category, after[-2]
+        return category, after[-1] if after else category
+
+
+def repository_url(repo: Repository) -> str | None:
+    """The remote URL `.lverepo` holds (its one line); None where there is none or it cannot be read."""
+    try:
+        text = read_text(repo.root / LVEREPO_FILE, 4096, within=repo.root, base_name="the repository")
+    except FileProblem:
+        return None
+    return text.strip() or None
+
+
+def named_checker(lve_dir: Path) -> tuple[str, dict[str, Any]] | None:
+    """The checker test.json names and its checker_args, read without loading the LVE (and as safely:
+    a test.json that leaves the folder or is too large is not read). None when test.json does not say."""
+    try:
+        text = read_text(lve_dir / TEST_FILE, MAX_TEST_JSON_BYTES, within=lve_dir)
+    except FileProblem:
+        return None
+    return checker_named_in(text)
+
+
+def checker_named_in(text: str | bytes) -> tuple[str, dict[str, Any]] | None:
+    """The checker a test.json's text names and its checker_args; None when it does not say."""
+    try:
+        data = parse_json(text.decode("utf-8") if isinstance(text, bytes) else text)
+        args = data["checker_args"]
+        name = args["checker_name"]
+    except (FileProblem, UnicodeDecodeError, KeyError, TypeError):
+        return None
+    return (name, args) if isinstance(name, str) and isinstance(args, dict) else None

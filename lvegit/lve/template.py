@@ -1,0 +1,84 @@
+"""`str.format_map` semantics for untrusted templates, without attribute or index access.
+
+Prompts and checker arguments come from pull requests. Plain `str.format` would let `{x.__class__}` walk
+object attributes, so only bare names are allowed as fields; `{{` and `}}` stay literal braces.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from lvegit.base.errors import InvalidValue
+
+_FORMATTER = string.Formatter()
+_NAME = re.compile(r"[^.\[\]{},\s]*[A-Za-z_][^.\[\]{},\s]*")
+# A {parameter} as a prompt shows it, for marking it when the prompt is displayed (show, site).
+SHOWN_PARAMETER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
+
+
+class TemplateError(InvalidValue):
+    """A template is malformed or names a field that has no value."""
+
+
+def _fields(text: str) -> Iterator[tuple[str, str | None, str | None, str | None]]:
+    try:
+        yield from _FORMATTER.parse(text)
+    except ValueError as exc:
+        raise TemplateError(
+            f"malformed template: {exc} (write '{{{{' or '}}}}' for a literal brace)"
+        ) from None
+
+
+def is_parameter_name(name: str) -> bool:
+    """A key `str.format_map` looks up as it is (no attribute or index access), with a letter or `_` in it
+    and no comma or space, so regex quantifiers such as `{1,6}` are never taken for one. Real LVEs use
+    names such as `phone-number`."""
+    return _NAME.fullmatch(name) is not None
+
+
+def _require_name(field: str) -> None:
+    if not is_parameter_name(field):
+        raise TemplateError(
+            f"'{{{field}}}' is not a parameter name (write '{{{{' and '}}}}' for literal braces)"
+        )
+
+
+def placeholders(text: str) -> list[str]:
+    """The field names of `text`, in order of appearance (duplicates kept once)."""
+    names: list[str] = []
+    for _literal, field, _spec, _conversion in _fields(text):
+        if field is None:
+            continue
+        _require_name(field)
+        if field not in names:
+            names.append(field)
+    return names
+
+
+def fill(text: str, values: Mapping[str, Any]) -> str:
+    """Substitute `{name}` fields from `values`; every field must be a bare name that has a value."""
+    parts: list[str] = []
+    for literal, field, spec, conversion in _fields(text):
+        parts.append(literal)
+        if field is None:
+            continue
+        _require_name(field)
+        if field not in values:
+            raise TemplateError(f"no value for parameter '{field}'")
+        if spec and ("{" in spec or "}" in spec):
+            raise TemplateError(f"nested fields in the format spec of '{field}' are not supported")
+        value = values[field]
+        if conversion == "r":
+            value = repr(value)
+        elif conversion == "a":
+            value = ascii(value)
+        elif conversion == "s":
+            value = str(value)
+        try:
+            parts.append(format(value, spec or ""))
+        except (ValueError, TypeError) as exc:
+            raise TemplateError(f"cannot format parameter '{field}' with spec '{spec}': {exc}") from None
+    return "".join(parts)

@@ -1,0 +1,1 @@
+"""What lvegit writes for people: LVE READMEs, `show`, summaries, scaffolds, the static site and exports."""

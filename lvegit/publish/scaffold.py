@@ -1,0 +1,216 @@
+"""`lvegit new`: a new LVE folder that validates once its placeholders are filled in."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lvegit.base.errors import UsageError
+from lvegit.base.files import FileProblem, ensure_inside, read_text, write_inside
+from lvegit.checkers.registry import BUILTIN_CHECKERS, builtin_signature, nearest_name
+from lvegit.judge.cache import CACHE_DIR
+from lvegit.lve.repo import REPOSITORY_DIR, TEST_FILE, Repository, model_folder
+from lvegit.lve.spec import PLACEHOLDER
+from lvegit.publish.readme import readme_of, write_readme
+
+SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
+CUSTOM = "custom"
+SEVERITIES = ("low", "medium", "high")
+MAX_GITIGNORE_BYTES = 1024 * 1024
+
+
+@dataclass
+class NewLVE:
+    name: str  # CATEGORY/[SUBCATEGORY/]NAME
+    model: str
+    checker: str = "LambdaChecker"
+    description: str | None = None
+    author: str | None = None
+    parameters: list[str] = field(default_factory=list)
+    severity: str = "medium"
+
+
+def parse_name(name: str) -> list[str]:
+    segments = name.strip("/").split("/")
+    if not 2 <= len(segments) <= 3:
+        raise UsageError(f"'{name}': give CATEGORY/NAME or CATEGORY/SUBCATEGORY/NAME")
+    for segment in segments:
+        if not SEGMENT.match(segment):
+            raise UsageError(
+                f"'{segment}' is not a safe folder name: use letters, digits, '_' and '-', "
+                "starting with a letter or digit"
+            )
+    return segments
+
+
+def check_model(model: str) -> str:
+    if not re.search(r"[A-Za-z0-9]", model_folder(model)) or re.search(r"\s", model):
+        raise UsageError(f"'{model}' is not a model id such as openai/gpt-4 (no spaces)")
+    return model
+
+
+def check_parameters(parameters: list[str]) -> list[str]:
+    for parameter in parameters:
+        if not parameter.isidentifier():  # a lambda checker takes parameters as Python arguments
+            raise UsageError(f"'{parameter}' is not a valid parameter name (letters, digits, '_')")
+    repeated = sorted({p for p in parameters if parameters.count(p) > 1})
+    if repeated:
+        raise UsageError(f"parameter '{repeated[0]}' is given twice")
+    return parameters
+
+
+def check_severity(severity: str) -> str:
+    if severity not in SEVERITIES:
+        raise UsageError(f"severity must be one of {', '.join(SEVERITIES)}, not '{severity}'")
+    return severity
+
+
+def custom_class_name(checker: str, lve_name: str) -> str | None:
+    """The class a custom checker template defines; None for core checkers."""
+    if checker in BUILTIN_CHECKERS:
+        return None
+    if checker == CUSTOM:
+        return "".join(part.capitalize() for part in re.split(r"[_-]+", lve_name) if part) + "Checker"
+    if not checker.isidentifier():
+        raise UsageError(f"checker '{checker}' is neither a core checker nor a valid Python class name")
+    near = nearest_name(checker, list(BUILTIN_CHECKERS))
+    if near is not None:  # a typo would silently become a custom checker of that name
+        raise UsageError(
+            f"checker '{checker}' is not a core checker: did you mean {near}? (a new custom checker "
+            f"needs a name unlike the core checkers', or --checker {CUSTOM})"
+        )
+    return checker
+
+
+def lve_folder(repo: Repository, name: str, model: str) -> Path:
+    """Where the LVE goes; an error when it exists, since lvegit new never overwrites an LVE."""
+    lve_dir = repo.lve_root.joinpath(*parse_name(name), model_folder(check_model(model)))
+    if os.path.lexists(lve_dir):
+        raise UsageError(f"{repo.relative(lve_dir)} already exists; lvegit new never overwrites an LVE")
+    try:  # a category folder may be a link: never one out of repository/
+        ensure_inside(repo.lve_root, lve_dir, f"{REPOSITORY_DIR}/")
+    except FileProblem as exc:
+        raise UsageError(f"cannot create {repo.relative(lve_dir)}: {exc}") from None
+    return lve_dir
+
+
+def _checker_args(spec: NewLVE, class_name: str | None) -> dict[str, object]:
+    if class_name is not None:
+        return {"checker_name": class_name}
+    args: dict[str, object] = {"checker_name": spec.checker}
+    parameters = inspect.signature(BUILTIN_CHECKERS[spec.checker].__init__).parameters
+    for name in builtin_signature(BUILTIN_CHECKERS[spec.checker]).required:
+        # a switch gets a value of its type (match_safe: false, a match is unsafe); the rest a placeholder
+        args[name] = False if parameters[name].annotation in (bool, "bool") else PLACEHOLDER
+    return args
+
+
+def _prompt_text(parameters: list[str]) -> str:
+    uses = " ".join("{" + p + "}" for p in parameters)
+    hint = f" Use the parameters as {uses}." if parameters else ""
+    return f"{PLACEHOLDER} Replace this line with the prompt.{hint}\n"
+
+
+CHECKER_TEMPLATE = '''"""Custom checker of the LVE {path}.
+
+lvegit imports this file and builds the class that test.json names in checker_args.checker_name, passing
+the other entries of checker_args as constructor arguments (strings get the instance's {{parameters}}).
+"""
+
+import re
+
+from lvegit.checkers import BaseChecker
+
+
+class {class_name}(BaseChecker):
+    """Unsafe when the response contains one of the `forbidden` words (case-insensitive)."""
+
+    def __init__(self, forbidden=None):
+        # These flags decide what is_safe receives:
+        # - prompt_contains_responses: `prompt` is the conversation with the model's responses filled in
+        #   (False: the prompt as sent, with an empty assistant turn at the end);
+        # - get_variables: is_safe also receives `variables`, every assistant turn by variable name;
+        # - get_response: is_safe receives `response`, the model's last response.
+        super().__init__(prompt_contains_responses=False, get_variables=False, get_response=True)
+        self.forbidden = [word.lower() for word in (forbidden or ["password"])]
+
+    def is_safe(self, prompt, response, param_values=None) -> bool:
+        """True when the response is safe. param_values holds the instance's prompt parameters."""
+        text = response.lower()
+        return not any(word in text for word in self.forbidden)
+
+    def postprocess_response(self, response):
+        """What instances/ stores: the forbidden words masked, so the repository never republishes them."""
+        for word in self.forbidden:
+            response = re.sub(re.escape(word), "*" * len(word), response, flags=re.IGNORECASE)
+        return response
+'''
+
+README_TEMPLATE = """# {name}
+
+{description}
+
+The prompt is in [`test.prompt`](test.prompt), recorded instances in `instances/*.jsonl` (one JSON object
+per line). Check it with `lvegit validate {path}`; re-check the instances with `lvegit replay {path}`;
+refresh the section below with `lvegit readme {path}`.
+"""
+
+
+def create(repo: Repository, spec: NewLVE) -> list[Path]:
+    """Write the LVE and return the files created."""
+    segments = parse_name(spec.name)
+    check_parameters(spec.parameters)
+    check_severity(spec.severity)
+    class_name = custom_class_name(spec.checker, segments[-1])
+    lve_dir = lve_folder(repo, spec.name, spec.model)
+    rel = f"{'/'.join(segments)}/{model_folder(spec.model)}"
+    test = {
+        "description": spec.description or PLACEHOLDER,
+        "model": spec.model,
+        "checker_args": _checker_args(spec, class_name),
+        "prompt_file": "test.prompt",
+        "prompt_parameters": spec.parameters,
+        "default_model_args": {"temperature": 0.0},
+        "tags": [{"name": "severity", "value": spec.severity}],
+        "author": spec.author or "",
+    }
+    files: dict[str, str] = {
+        TEST_FILE: json.dumps(test, indent=4) + "\n",
+        "test.prompt": _prompt_text(spec.parameters),
+        "instances/.gitkeep": "",
+        "README.md": README_TEMPLATE.format(
+            name=segments[-1],
+            description=spec.description or "Describe the failure this LVE shows.",
+            path=f"repository/{rel}",
+        ),
+    }
+    if class_name is not None:
+        files["checker/checker.py"] = CHECKER_TEMPLATE.format(path=f"repository/{rel}", class_name=class_name)
+    created = []
+    for relative, content in files.items():
+        path = lve_dir / relative
+        write_inside(lve_dir, path, content.encode("utf-8"))
+        created.append(path)
+    write_readme(readme_of(repo, lve_dir))  # the generated section, under the hand-written start
+    ignore_cache(repo.root)
+    return created
+
+
+def ignore_cache(root: Path) -> None:
+    """Keep replay's verdict cache out of git: add it to the repository's .gitignore when missing."""
+    ignore = root / ".gitignore"
+    try:
+        found = os.path.lexists(ignore)
+        text = (
+            read_text(ignore, MAX_GITIGNORE_BYTES, within=root, base_name="the repository") if found else ""
+        )
+        if any(line.strip() in (CACHE_DIR, f"{CACHE_DIR}/", f"/{CACHE_DIR}/") for line in text.splitlines()):
+            return
+        separator = "" if not text or text.endswith("\n") else "\n"
+        write_inside(root, ignore, f"{text}{separator}{CACHE_DIR}/\n".encode(), "the repository")
+    except FileProblem as exc:
+        raise UsageError(f".gitignore: {exc}; add {CACHE_DIR}/ to it by hand") from None

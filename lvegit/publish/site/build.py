@@ -1,0 +1,433 @@
+"""The site's pages from the repository's LVEs (and, given run reports, their live reproduction rates).
+
+Everything an LVE or a model wrote reaches the pages through Jinja2's autoescaping; strings are made valid
+Unicode first (a lone surrogate from a JSON escape becomes U+FFFD), URLs become links only when they are
+http(s), and every page carries a Content-Security-Policy that allows the site's own script and stylesheet
+and nothing else. The output is deterministic: the same repository gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from lvegit.base.errors import UsageError
+from lvegit.base.files import FileProblem, output_folder, write_inside
+from lvegit.base.output import count
+from lvegit.judge.results import unsafe_rate
+from lvegit.lve.prompt import Message
+from lvegit.lve.repo import Repository
+from lvegit.lve.spec import LVE, load_lve
+from lvegit.lve.template import SHOWN_PARAMETER
+from lvegit.run.rerun import InstanceResult, by_instance
+
+INSTANCES_SHOWN = 100  # instances in the open on an LVE page; the rest in collapsed groups of this size
+LVES_PER_BATCH = 500  # LVE pages a worker process writes at a time (a smaller repository: no workers)
+ASSETS = ("site.css", "site.js")
+MARKER = ".lvegit-site"  # in a folder lvegit site wrote: a rebuild may replace its pages
+
+
+def clean(text: str) -> str:
+    """Valid Unicode: lone surrogates (from JSON escapes such as \\ud800) become U+FFFD."""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def slug(path: str) -> str:
+    """A file name for `path`: readable, short, unique (a hash of the whole path), safe on every system."""
+    readable = re.sub(r"[^a-z0-9]+", "-", path.lower()).strip("-")[:60] or "lve"
+    return f"{readable}-{hashlib.sha256(path.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
+def http_url(value: str | None) -> str | None:
+    """The URL when it is an http(s) one (then it may be a link), else None (shown as text only)."""
+    if not value:
+        return None
+    parts = urlsplit(value.strip())
+    return value.strip() if parts.scheme in ("http", "https") and parts.netloc else None
+
+
+def _text(value: Any) -> str:
+    return clean(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1))
+
+
+def _percent(part: int, whole: int) -> str:
+    return f"{round(100 * part / whole)}%" if whole else "-"
+
+
+@dataclass(frozen=True)
+class Segment:
+    text: str
+    parameter: bool  # a {placeholder} to fill
+
+
+@dataclass(frozen=True)
+class ShownMessage:
+    role: str
+    segments: list[Segment]  # empty for the model's turn
+    hole: bool
+    variable: str | None
+    image_url: str | None  # as written, shown as text
+    image_link: str | None  # the same, when it may be a link
+
+
+@dataclass(frozen=True)
+class ShownRun:
+    title: str | None
+    messages: list[ShownMessage]
+
+
+@dataclass(frozen=True)
+class ShownInstance:
+    file: str
+    line: int
+    parameters: str
+    model_args: str
+    response: str
+    passed: bool
+    author: str
+    date: str
+    live: str | None  # the live reproduction, from run reports
+
+
+@dataclass
+class LVEPage:
+    lve: LVE
+    slug: str
+    category_slug: str
+    instances: list[ShownInstance] = field(default_factory=list)
+    runs: list[ShownRun] = field(default_factory=list)
+    problems: int = 0  # lines of its instance files that do not load
+
+    @property
+    def safe(self) -> int:
+        return sum(i.passed for i in self.instances)
+
+    @property
+    def unsafe(self) -> int:
+        return len(self.instances) - self.safe
+
+    @property
+    def live(self) -> str | None:
+        shown = [i.live for i in self.instances if i.live]
+        return f"{len(shown)} instances re-run" if shown else None
+
+    def instance_groups(self) -> list[tuple[int, int, list[ShownInstance]]]:
+        """The instances in groups of INSTANCES_SHOWN: (first number, last number, the instances)."""
+        return [
+            (
+                start + 1,
+                min(start + INSTANCES_SHOWN, len(self.instances)),
+                self.instances[start : start + INSTANCES_SHOWN],
+            )
+            for start in range(0, len(self.instances), INSTANCES_SHOWN)
+        ]
+
+
+def _segments(text: str) -> list[Segment]:
+    segments, start = [], 0
+    for match in SHOWN_PARAMETER.finditer(text):
+        if match.start() > start:
+            segments.append(Segment(clean(text[start : match.start()]), False))
+        segments.append(Segment(clean(match.group()), True))
+        start = match.end()
+    if start < len(text):
+        segments.append(Segment(clean(text[start:]), False))
+    return segments
+
+
+def _message(message: Message) -> ShownMessage:
+    image = clean(message.image_url) if message.image_url else None
+    return ShownMessage(
+        role=message.role.value,
+        segments=_segments(message.content or ""),
+        hole=message.is_hole,
+        variable=clean(message.variable) if message.variable else None,
+        image_url=image,
+        image_link=http_url(image),
+    )
+
+
+def _runs(lve: LVE) -> list[ShownRun]:
+    if lve.runs is not None:
+        return [
+            ShownRun(
+                clean(f"{run.name}, {count(run.repetitions, 'time')}"), [_message(m) for m in run.messages]
+            )
+            for run in lve.runs
+        ]
+    return [ShownRun(None, [_message(m) for m in lve.prompt or []])]
+
+
+def _live(result: InstanceResult | None) -> str | None:
+    if result is None:
+        return None
+    runs = len(result.verdicts)
+    if not runs:
+        return f"{len(result.errors)} failed"
+    text = unsafe_rate(result.unsafe, runs, result.interval_95)
+    return text + (f", {len(result.errors)} failed" if result.errors else "")
+
+
+def _page(lve: LVE, live: dict[tuple[str, str | None, int | None], InstanceResult]) -> LVEPage:
+    page = LVEPage(lve, slug(lve.rel.removeprefix("repository/")), slug(lve.category), runs=_runs(lve))
+    for recorded in lve.recorded():
+        page.problems += len(recorded.problems.errors)
+        for instance in recorded.instances:
+            params, model_args = lve.split_args(instance.args)
+            run_info = instance.data.get("run_info")
+            date = run_info.get("timestamp") if isinstance(run_info, dict) else None
+            author = instance.data.get("author")
+            page.instances.append(
+                ShownInstance(
+                    file=clean(instance.file.rsplit("/", 1)[-1]),
+                    line=instance.line,
+                    parameters=_text(params) if params else "",
+                    model_args=_text(model_args) if model_args else "",
+                    response=_text(instance.response),
+                    passed=instance.passed,
+                    author=clean(author) if isinstance(author, str) else "",
+                    date=clean(date) if isinstance(date, str) else "",
+                    live=_live(live.get((lve.rel, instance.file, instance.line))),
+                )
+            )
+    return page
+
+
+@dataclass(frozen=True)
+class Cell:
+    unsafe: int
+    instances: int
+    lves: int
+
+    @property
+    def text(self) -> str:
+        return f"{self.unsafe}/{self.instances} unsafe ({_percent(self.unsafe, self.instances)})"
+
+    @property
+    def level(self) -> int:
+        """0 to 4, for shading only (the text says the same)."""
+        return 0 if not self.unsafe else min(4, 1 + 4 * self.unsafe // self.instances)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One LVE in the tables, the filters and the overview."""
+
+    rel: str
+    slug: str
+    category: str
+    model: str
+    checker: str
+    description: str
+    instances: int
+    unsafe: int
+
+    @property
+    def verdict(self) -> str:
+        """For the filters: 'unsafe' when any instance is, 'safe' when all are, 'none' without instances."""
+        return "none" if not self.instances else "unsafe" if self.unsafe else "safe"
+
+    @property
+    def text(self) -> str:
+        """What the search box matches."""
+        return " ".join([self.rel, self.description, self.checker]).lower()
+
+    @classmethod
+    def of(cls, page: LVEPage) -> Row:
+        lve = page.lve
+        return cls(
+            clean(lve.rel),
+            page.slug,
+            clean(lve.category),
+            clean(lve.model),
+            clean(lve.checker_name),
+            clean(lve.description),
+            len(page.instances),
+            page.unsafe,
+        )
+
+
+@dataclass(frozen=True)
+class Site:
+    title: str
+    base_url: str | None
+    rows: list[Row] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # LVEs whose test.json does not load
+
+    @property
+    def instance_count(self) -> int:
+        return sum(row.instances for row in self.rows)
+
+    @property
+    def unsafe_count(self) -> int:
+        return sum(row.unsafe for row in self.rows)
+
+    @property
+    def categories(self) -> list[str]:
+        return sorted({row.category for row in self.rows})
+
+    @property
+    def models(self) -> list[str]:
+        return sorted({row.model for row in self.rows})
+
+    @property
+    def checkers(self) -> list[str]:
+        return sorted({row.checker for row in self.rows})
+
+    def overview(self) -> dict[tuple[str, str], Cell]:
+        counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+        for row in self.rows:
+            cell = counts[row.category, row.model]
+            cell[0] += row.unsafe
+            cell[1] += row.instances
+            cell[2] += 1
+        return {key: Cell(*value) for key, value in counts.items()}
+
+    def in_category(self, category: str) -> list[Row]:
+        return [row for row in self.rows if row.category == category]
+
+
+Live = dict[tuple[str, str | None, int | None], InstanceResult]
+
+
+def _reports(paths: list[Path]) -> Live:
+    from lvegit.run.attempt import load_report
+
+    attempts = [attempt for path in paths for attempt in load_report(path).attempts.values()]
+    return {(r.lve, r.file, r.line): r for r in by_instance(attempts)}
+
+
+def _environment() -> Any:
+    import jinja2
+
+    environment = jinja2.Environment(
+        loader=jinja2.PackageLoader("lvegit.publish.site", "templates"),
+        autoescape=True,  # every template is HTML
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    environment.filters["clean"] = lambda value: clean(str(value))
+    environment.globals["slug"] = slug
+    environment.filters["count"] = count
+    environment.filters["pretty_json"] = lambda value: clean(json.dumps(value, indent=2, ensure_ascii=False))
+    return environment
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """The LVE pages one worker writes."""
+
+    repo: Repository
+    lve_dirs: list[Path]
+    out: Path
+    site: Site  # title and base URL (no rows yet)
+    live: Live
+
+
+def _write(environment: Any, site: Site, out: Path, path: str, template: str, **variables: Any) -> None:
+    canonical = f"{site.base_url.rstrip('/')}/{path}" if site.base_url else None
+    html = environment.get_template(template).render(
+        site=site, root="../" * path.count("/"), canonical=canonical, **variables
+    )
+    write_inside(out, out / path, html.encode("utf-8"), "the site folder")
+
+
+def _lve_pages(batch: _Batch) -> tuple[list[Row], list[str]]:
+    """Load each LVE of the batch and write its page: (its table rows, the LVEs that do not load)."""
+    environment = _environment()
+    rows, skipped = [], []
+    for lve_dir in batch.lve_dirs:
+        lve, _problems, _text = load_lve(batch.repo, lve_dir)
+        if lve is None:
+            skipped.append(batch.repo.relative(lve_dir))
+            continue
+        page = _page(lve, batch.live)
+        _write(environment, batch.site, batch.out, f"lves/{page.slug}.html", "lve.html", page=page)
+        rows.append(Row.of(page))
+    return rows, skipped
+
+
+def _all_lve_pages(batches: list[_Batch]) -> Iterator[tuple[list[Row], list[str]]]:
+    """The batches' pages, on every core when there is more than one batch; results in batch order."""
+    if len(batches) == 1:
+        yield _lve_pages(batches[0])
+        return
+    import multiprocessing
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    # spawn, not fork: the caller may have threads (a test's servers), and a forked lock would stay held.
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(min(len(batches), os.cpu_count() or 1), mp_context=context) as pool:
+        yield from pool.map(_lve_pages, batches)
+
+
+def build(repo: Repository, out: Path, title: str, reports: list[Path], base_url: str | None) -> Site:
+    """Write the site of `repo` into `out` (its earlier pages and assets are replaced)."""
+    if base_url is not None and http_url(base_url) is None:
+        raise UsageError(f"--base-url must be an http(s) URL, not {base_url!r}")
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out} exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
+        # A rebuild replaces the site's folders: never those of a folder lvegit did not write.
+        raise UsageError(
+            f"{out} is not empty and holds no site written by lvegit site: choose an empty folder"
+        )
+    try:
+        _make_folders(out)
+        return _build(repo, out, title, reports, base_url)
+    except FileProblem as exc:
+        raise UsageError(f"cannot write the site: {exc}") from None
+
+
+def _make_folders(out: Path) -> None:
+    """The site's folders, emptied; a link in the place of one is removed, never followed."""
+    output_folder(out, "the site folder")
+    for folder in ("categories", "lves", "assets"):
+        if (out / folder).is_symlink():
+            (out / folder).unlink()
+        shutil.rmtree(out / folder, ignore_errors=True)
+        (out / folder).mkdir()
+    marker = "written by lvegit site; a rebuild replaces this folder's pages\n"
+    write_inside(out, out / MARKER, marker.encode(), "the site folder")
+
+
+def _build(repo: Repository, out: Path, title: str, reports: list[Path], base_url: str | None) -> Site:
+    bare = Site(clean(title), base_url)
+    live = _reports(reports)
+    lve_dirs = repo.lve_dirs()
+    batches = [
+        _Batch(repo, lve_dirs[start : start + LVES_PER_BATCH], out, bare, live)
+        for start in range(0, len(lve_dirs), LVES_PER_BATCH)
+    ] or [_Batch(repo, [], out, bare, live)]
+    site = bare
+    for rows, skipped in _all_lve_pages(batches):
+        site = Site(site.title, site.base_url, site.rows + rows, site.skipped + skipped)
+    environment = _environment()
+    _write(environment, site, out, "index.html", "index.html", overview=site.overview(), lves=site.rows)
+    for category in site.categories:
+        rows = site.in_category(category)
+        _write(
+            environment,
+            site,
+            out,
+            f"categories/{slug(category)}.html",
+            "category.html",
+            category=category,
+            lves=rows,
+        )
+    static = resources.files("lvegit.publish.site") / "static"
+    for name in ASSETS:
+        write_inside(out, out / "assets" / name, static.joinpath(name).read_bytes(), "the site folder")
+    return site

@@ -1,0 +1,152 @@
+"""`lvegit run`: which attempts to make for the selected LVEs, and what they add up to per instance."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lvegit.base.errors import UsageError
+from lvegit.lve.repo import Repository
+from lvegit.lve.spec import blocking_errors, load_lve
+from lvegit.run.attempt import Attempt, attempt_id
+from lvegit.run.runner import Task
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`I/N` (1-based) as (index, count)."""
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise UsageError(f"--shard takes I/N, for example 2/4, not {text!r}") from None
+    if not 1 <= index <= count:
+        raise UsageError(f"--shard {text}: I must be between 1 and N")
+    return index, count
+
+
+def in_shard(rel: str, index: int, count: int) -> bool:
+    """Deterministic on every machine: a hash of the LVE's path decides its shard."""
+    return int(hashlib.sha256(rel.encode()).hexdigest(), 16) % count == index - 1
+
+
+@dataclass
+class Plan:
+    tasks: list[Task] = field(default_factory=list)
+    invalid: list[tuple[str, str]] = field(default_factory=list)  # (LVE, why it cannot run)
+
+
+def plan_reruns(
+    repo: Repository,
+    lve_dirs: list[Path],
+    model: str | None,
+    repeat: int,
+    append: bool,
+) -> Plan:
+    """One task per original recording and repetition. Lines that a run appended (their run_info says
+    which recording they reproduce) are output, not input: re-running them would append again forever."""
+    plan = Plan()
+    for lve_dir in lve_dirs:
+        lve, problems, _ = load_lve(repo, lve_dir)
+        blocking = blocking_errors(problems)
+        if lve is None or blocking:
+            first = (blocking or problems.errors)[0]
+            plan.invalid.append((repo.relative(lve_dir), first.render()))
+            continue
+        model_id = model or lve.model
+        if not model_id:
+            plan.invalid.append((lve.rel, f"{lve.test_file}: model: no model to run (give --model)"))
+            continue
+        if append and model_id != lve.model:
+            raise UsageError(
+                f"--append with --model {model_id}: {lve.rel} holds instances of {lve.model}; "
+                "create the LVE for the other model with lvegit new and record there"
+            )
+        for recorded in lve.recorded():
+            path, shown = recorded.path, recorded.shown
+            for instance in recorded.instances:
+                if instance.reproduces is not None:
+                    continue
+                content = json.dumps(instance.data, sort_keys=True)
+                for repetition in range(repeat):
+                    attempt = Attempt(
+                        id=attempt_id(lve.rel, shown, content, model_id, repetition),
+                        lve=lve.rel,
+                        model=model_id,
+                        args=instance.args,
+                        repetition=repetition,
+                        source_file=shown,
+                        source_line=instance.line,
+                        recorded=instance.passed,
+                    )
+                    plan.tasks.append(Task(lve, attempt, path if append else None))
+            plan.invalid.extend((lve.rel, problem.render()) for problem in recorded.problems.errors)
+        lve.forget_recorded()  # the tasks keep each instance's args; the rest of the records can go
+    return plan
+
+
+def wilson_interval(unsafe: int, runs: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95% Wilson score interval of a proportion (here: how often the instance is unsafe)."""
+    if runs == 0:
+        return 0.0, 1.0
+    p = unsafe / runs
+    denominator = 1 + z * z / runs
+    centre = (p + z * z / (2 * runs)) / denominator
+    spread = z * math.sqrt(p * (1 - p) / runs + z * z / (4 * runs * runs)) / denominator
+    return max(0.0, centre - spread), min(1.0, centre + spread)
+
+
+@dataclass
+class InstanceResult:
+    lve: str
+    file: str | None
+    line: int | None
+    recorded: bool | None
+    verdicts: list[bool] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def unsafe(self) -> int:
+        return sum(not verdict for verdict in self.verdicts)
+
+    @property
+    def agree(self) -> bool | None:
+        """Whether every new verdict equals the recorded one (None when none completed)."""
+        if not self.verdicts:
+            return None
+        return all(verdict == self.recorded for verdict in self.verdicts)
+
+    @property
+    def interval_95(self) -> tuple[float, float]:
+        """The 95% interval of how often the instance is unsafe, rounded to 4 places."""
+        low, high = wilson_interval(self.unsafe, len(self.verdicts))
+        return round(low, 4), round(high, 4)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "lve": self.lve,
+            "file": self.file,
+            "line": self.line,
+            "recorded": self.recorded,
+            "verdicts": self.verdicts,
+            "unsafe": self.unsafe,
+            "runs": len(self.verdicts),
+            "unsafe_rate": self.unsafe / len(self.verdicts) if self.verdicts else None,
+            "interval_95": list(self.interval_95),
+            "agree": self.agree,
+            "errors": self.errors,
+        }
+
+
+def by_instance(attempts: list[Attempt]) -> list[InstanceResult]:
+    results: dict[tuple[str, str | None, int | None], InstanceResult] = {}
+    for attempt in attempts:
+        key = (attempt.lve, attempt.source_file, attempt.source_line)
+        result = results.setdefault(key, InstanceResult(attempt.lve, *key[1:], attempt.recorded))
+        if attempt.status == "complete" and attempt.verdict is not None:
+            result.verdicts.append(attempt.verdict)
+        elif attempt.status != "skipped":
+            result.errors.append(attempt.error or f"status {attempt.status}")
+    return list(results.values())

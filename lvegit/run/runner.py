@@ -1,0 +1,290 @@
+"""Live execution: instances re-run against their model with bounded concurrency and retries.
+
+Each task becomes one Attempt: the prompt's holes are filled in order (every run of a multi-run prompt),
+the checker judges, `postprocess_response` rewrites what will be stored, and only then is anything written
+(report line, appended instance). A request that fails transiently is retried with exponential backoff and
+jitter (Retry-After wins when the server sends it); an attempt that still fails ends as `error` with the
+reason, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from lvegit import __version__
+from lvegit.base.errors import LvegitError
+from lvegit.base.files import FileProblem
+from lvegit.base.output import count
+from lvegit.base.settings import RetryPolicy
+from lvegit.base.versions import installed_versions
+from lvegit.checkers.registry import CheckerFactory
+from lvegit.judge.conversation import Pair, conversation_steps, judge, recorded_conversations, stored_response
+from lvegit.lve.instances import InstanceKeys, append_instances
+from lvegit.lve.prompt import Message
+from lvegit.lve.spec import LVE
+from lvegit.models.base import DEFAULT_CONCURRENCY, ChatModel, TransientModelError
+from lvegit.models.routing import ModelPool
+from lvegit.run.attempt import Attempt, Report
+
+
+@dataclass(slots=True)
+class Task:
+    lve: LVE
+    attempt: Attempt
+    append_to: Path | None = None  # the instance file to append the result to
+    new_recording: bool = False  # `record`: new evidence each time, never a re-run of a recording
+
+    def reproduces(self) -> dict[str, Any] | None:
+        """For a re-run, the recording it reproduces: its instance file (relative to the LVE) and line."""
+        if self.new_recording or self.attempt.source_file is None:
+            return None
+        source = PurePosixPath(self.attempt.source_file)
+        if source.is_relative_to(self.lve.rel):
+            source = source.relative_to(self.lve.rel)
+        return {"file": source.as_posix(), "line": self.attempt.source_line}
+
+    def idempotency_key(self) -> str:
+        """Re-running the same recording appends it once; every new recording is new evidence."""
+        return uuid.uuid4().hex if self.new_recording else self.attempt.id
+
+
+@dataclass
+class Recorder:
+    """What becomes of an attempt around its requests, in a live run and in batch rounds alike: the
+    checker's verdict and postprocessing, the appended instance line, the report's lines."""
+
+    report: Report | None = None
+    author: str | None = None
+    on_finish: Callable[[Attempt], None] | None = None
+    _factories: dict[str, CheckerFactory] = field(default_factory=dict)
+    _instance_keys: InstanceKeys = field(default_factory=InstanceKeys)
+
+    def resumed(self, attempt: Attempt) -> Attempt | None:
+        """The finished record of this attempt in the report of the run being resumed, if any."""
+        if self.report is None or attempt.id not in self.report.done:
+            return None
+        return self.announce(self.report.done[attempt.id])
+
+    def start(self, attempt: Attempt, write: bool = True) -> None:
+        attempt.status = "started"
+        attempt.started_at = attempt.started_at or time.time()
+        if write:
+            self._write(attempt)
+
+    def judge(self, task: Task, pairs: list[Pair]) -> None:
+        """The verdict on the filled conversations, and the (postprocessed) response to store. Blocking: a
+        custom checker answers in its sandboxed worker."""
+        lve, attempt = task.lve, task.attempt
+        params, _model_args = lve.split_args(attempt.args)
+        if lve.rel not in self._factories:
+            self._factories[lve.rel] = CheckerFactory(lve)
+        checker = self._factories[lve.rel].for_args(attempt.args)
+        attempt.verdict = judge(lve, checker, pairs, params)
+        response = stored_response(lve, pairs)
+        if lve.runs is not None:
+            attempt.response = [checker.postprocess_response(entry) for entry in response]
+        else:
+            attempt.response = checker.postprocess_response(response)
+        recorded = recorded_conversations(lve, params, attempt.response)
+        # a postprocessed response need not fit the prompt any more: then the prompts as sent
+        attempt.conversation = recorded or [[m.as_json() for m in prompt] for prompt, _ in pairs]
+
+    def finish(self, task: Task) -> Attempt:
+        """An attempt that ended (complete or error): its instance line appended, its report line."""
+        return self.finish_all([task])[0]
+
+    def finish_all(self, tasks: list[Task]) -> list[Attempt]:
+        """Attempts that ended, written together: one write per instance file (appended lines first),
+        one to the report."""
+        now = time.time()
+        appending: dict[Path, list[tuple[Task, dict[str, Any]]]] = {}
+        for task in tasks:
+            task.attempt.finished_at = now
+            if task.attempt.status == "complete" and task.append_to is not None:
+                appending.setdefault(task.append_to, []).append((task, self._new_instance(task)))
+        for path, pairs in appending.items():
+            self._append(path, pairs)
+        attempts = [task.attempt for task in tasks]
+        if self.report is not None:
+            self.report.write_all(attempts)
+        return [self.announce(attempt) for attempt in attempts]
+
+    def announce(self, attempt: Attempt) -> Attempt:
+        if self.on_finish is not None:
+            self.on_finish(attempt)
+        return attempt
+
+    def close(self) -> None:
+        for factory in self._factories.values():
+            factory.close()
+        self._factories.clear()
+
+    def _new_instance(self, task: Task) -> dict[str, Any]:
+        """The instance line an attempt would append (its file may hold it already: the same key)."""
+        return instance_record(task.attempt, task.idempotency_key(), self.author, task.reproduces())
+
+    def _append(self, path: Path, pairs: list[tuple[Task, dict[str, Any]]]) -> None:
+        """Append the attempts' lines that the file does not hold yet; an instance file that cannot be
+        written (a link out of its LVE, say) ends its attempts in an error that names it."""
+        try:
+            appended = append_instances(path, [record for _task, record in pairs], self._instance_keys)
+        except FileProblem as exc:
+            for task, _record in pairs:
+                task.attempt.status, task.attempt.error = "error", f"{task.lve.rel}/instances: {exc}"
+            return
+        written = {id(record) for record in appended}
+        for task, record in pairs:
+            if id(record) in written:
+                key = record["run_info"]["idempotency_key"]
+                task.attempt.appended_to, task.attempt.appended_key = str(path), key
+
+    def _write(self, attempt: Attempt) -> None:
+        if self.report is not None:
+            self.report.write(attempt)
+
+
+@dataclass
+class Runner:
+    pool: ModelPool
+    concurrency: int | None = None  # per model; None: what its backend asks for
+    policy: RetryPolicy = field(default_factory=RetryPolicy)
+    recorder: Recorder = field(default_factory=Recorder)
+    _checker_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+
+    def run(self, tasks: list[Task]) -> list[Attempt]:
+        return asyncio.run(self._run_all(tasks))
+
+    async def _run_all(self, tasks: list[Task]) -> list[Attempt]:
+        limits: dict[str, asyncio.Semaphore] = {}
+
+        async def bounded(task: Task) -> Attempt:
+            model_id = task.attempt.model
+            if model_id not in limits:
+                limits[model_id] = asyncio.Semaphore(self._concurrency(model_id))
+            async with limits[model_id]:
+                return await self._execute(task)
+
+        try:
+            return list(await asyncio.gather(*(bounded(task) for task in tasks)))
+        finally:
+            self.recorder.close()
+            await self.pool.close()
+
+    async def _execute(self, task: Task) -> Attempt:
+        attempt = task.attempt
+        resumed = self.recorder.resumed(attempt)
+        if resumed is not None:
+            return resumed
+        self.recorder.start(attempt)
+        with failing_alone(attempt):
+            route, model = self.pool.get(attempt.model)
+            attempt.backend = route.backend
+            await self._complete(task, model)
+            attempt.status = "complete"
+        return self.recorder.finish(task)
+
+    async def _complete(self, task: Task, model: ChatModel) -> None:
+        params, model_args = task.lve.request_args(task.attempt.args)
+        steps = conversation_steps(task.lve, params)
+        asked = next(steps)
+        while True:
+            requests = [
+                request(model, step.messages, model_args, task.attempt, self.policy) for step in asked
+            ]
+            # one request (every prompt but a multi-run one) is awaited as it is: gather would make it a task
+            completions = [await requests[0]] if len(requests) == 1 else await asyncio.gather(*requests)
+            try:
+                asked = steps.send(list(completions))
+            except StopIteration as finished:
+                pairs: list[Pair] = finished.value
+                break
+        # A custom checker's worker answers one request at a time: each LVE's checker is used under its
+        # own lock, off the event loop.
+        async with self._checker_locks.setdefault(task.lve.rel, asyncio.Lock()):
+            await asyncio.to_thread(self.recorder.judge, task, pairs)
+
+    def _concurrency(self, model_id: str) -> int:
+        """Attempts in flight for one model: --concurrency, else what its backend asks for (a local
+        model a full batch)."""
+        if self.concurrency is not None:
+            return max(1, self.concurrency)
+        try:
+            return self.pool.get(model_id)[1].concurrency
+        except LvegitError:  # its attempts end in this error when they start
+            return DEFAULT_CONCURRENCY
+
+
+@contextlib.contextmanager
+def failing_alone(attempt: Attempt) -> Iterator[None]:
+    """Whatever goes wrong in one attempt ends that attempt in an error with the reason, not the run."""
+    try:
+        yield
+    except LvegitError as exc:
+        attempt.status, attempt.error = "error", str(exc)
+    except Exception as exc:
+        attempt.status, attempt.error = "error", f"{type(exc).__name__}: {exc}"
+
+
+async def request(
+    model: ChatModel,
+    messages: list[Message],
+    model_args: dict[str, Any],
+    attempt: Attempt,
+    policy: RetryPolicy,
+) -> str:
+    """One completion for an attempt, retried with backoff while it fails transiently; the attempt counts
+    its requests and retries and keeps the model and backend that answered."""
+    for retry in range(policy.attempts):
+        attempt.requests += 1
+        try:
+            completion = await model.complete(messages, model_args)
+        except TransientModelError as exc:
+            if policy.gives_up(retry + 1, exc.refused):
+                raise LvegitError(f"gave up after {count(retry + 1, 'request')}: {exc}") from None
+            attempt.retries += 1
+            await policy.wait(retry, exc.retry_after)
+            continue
+        attempt.resolved_model = completion.model
+        attempt.backend_details = completion.run_info
+        return completion.text
+    raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+
+def library_versions() -> dict[str, str]:
+    versions = {"lvegit": __version__}
+    loaded = tuple(
+        package for package in ("aiohttp", "openai", "transformers", "torch") if package in sys.modules
+    )
+    return {**versions, **installed_versions(loaded)}
+
+
+def instance_record(
+    attempt: Attempt, key: str, author: str | None, reproduces: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """An attempt as an instance line (the response is the postprocessed one); a re-run says which
+    recording it reproduces."""
+    return {
+        "args": attempt.args,
+        "response": attempt.response,
+        "passed": attempt.verdict,
+        "author": author or "",
+        "run_info": {
+            "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
+            "backend": attempt.backend,
+            "model": attempt.resolved_model or attempt.model,
+            "requested_model": attempt.model,
+            **attempt.backend_details,
+            **library_versions(),
+            "idempotency_key": key,
+            **({"reproduces": reproduces} if reproduces is not None else {}),
+        },
+    }

@@ -1,0 +1,147 @@
+"""Each confinement layer, applied in a forked child that reports back what it could still do."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import socket
+import subprocess
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lvegit.checkers import confine
+
+
+def in_child(body: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        os.close(read_end)
+        try:
+            result = body()
+        except BaseException as exc:
+            result = {"crashed": repr(exc)}
+        os.write(write_end, json.dumps(result).encode())
+        os._exit(0)
+    os.close(write_end)
+    data = b""
+    while chunk := os.read(read_end, 65536):
+        data += chunk
+    os.waitpid(pid, 0)
+    return dict(json.loads(data))
+
+
+def attempt(action: Callable[[], object]) -> str:
+    try:
+        action()
+    except OSError as exc:
+        return type(exc).__name__
+    return "allowed"
+
+
+def test_seccomp_blocks_processes_programs_and_sockets_but_not_threads() -> None:
+    def body() -> dict[str, Any]:
+        report = confine.apply_seccomp()
+        seen = []
+        thread = threading.Thread(target=lambda: seen.append("ran"))
+        thread.start()
+        thread.join()
+
+        def fork() -> None:
+            if os.fork() == 0:
+                os._exit(0)
+
+        return {
+            "report": report,
+            "fork": attempt(fork),
+            "exec": attempt(lambda: subprocess.run(["true"], check=False)),
+            "socket": attempt(socket.socket),
+            "unix": attempt(socket.socketpair),
+            "thread": seen,
+        }
+
+    result = in_child(body)
+    if "unavailable" in result["report"]:
+        pytest.skip(result["report"])
+    assert result == {
+        "report": "seccomp: no processes, programs or sockets",
+        "fork": "PermissionError",
+        "exec": "PermissionError",
+        "socket": "PermissionError",
+        "unix": "PermissionError",
+        "thread": ["ran"],
+    }
+
+
+def test_sandbox_command_reports_the_layers(cli: Any) -> None:
+    result = cli("sandbox", "--format", "json")
+    assert result.code == 0
+    layers = result.json()["isolation"]
+    assert layers[-2] == "limits: CPU 120 s, memory 2 GiB, file size 16 MiB, 256 open files, no core dumps"
+    assert layers[-1].startswith("seccomp")
+    text = cli("sandbox")
+    assert text.out.startswith("Custom checkers run in a separate process without secrets")
+
+
+def test_seccomp_program_jumps_only_forward() -> None:
+    for arch in ("x86_64", "aarch64"):
+        program = confine.seccomp_program(arch)
+        for index, (_code, jump_true, jump_false, _k) in enumerate(program):
+            assert 0 <= index + jump_true + 1 < len(program) + 1
+            assert 0 <= index + jump_false + 1 < len(program) + 1
+
+
+def test_resource_limits() -> None:
+    def body() -> dict[str, Any]:
+        report = confine.set_limits(
+            confine.Limits(cpu_seconds=5, memory_bytes=512 * 1024**2, file_bytes=1024)
+        )
+        try:
+            bytearray(1024**3)
+            memory = "allowed"
+        except MemoryError:
+            memory = "MemoryError"
+        return {
+            "report": report,
+            "memory": memory,
+            "cpu": resource.getrlimit(resource.RLIMIT_CPU)[0],
+            "fsize": resource.getrlimit(resource.RLIMIT_FSIZE)[0],
+        }
+
+    assert in_child(body) == {
+        "report": "limits: CPU 5 s, memory 512 MiB, file size 1 KiB, 256 open files, no core dumps",
+        "memory": "MemoryError",
+        "cpu": 5,
+        "fsize": 1024,
+    }
+
+
+def test_namespaces_make_the_filesystem_read_only_and_cut_the_network(tmp_path: Path) -> None:
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    marker = Path("/var/lvegit-namespace-marker")
+
+    def body() -> dict[str, Any]:
+        os.chdir(workdir)
+        if not confine.enter_namespaces(str(workdir), confine.Limits()):
+            return {"unavailable": True}
+        Path("scratch").write_text("private")
+        return {
+            "cwd": os.getcwd(),
+            "scratch": Path("scratch").read_text(),
+            "write_outside": attempt(lambda: marker.write_text("x")),
+            "network": attempt(lambda: socket.create_connection(("127.0.0.1", 9), timeout=1)),
+        }
+
+    result = in_child(body)
+    if result.get("unavailable"):
+        pytest.skip("namespaces are not available on this machine")
+    assert result["cwd"] == str(workdir) and result["scratch"] == "private"
+    assert result["write_outside"] == "OSError"  # read-only file system
+    assert result["network"] == "OSError"  # network unreachable
+    assert not marker.exists() and list(workdir.iterdir()) == []

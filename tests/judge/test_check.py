@@ -1,0 +1,228 @@
+"""The check pipeline: validate and replay in one pass, and an unchanged LVE's record from the cache."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lvegit.judge import replay as replay_module
+from lvegit.judge import validate as validate_module
+from lvegit.judge.cache import VerdictCache
+from lvegit.judge.check import check_lve, check_stream
+from lvegit.judge.results import LVECheck
+from lvegit.lve.repo import Repository
+
+from builders import RepoBuilder, instance
+
+CUSTOM = (
+    "from lvegit.checkers import BaseChecker\n"
+    "class Sum(BaseChecker):\n"
+    "    def is_safe(self, prompt, response, param_values=None):\n"
+    "        return int(response) == param_values['a'] + param_values['b']\n"
+)
+MISSING_MODEL = {
+    "checker_args": {"checker_name": "ToxicityChecker", "toxicity_threshold": 0.5, "model": "nobody/gone"}
+}
+
+
+@pytest.fixture
+def judged(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The LVEs the pipeline validated and replayed itself (not from the cache), by folder name."""
+    calls: list[str] = []
+    validate, judge = validate_module.validate_lve, replay_module.judge_lve
+
+    def counting_validate(repo: Repository, lve_dir: Path, *args: Any) -> Any:
+        calls.append(lve_dir.parent.name)
+        return validate(repo, lve_dir, *args)
+
+    def counting_judge(repo: Repository, lve_dir: Path, *args: Any) -> Any:
+        calls.append(lve_dir.parent.name)
+        return judge(repo, lve_dir, *args)
+
+    monkeypatch.setattr(validate_module, "validate_lve", counting_validate)
+    monkeypatch.setattr(replay_module, "judge_lve", counting_judge)
+    return calls
+
+
+def mixed(repo: RepoBuilder) -> list[Path]:
+    return [
+        repo.lve(
+            "cat/good", instances={"i.jsonl": [instance("3", True, a=1, b=2), instance("3", False, a=1, b=2)]}
+        ),
+        repo.lve(
+            "cat/custom",
+            {"checker_args": {"checker_name": "Sum"}},
+            files={"checker/checker.py": CUSTOM},
+            instances={"i.jsonl": [instance("3", True, a=1, b=2)]},
+        ),
+        repo.lve("cat/broken", instances={"i.jsonl": "not json\n"}),
+        repo.lve("cat/bad", {"prompt_parameters": "a"}),
+    ]
+
+
+def test_check_is_validate_plus_replay(repo: RepoBuilder, cli: Any) -> None:
+    mixed(repo)
+    checked = cli("check", "--all", "--format", "json", "--no-cache", cwd=repo.root)
+    validated = cli("validate", "--all", "--format", "json", cwd=repo.root).json()
+    replayed = cli("replay", "--all", "--format", "json", "--no-cache", cwd=repo.root).json()
+    assert checked.code == 1
+    data = checked.json()
+    assert [{k: v for k, v in lve.items() if k not in ("replay", "instances")} for lve in data["lves"]] == (
+        validated["lves"]
+    )
+    # less the replay errors that only repeat a validation finding (bad's and broken's): one cause, one line
+    repeats = [i for i in replayed["instances"] if i["lve"].split("/")[2] in ("bad", "broken")]
+    assert [i["status"] for i in repeats] == ["error", "error"]
+    assert [i for lve in data["lves"] for i in lve["instances"]] == [
+        i for i in replayed["instances"] if i not in repeats
+    ]
+    assert data["summary"] == {**validated["summary"], **replayed["summary"], "error": 0}
+
+
+def test_text_output_gives_each_lve_one_line_then_its_findings(repo: RepoBuilder, cli: Any) -> None:
+    mixed(repo)
+    result = cli("check", "--all", cwd=repo.root)
+    assert result.code == 1
+    prefix = "repository/cat"
+    folder = "openai--gpt-4o-mini"
+    assert result.out.splitlines() == [
+        f"{prefix}/bad/{folder}: invalid (5 errors); not replayed",
+        f"  error: {prefix}/bad/{folder}/test.json:14: prompt_parameters: must be a list of parameter names "
+        "(strings such as 'person')",
+        f"  error: {prefix}/bad/{folder}/test.json:8: prompt[0].content: placeholder {{a}} is not listed in "
+        "prompt_parameters",
+        f"  error: {prefix}/bad/{folder}/test.json:8: prompt[0].content: placeholder {{b}} is not listed in "
+        "prompt_parameters",
+        f"  error: {prefix}/bad/{folder}/test.json:6: checker_args.func: lambda argument 'a' is neither the "
+        "response nor a prompt parameter (prompt_parameters: none)",
+        f"  error: {prefix}/bad/{folder}/test.json:6: checker_args.func: lambda argument 'b' is neither the "
+        "response nor a prompt parameter (prompt_parameters: none)",
+        f"{prefix}/broken/{folder}: invalid (1 error); not replayed",  # its replay error repeats the finding
+        f"  error: {prefix}/broken/{folder}/instances/i.jsonl:1: invalid JSON: Expecting value (line 1, column 1)",
+        f"{prefix}/custom/{folder}: ok; 1 reproduced",
+        f"{prefix}/good/{folder}: ok; 1 reproduced, 1 mismatch",
+        f"  mismatch: {prefix}/good/{folder}/instances/i.jsonl:2: recorded passed=False, replayed passed=True",
+        "4 LVEs: 2 valid, 2 invalid; 2 reproduced, 1 mismatch, 0 skipped, 0 errors",
+    ]
+
+
+def test_an_unchanged_lve_is_neither_loaded_nor_judged_again(
+    repo: RepoBuilder, cli: Any, judged: list[str], builds: list[str]
+) -> None:
+    good, custom, _broken, _bad = mixed(repo)
+    first = cli("check", "--all", cwd=repo.root)
+    assert sorted(judged) == sorted(["good", "custom", "broken", "bad"] * 2)
+    judged.clear()
+    builds.clear()
+    again = cli("check", "--all", cwd=repo.root)
+    assert (again.code, again.out) == (first.code, first.out)
+    assert judged == [] and builds == []
+    (custom / "checker/checker.py").write_text(CUSTOM.replace("a'] + param", "a'] - param"))
+    (good / "instances/more.jsonl").write_text(json.dumps(instance("5", True, a=2, b=3)) + "\n")
+    changed = cli("check", "--all", cwd=repo.root)
+    assert sorted(judged) == ["custom", "custom", "good", "good"]
+    assert "repository/cat/custom/openai--gpt-4o-mini: ok; 1 mismatch" in changed.out
+    assert "repository/cat/good/openai--gpt-4o-mini: ok; 2 reproduced, 1 mismatch" in changed.out
+
+
+def test_what_depends_on_the_machine_is_stored_with_what_it_depends_on(
+    repo: RepoBuilder, tmp_path: Path, judged: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lve_dir = repo.lve("cat/toxic", MISSING_MODEL, instances={"i.jsonl": [instance("hi", True, a=1, b=2)]})
+    root, cache = Repository(repo.root.resolve()), VerdictCache(tmp_path / "cache")
+    first = check_lve(root, lve_dir, cache)
+    assert [r.status for r in first.replay] == ["skipped"]
+    assert check_lve(root, lve_dir, cache) == first
+    assert judged == ["toxic"] * 2 and cache.written == 2  # judged once: the instance's skip and the record
+    assert cache.get_lve(cache.lve_key(root.root, lve_dir, strict=False)) is None  # not as a file verdict
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "another-hub-cache"))
+    assert check_lve(root, lve_dir, cache) == first
+    assert judged == ["toxic"] * 4  # another place for models: decided again
+
+
+def test_a_damaged_entry_is_judged_again_and_rewritten(repo: RepoBuilder, tmp_path: Path) -> None:
+    lve_dir = repo.lve(instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    root, cache = Repository(repo.root.resolve()), VerdictCache(tmp_path / "cache")
+    expected = check_lve(root, lve_dir, cache)
+    key = cache.lve_key(root.root, lve_dir, strict=False)
+    for damage in ("{", json.dumps({"kind": "lve", "check": {"path": 3}}), json.dumps({"kind": "lve"})):
+        (tmp_path / "cache/v1" / key[:2] / key).write_text(damage)
+        assert check_lve(root, lve_dir, cache) == expected
+        assert cache.get_lve(key) == {"kind": "lve", "check": expected.as_json()}
+
+
+def test_a_read_only_cache_is_read_and_never_written(repo: RepoBuilder, tmp_path: Path) -> None:
+    lve_dir = repo.lve(instances={"i.jsonl": [instance("4", True, a=1, b=2)]})  # 1 + 2 is not 4
+    root = Repository(repo.root.resolve())
+    trusted = VerdictCache(tmp_path / "cache")
+    assert [r.status for r in check_lve(root, lve_dir, trusted).replay] == ["mismatch"]
+    entries = sorted(p.read_bytes() for p in (tmp_path / "cache").rglob("*") if p.is_file())
+    pull_request = VerdictCache(tmp_path / "cache", writable=False)
+    (lve_dir / "instances/i.jsonl").write_text(json.dumps(instance("3", True, a=1, b=2)) + "\n")
+    assert [r.status for r in check_lve(root, lve_dir, pull_request).replay] == ["reproduced"]
+    assert sorted(p.read_bytes() for p in (tmp_path / "cache").rglob("*") if p.is_file()) == entries
+
+
+def test_links_in_an_lve_folder_are_keyed_by_target_never_followed(repo: RepoBuilder, tmp_path: Path) -> None:
+    lve_dir = repo.lve(instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (lve_dir / "zero").symlink_to("/dev/zero")  # reading it would never end
+    (lve_dir / "elsewhere").symlink_to(outside, target_is_directory=True)
+    os.mkfifo(lve_dir / "pipe")  # opening it would block
+    cache = VerdictCache(tmp_path / "cache")
+    key = cache.lve_key(repo.root, lve_dir, strict=False)
+    (outside / "big").write_text("x")
+    assert cache.lve_key(repo.root, lve_dir, strict=False) == key
+    (lve_dir / "zero").unlink()
+    (lve_dir / "zero").symlink_to("/dev/null")
+    assert cache.lve_key(repo.root, lve_dir, strict=False) != key
+    assert cache.lve_key(repo.root, lve_dir, strict=True) != cache.lve_key(repo.root, lve_dir, strict=False)
+
+
+def test_records_round_trip_through_json(repo: RepoBuilder) -> None:
+    root = Repository(repo.root.resolve())
+    for lve_dir in mixed(repo):
+        record = check_lve(root, lve_dir)
+        assert LVECheck.from_json(json.loads(json.dumps(record.as_json()))) == record
+
+
+def test_the_order_is_the_same_warm_and_cold(repo: RepoBuilder, tmp_path: Path) -> None:
+    pii = {
+        "checker_args": {"checker_name": "PII_Checker", "entities": ["EMAIL_ADDRESS"], "spacy_model": "blank"}
+    }
+    dirs = [
+        repo.lve("a/pii", pii, instances={"i.jsonl": [instance("mail jane@example.com", False, a=1, b=2)]}),
+        repo.lve("b/plain", instances={"i.jsonl": [instance("3", True, a=1, b=2)]}),
+        repo.lve("c/empty"),
+    ]
+    root, cache = Repository(repo.root.resolve()), VerdictCache(tmp_path / "cache")
+    # Cold, the LVE whose stack loads in a process of its own is judged last, yet printed in its place.
+    for _run in ("cold", "warm"):
+        checks = [check for _lve_dir, check in check_stream(root, dirs, cache)]
+        assert [c.path.split("/")[2] for c in checks] == ["pii", "plain", "empty"]
+        assert sorted(r.status for c in checks for r in c.replay) == ["reproduced", "reproduced"]
+
+
+def test_a_missing_classifier_is_skipped_here_without_a_model_stack(
+    repo: RepoBuilder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_stack(*_args: Any) -> Any:
+        raise AssertionError("a model stack process was started")
+
+    monkeypatch.setattr(replay_module, "_replay_elsewhere", no_stack)
+    dirs = [
+        repo.lve("a/toxic", MISSING_MODEL, instances={"i.jsonl": [instance("hi", True, a=1, b=2)]}),
+        repo.lve("b/plain", instances={"i.jsonl": [instance("3", True, a=1, b=2)]}),
+    ]
+    checks = [check for _lve_dir, check in check_stream(Repository(repo.root.resolve()), dirs, None)]
+    assert [c.path.split("/")[2] for c in checks] == ["toxic", "plain"]  # in order: nothing to wait for
+    [skipped] = checks[0].replay
+    assert (skipped.status, skipped.reason) == (
+        "skipped",
+        "model 'nobody/gone' is not available locally (set LVEGIT_ALLOW_DOWNLOADS=1 or install it)",
+    )

@@ -1,0 +1,145 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lvegit.judge.replay import replay_lve
+from lvegit.judge.results import ReplayResult, summarize
+from lvegit.lve.repo import Repository
+
+from builders import RepoBuilder, instance
+
+INSTANCES = "repository/dummy/add/openai--gpt-4o-mini/instances/i.jsonl"
+
+
+def replay(repo: RepoBuilder, **kwargs: Any) -> list[ReplayResult]:
+    lve_dir = repo.lve(**kwargs)
+    return replay_lve(Repository(repo.root.resolve()), lve_dir)
+
+
+def test_reproduced_and_mismatch(repo: RepoBuilder) -> None:
+    rows = [instance("3", True, a=1, b=2), instance("4", False, a=1, b=2), instance("3", False, a=1, b=2)]
+    results = replay(repo, instances={"i.jsonl": rows})
+    assert [(r.line, r.recorded, r.replayed, r.status) for r in results] == [
+        (1, True, True, "reproduced"),
+        (2, False, False, "reproduced"),
+        (3, False, True, "mismatch"),
+    ]
+    assert summarize(results) == {"reproduced": 2, "mismatch": 1, "skipped": 0, "error": 0}
+
+
+def test_checker_exception_is_an_error_for_that_instance_only(repo: RepoBuilder) -> None:
+    rows = [instance("three", True, a=1, b=2), instance("3", True, a=1, b=2)]
+    results = replay(repo, instances={"i.jsonl": rows})
+    assert [(r.status, r.reason) for r in results] == [
+        ("error", "ValueError: invalid literal for int() with base 10: 'three'"),
+        ("reproduced", None),
+    ]
+
+
+def test_bad_lines_are_errors_and_the_rest_replays(repo: RepoBuilder) -> None:
+    text = (
+        json.dumps(instance("3", True, a=1, b=2))
+        + "\n{torn\n"
+        + json.dumps(instance({"x": 1}, True, a=1, b=2))
+    )
+    results = replay(repo, instances={"i.jsonl": text})
+    assert [(r.line, r.status) for r in results] == [(1, "reproduced"), (2, "error"), (3, "error")]
+    assert (results[1].file, results[1].line) == (INSTANCES, 2)
+    assert results[1].reason is not None and results[1].reason.startswith("invalid JSON")  # once, no location
+    assert results[2].reason == "the response has no value for variable(s) response"
+
+
+def test_model_based_checker_is_skipped_with_reason(repo: RepoBuilder) -> None:
+    test = {"checker_args": {"checker_name": "ToxicityChecker", "toxicity_threshold": 0.5}}
+    results = replay(repo, test=test, instances={"i.jsonl": [instance("hi", True, a=1, b=2)]})
+    [(status, reason)] = [(r.status, r.reason) for r in results]
+    assert status == "skipped" and reason is not None
+    assert reason == (
+        "model 's-nlp/roberta_toxicity_classifier' is not available locally (set LVEGIT_ALLOW_DOWNLOADS=1 or "
+        "install it)"
+    )
+
+
+def test_redacted_response_is_skipped(repo: RepoBuilder) -> None:
+    code = (
+        "from lvegit.checkers import BaseChecker\n"
+        "class Redacting(BaseChecker):\n"
+        "    def is_safe(self, prompt, response, param_values=None):\n"
+        "        return '@' not in response\n"
+        "    def replay_skip_reason(self, response):\n"
+        "        return 'redacted' if '<EMAIL>' in response else None\n"
+    )
+    test = {"checker_args": {"checker_name": "Redacting"}}
+    rows = [instance("mail <EMAIL>", False, a=1, b=2), instance("mail a@b", False, a=1, b=2)]
+    results = replay(repo, test=test, files={"checker/checker.py": code}, instances={"i.jsonl": rows})
+    assert [(r.status, r.reason) for r in results] == [("skipped", "redacted"), ("reproduced", None)]
+
+
+def test_metadata_errors_do_not_stop_replay(repo: RepoBuilder) -> None:
+    results = replay(
+        repo, test={"model": "other/model"}, instances={"i.jsonl": [instance("3", True, a=1, b=2)]}
+    )
+    assert [r.status for r in results] == ["reproduced"]
+
+
+def test_invalid_lve_is_one_error(repo: RepoBuilder) -> None:
+    results = replay(repo, raw_test="{", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    assert len(results) == 1 and results[0].status == "error"
+    assert results[0].reason is not None and "invalid LVE" in results[0].reason
+
+
+def test_multi_run_and_multi_variable_together(repo: RepoBuilder) -> None:
+    conversation = [{"content": "{a}?"}, {"role": "assistant", "variable": "x"}, {"content": "again"}]
+    test = {
+        "prompt": None,
+        "prompt_parameters": ["a"],
+        "multi_run_prompt": [{"name": "r", "repetitions": 2, "prompt": conversation}],
+        "checker_args": {
+            "checker_name": "MultiRunLambdaChecker",
+            "func": "lambda rs, a: all(r == a for r in rs)",
+        },
+    }
+    rows = [
+        instance([{"x": "1", "response": "1"}, {"x": "2", "response": "1"}], True, a="1"),
+        instance([{"x": "1", "response": "2"}, {"x": "1", "response": "1"}], False, a="1"),
+    ]
+    results = replay(repo, test=test, instances={"i.jsonl": rows})
+    assert [r.status for r in results] == ["reproduced", "reproduced"]
+
+
+def test_results_as_json(repo: RepoBuilder) -> None:
+    [result] = replay(repo, instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    assert result.as_json() == {
+        "lve": "repository/dummy/add/openai--gpt-4o-mini",
+        "file": INSTANCES,
+        "line": 1,
+        "recorded": True,
+        "replayed": True,
+        "status": "reproduced",
+        "reason": None,
+    }
+
+
+def test_replay_all_keeps_the_order_when_model_stacks_load_elsewhere(repo: RepoBuilder) -> None:
+    """LVEs whose checkers load Presidio or transformers replay in processes of their own; the results
+    are those of replaying each LVE alone, in the order asked."""
+    from lvegit.judge.replay import replay_all
+
+    pii = {
+        "checker_args": {"checker_name": "PII_Checker", "entities": ["EMAIL_ADDRESS"], "spacy_model": "blank"}
+    }
+    toxic = {
+        "checker_args": {"checker_name": "ToxicityChecker", "toxicity_threshold": 0.5, "model": "nobody/gone"}
+    }
+    dirs = [
+        repo.lve("a/pii", pii, instances={"i.jsonl": [instance("mail jane@example.com", False, a=1, b=2)]}),
+        repo.lve(
+            "b/plain", instances={"i.jsonl": [instance("3", True, a=1, b=2), instance("4", True, a=1, b=2)]}
+        ),
+        repo.lve("c/toxic", toxic, instances={"i.jsonl": [instance("hi", True, a=1, b=2)]}),
+    ]
+    root = Repository(repo.root.resolve())
+    alone = [result for lve_dir in dirs for result in replay_lve(root, lve_dir)]
+    assert replay_all(root, dirs) == alone
+    assert [r.status for r in alone] == ["reproduced", "reproduced", "mismatch", "skipped"]

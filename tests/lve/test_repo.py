@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lvegit.base.errors import RepositoryNotFound, UsageError
+from lvegit.lve.repo import Repository, find_root, model_folder
+
+from builders import RepoBuilder
+
+
+@pytest.mark.parametrize(
+    ("model", "folder"),
+    [
+        ("openai/gpt-3.5-turbo", "openai--gpt-35-turbo"),
+        ("meta/llama-2-7b-chat", "meta--llama-2-7b-chat"),
+        ("mistralai/Mistral-7B-Instruct-v0.2", "mistralai--Mistral-7B-Instruct-v02"),
+        ("gpt-3.5-turbo", "openai--gpt-35-turbo"),  # bare OpenAI ids of early LVEs
+        ("llama-2", "llama-2"),
+        ("a/b c:d_é", "a--bcd"),
+    ],
+)
+def test_model_folder(model: str, folder: str) -> None:
+    assert model_folder(model) == folder
+
+
+def test_find_root_walks_up(repo: RepoBuilder) -> None:
+    lve_dir = repo.lve()
+    assert find_root(lve_dir) == repo.root.resolve()
+
+
+def test_find_root_accepts_repository_folder_without_lverepo(tmp_path: Path) -> None:
+    (tmp_path / "repository").mkdir()
+    assert find_root(tmp_path / "repository") == tmp_path.resolve()
+
+
+def test_find_root_fails_clearly(tmp_path: Path) -> None:
+    with pytest.raises(RepositoryNotFound, match="no LVE repository found"):
+        find_root(tmp_path)
+
+
+def test_lves_found_at_any_depth_and_sorted(repo: RepoBuilder) -> None:
+    deep = repo.lve("cat/sub/subsub/name")
+    shallow = repo.lve("cat/name")
+    repo.lve("cat/name2", files={"instances/test.json": "{}"})  # test.json inside instances/ is no LVE
+    other = repo.root / "repository/cat/name2/openai--gpt-4o-mini"
+    found = Repository(repo.root.resolve()).lve_dirs()
+    assert found == sorted(p.resolve() for p in (deep, shallow, other))
+
+
+def test_category_and_name(repo: RepoBuilder) -> None:
+    r = Repository(repo.root.resolve())
+    assert r.category_and_name(repo.lve("privacy/pii/leak").resolve()) == ("privacy", "leak")
+    assert r.category_and_name(repo.lve("privacy/leak").resolve()) == ("privacy", "leak")
+    assert r.category_and_name(repo.lve("cat", folder="only").resolve()) == ("cat", "only")
+
+
+def test_select_paths(repo: RepoBuilder, monkeypatch: pytest.MonkeyPatch) -> None:
+    a = repo.lve("cat/a").resolve()
+    b = repo.lve("cat/b").resolve()
+    c = repo.lve("other/c").resolve()
+    r = Repository(repo.root.resolve())
+    assert r.select([], all_lves=True) == [a, b, c]
+    assert r.select([repo.root / "repository/cat"], all_lves=False) == [a, b]
+    assert r.select([a / "test.json", a], all_lves=False) == [a]
+    assert r.select([Path("repository/other")], all_lves=False) == [c]  # relative to the root
+    monkeypatch.chdir(b)
+    assert r.select([], all_lves=False) == [b]
+    monkeypatch.chdir(repo.root)
+    assert r.select([], all_lves=False) == [a, b, c]  # outside repository/: every LVE
+    with pytest.raises(UsageError, match="give paths or --all, not both"):
+        r.select([a], all_lves=True)
+    with pytest.raises(UsageError, match="no such file"):
+        r.select([Path("nowhere")], all_lves=False)
+    (repo.root / "repository/empty").mkdir()
+    with pytest.raises(UsageError, match="holds no LVE"):
+        r.select([repo.root / "repository/empty"], all_lves=False)
+
+
+def test_skip_other_files_passes_over_paths_in_no_lve(repo: RepoBuilder, cli: Any) -> None:
+    repo.lve("cat/a")
+    (repo.root / "repository" / "README.md").write_text("about the repository\n")
+    given = ["repository/README.md", "gone.txt", "repository/cat/a/openai--gpt-4o-mini/test.json"]
+    refused = cli("validate", *given, cwd=repo.root)
+    assert refused.code == 2 and "repository/README.md: not inside an LVE" in refused.err
+    result = cli("validate", "--skip-other-files", *given, cwd=repo.root)
+    assert (result.code, result.out.splitlines()[-1]) == (0, "1 LVE: 1 valid, 0 invalid")
+    nothing = cli("validate", "--skip-other-files", "repository/README.md", cwd=repo.root)
+    assert (nothing.code, nothing.out) == (0, "0 LVEs: 0 valid, 0 invalid\n")

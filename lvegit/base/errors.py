@@ -6,7 +6,9 @@ EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 EXIT_UNEXPECTED = 3
-EXIT_SERVICE = 4  # a service lvegit depends on failed for good (GitHub, a Batch API): not a finding
+EXIT_SERVICE = (
+    4  # a service lvegit depends on failed for good (a model API, GitHub, a Batch API): not a finding
+)
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE: the reader of the output went away
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from lvegit.base.errors import EXIT_FINDINGS, EXIT_OK, UsageError
+from lvegit.base.errors import EXIT_FINDINGS, EXIT_OK, EXIT_SERVICE, UsageError
 from lvegit.base.output import count, line, note, print_json
 from lvegit.commands.catalog import short_help
 from lvegit.commands.options import (
@@ -103,4 +103,6 @@ def record_command(
         line(f"response: {json.dumps(attempt.response, ensure_ascii=False)}")
         assert attempt.appended_to is not None  # a complete recording is always appended
         line(f"appended to {repo.relative(Path(attempt.appended_to))}")
-    return EXIT_OK if attempt.status == "complete" else EXIT_FINDINGS
+    if attempt.status == "complete":
+        return EXIT_OK
+    return EXIT_SERVICE if attempt.error_source == "model" else EXIT_FINDINGS

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from lvegit.base.errors import EXIT_FINDINGS, EXIT_OK, Interrupted, UsageError
+from lvegit.base.errors import EXIT_FINDINGS, EXIT_OK, EXIT_SERVICE, Interrupted, UsageError
 from lvegit.base.output import count, line, print_json
 from lvegit.batch.api import Polling
 from lvegit.batch.engines import BatchOptions, check_routes, run_batches
@@ -342,7 +342,9 @@ def show_results(
         if batch is not None:
             _describe_batch(batch)
     problems = batch["problems"] if batch is not None else []
-    return EXIT_FINDINGS if disagree or errors or invalid or problems else EXIT_OK
+    if disagree or invalid or problems or any(a.error and a.error_source != "model" for a in attempts):
+        return EXIT_FINDINGS
+    return EXIT_SERVICE if errors else EXIT_OK  # every error was the model's service failing
 
 
 def _describe_batch(batch: dict[str, Any]) -> None:

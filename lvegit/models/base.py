@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from lvegit.base.errors import LvegitError
+from lvegit.base.errors import EXIT_SERVICE, LvegitError
 from lvegit.lve.prompt import Message
 
 # Requests in flight per model unless --concurrency says otherwise (a batching backend asks for more).
@@ -20,7 +20,10 @@ class Completion:
 
 
 class ModelError(LvegitError):
-    """A model request failed for good (bad request, unknown model, refused key)."""
+    """A model request failed for good (bad request, unknown model, refused key, retries given up): the
+    service failed, which is no finding about an LVE."""
+
+    exit_code = EXIT_SERVICE
 
 
 class TransientModelError(ModelError):

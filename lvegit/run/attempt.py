@@ -45,6 +45,9 @@ class Attempt:
     response: Any = None
     verdict: bool | None = None
     error: str | None = None
+    # "model" when the model's service failed for good (a refused request, or retries given up): not a
+    # finding about the LVE, so a run that only has such errors exits 4, not 1
+    error_source: str | None = None
     started_at: float | None = None
     finished_at: float | None = None
     requests: int = 0

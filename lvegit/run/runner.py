@@ -31,7 +31,7 @@ from lvegit.judge.conversation import Pair, conversation_steps, judge, recorded_
 from lvegit.lve.instances import InstanceKeys, append_instances
 from lvegit.lve.prompt import Message
 from lvegit.lve.spec import LVE
-from lvegit.models.base import DEFAULT_CONCURRENCY, ChatModel, TransientModelError
+from lvegit.models.base import DEFAULT_CONCURRENCY, ChatModel, ModelError, TransientModelError
 from lvegit.models.routing import ModelPool
 from lvegit.run.attempt import Attempt, Report
 
@@ -228,6 +228,8 @@ def failing_alone(attempt: Attempt) -> Iterator[None]:
     """Whatever goes wrong in one attempt ends that attempt in an error with the reason, not the run."""
     try:
         yield
+    except ModelError as exc:
+        attempt.status, attempt.error, attempt.error_source = "error", str(exc), "model"
     except LvegitError as exc:
         attempt.status, attempt.error = "error", str(exc)
     except Exception as exc:
@@ -249,7 +251,7 @@ async def request(
             completion = await model.complete(messages, model_args)
         except TransientModelError as exc:
             if policy.gives_up(retry + 1, exc.refused):
-                raise LvegitError(f"gave up after {count(retry + 1, 'request')}: {exc}") from None
+                raise ModelError(f"gave up after {count(retry + 1, 'request')}: {exc}") from None
             attempt.retries += 1
             await policy.wait(retry, exc.retry_after)
             continue

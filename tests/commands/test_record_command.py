@@ -119,5 +119,5 @@ def test_record_reports_model_errors(repo: RepoBuilder, cli: Any, openai_server:
     openai_server.state.faults = [("status", 401)]
     lve_dir = repo.lve()
     result = cli("record", str(lve_dir), "--param", "a=1", "--param", "b=2", cwd=repo.root)
-    assert (result.code, result.out, result.err) == (1, "", "lvegit: error: HTTP 401: injected 401\n")
+    assert (result.code, result.out, result.err) == (4, "", "lvegit: error: HTTP 401: injected 401\n")
     assert not (lve_dir / "instances/instances.jsonl").exists()

@@ -154,7 +154,7 @@ def test_timeouts_are_retried_then_recorded_as_errors(repo: RepoBuilder, cli: An
     rows = [instance("3", True, a=1, b=2), instance("10", True, a=5, b=5)]
     repo.lve(instances={"i.jsonl": rows})
     result = cli("run", "--all", "--retries", "2", "--format", "json", cwd=repo.root)
-    assert result.code == 1
+    assert result.code == 4  # the service failed: no finding about the LVE
     first, second = result.json()["instances"]
     assert first["agree"] is True
     host = adding.url.removeprefix("http://").removesuffix("/v1")
@@ -171,10 +171,23 @@ def test_an_address_that_refuses_is_named_and_not_retried_for_long(
     lve_dir = repo.lve()
     result = cli("record", str(lve_dir), "--param", "a=1", "--param", "b=2", "--retries", "10", cwd=repo.root)
     assert (result.code, result.out, result.err) == (
-        1,
+        4,
         "",
         "lvegit: error: gave up after 2 requests: connection refused by 127.0.0.1:1\n",
     )
+
+
+def test_a_failing_service_exits_4_unless_there_is_also_a_finding(
+    repo: RepoBuilder, cli: Any, adding: Running
+) -> None:
+    adding.state.fault_for = lambda number, body: (
+        ("status", 400) if body["messages"][-1]["content"] == "Compute 7 + 7." else None
+    )
+    repo.lve("cat/refused", instances={"i.jsonl": [instance("14", True, a=7, b=7)]})
+    assert cli("run", "--all", cwd=repo.root).code == 4
+    repo.lve("cat/wrong", instances={"i.jsonl": [instance("100", True, a=99, b=1)]})  # the model says 101
+    result = cli("run", "--all", cwd=repo.root)
+    assert result.code == 1 and "1 disagree, 1 with errors" in result.out
 
 
 def test_permanent_errors_are_not_retried(repo: RepoBuilder, cli: Any, adding: Running) -> None:

@@ -8,8 +8,8 @@ from lvegit.base.errors import EXIT_FINDINGS
 from lvegit.base.output import count, note
 from lvegit.commands.catalog import short_help
 from lvegit.commands.options import format_option
-from lvegit.commands.run import show_results
 from lvegit.run.attempt import load_report
+from lvegit.run.outcome import show_results
 
 
 @click.command("report", short_help=short_help("report"))

@@ -20,6 +20,7 @@ from lvegit.base.files import FileProblem, output_folder, write_inside
 from lvegit.base.output import count
 from lvegit.judge.results import Appended, LVEChange, LVECheck, ReplayResult, summarize
 from lvegit.lve.problems import Problem
+from lvegit.run.rerun import tally
 
 if TYPE_CHECKING:  # only for annotations: comment mode does not import the runner
     from lvegit.run.rerun import InstanceResult
@@ -185,6 +186,7 @@ def document(
 ) -> ResultsDocument:
     """The results document of these LVEs, with their totals and the failures under `fail_on`; `about`:
     repository, event, pull_request, base_sha and head_sha."""
+    live_results = tally(item for lve in lves for item in lve.live)
     totals = Totals(
         changed=len(lves),
         removed=len(removed),
@@ -193,9 +195,9 @@ def document(
         mismatch=sum(lve.replay.mismatch for lve in lves),
         skipped=sum(lve.replay.skipped for lve in lves),
         error=sum(lve.replay.error for lve in lves),
-        live_agree=sum(item.agree is True for lve in lves for item in lve.live),
-        live_disagree=sum(item.agree is False for lve in lves for item in lve.live),
-        live_error=sum(bool(item.errors) for lve in lves for item in lve.live),
+        live_agree=live_results.agree,
+        live_disagree=live_results.disagree,
+        live_error=live_results.error,
         appended=sum(len(lve.appended) for lve in lves),
     )
     found = failures(totals, fail_on)

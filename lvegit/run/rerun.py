@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
 from lvegit.base.errors import UsageError
 from lvegit.lve.repo import Repository
@@ -138,6 +139,40 @@ class InstanceResult:
             "agree": self.agree,
             "errors": self.errors,
         }
+
+
+class Judged(Protocol):
+    """An instance's live results, as `run` (InstanceResult) and the Action's results file hold them."""
+
+    @property
+    def agree(self) -> bool | None: ...
+
+    @property
+    def errors(self) -> Sequence[str]: ...
+
+
+class Tally(NamedTuple):
+    agree: int
+    disagree: int
+    error: int
+    skipped: int
+
+
+def tally(results: Iterable[Judged]) -> Tally:
+    """The one count of live results (`run`, `report` and the Action): each instance counts once. It
+    disagrees when a new verdict differs from the recorded one; else it is an error when an attempt
+    failed; else skipped when nothing judged it; else it agrees."""
+    agree = disagree = error = skipped = 0
+    for result in results:
+        if result.agree is False:
+            disagree += 1
+        elif result.errors:
+            error += 1
+        elif result.agree is None:
+            skipped += 1
+        else:
+            agree += 1
+    return Tally(agree, disagree, error, skipped)
 
 
 def by_instance(attempts: list[Attempt]) -> list[InstanceResult]:

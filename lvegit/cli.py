@@ -48,7 +48,9 @@ class LazyGroup(click.Group):
     cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
 )
 @click.version_option(__version__, prog_name="lvegit")
-def cli() -> None:
+@click.option("--settings-json", hidden=True, help="What a child lvegit process runs with (from its parent).")
+@click.pass_context
+def cli(ctx: click.Context, settings_json: str | None) -> None:
     """lvegit: manage an LVE repository (Language-model Vulnerabilities and Exposures) in git.
 
     \b
@@ -59,6 +61,16 @@ def cli() -> None:
       lvegit run --changed --base origin/main
       lvegit list --format json
     """
+    # The one place where the command line and the LVEGIT_* environment become settings, once per command.
+    from lvegit.base.settings import Settings, configure
+
+    invocation = ctx.obj
+    given = invocation.get("settings") or Settings()
+    fields = {"argv": invocation["argv"], "retry": given.retry}
+    if settings_json is not None:
+        invocation["settings"] = configure(Settings.from_flag(settings_json, **fields))
+    else:
+        invocation["settings"] = configure(Settings.from_environment(os.environ, **fields))
 
 
 def _silence_stdout() -> None:
@@ -74,7 +86,6 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> Any
         args = sys.argv[1:] if argv is None else argv
         # The context is driven here rather than by cli.main, whose own handling would turn a closed
         # pipe into exit 1 and Ctrl-C into a bare "Aborted!".
-        # Settings are built by the first command that asks (options.current_settings): not for --help.
         invocation = {"argv": tuple(args), "settings": settings}
         with cli.make_context("lvegit", list(args), obj=invocation) as ctx:
             code = cli.invoke(ctx)

@@ -4,13 +4,14 @@ import io
 import json
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lvegit.base.settings import RetryPolicy, Settings
+from lvegit.base.settings import RetryPolicy, Settings, configure
 from lvegit.checkers.registry import CheckerFactory
 from lvegit.checkers.sandbox import CheckerWorker
 from lvegit.cli import main
@@ -26,6 +27,15 @@ def namespaces() -> bool:
         worker = CheckerWorker("probe", Path(empty))
         worker.close()
     return worker.isolation[0].startswith("namespaces:")
+
+
+@pytest.fixture(autouse=True)
+def default_settings() -> Iterator[None]:
+    """Each test starts with the settings a fresh process has: a command run in-process sets them (from
+    its environment) for the rest of the process."""
+    configure(Settings())
+    yield
+    configure(Settings())
 
 
 @pytest.fixture

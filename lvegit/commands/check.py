@@ -16,6 +16,7 @@ from lvegit.commands.lines import (
 )
 from lvegit.commands.options import (
     Selection,
+    current_settings,
     format_option,
     no_cache_option,
     open_repository,
@@ -55,7 +56,7 @@ def check_command(
       lvegit check --changed --base origin/main --format json
     """
     repo = open_repository(repo_path)
-    cache, unused = open_cache(repo.root, enabled=not no_cache)
+    cache, unused = open_cache(repo.root, current_settings().cache, enabled=not no_cache)
     if unused:
         note(f"verdict cache: {unused}")
     lve_dirs = selection.resolve(repo)

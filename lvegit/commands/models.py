@@ -8,7 +8,14 @@ from lvegit.base.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from lvegit.base.output import count, line, note, print_json
 from lvegit.checkers.model_stack import download, needed_models
 from lvegit.commands.catalog import short_help
-from lvegit.commands.options import Selection, format_option, open_repository, repo_option, selection_options
+from lvegit.commands.options import (
+    Selection,
+    current_settings,
+    format_option,
+    open_repository,
+    repo_option,
+    selection_options,
+)
 from lvegit.judge.cache import open_cache
 from lvegit.lve.repo import named_checker
 
@@ -40,7 +47,7 @@ def models_command(selection: Selection, fetch: bool, output_format: str, repo_p
     """
     repo = open_repository(repo_path)
     lve_dirs = selection.resolve(repo)
-    cache, _unused = open_cache(repo.root)
+    cache, _unused = open_cache(repo.root, current_settings().cache)
     named = [(repo.relative(lve_dir), named_checker(lve_dir)) for lve_dir in lve_dirs]
     asked = {rel: cache.hub_models(rel) for rel, _checker in named} if cache is not None else {}
     found = needed_models(named, asked)

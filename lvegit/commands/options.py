@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -168,12 +168,11 @@ class Selection:
 
 
 def current_settings() -> Settings:
-    """The settings `cli.main` was given for this invocation (the defaults unless a caller chose), with
-    its command line."""
-    from lvegit.base.settings import Settings  # only the commands that make requests ask for them
+    """The settings of this invocation: its command line and LVEGIT_* environment, read once by the
+    command group, with the retry policy `cli.main` was given."""
+    from lvegit.base.settings import current
 
-    invocation = click.get_current_context().find_root().obj or {}
-    return replace(invocation.get("settings") or Settings(), argv=invocation.get("argv", ()))
+    return current()
 
 
 def open_repository(repo_path: Path | None) -> Repository:

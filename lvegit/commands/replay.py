@@ -58,7 +58,7 @@ def replay_command(
       lvegit replay --all --report replay.jsonl
     """
     repo = open_repository(repo_path)
-    cache, unused = open_cache(repo.root, enabled=not no_cache)
+    cache, unused = open_cache(repo.root, current_settings().cache, enabled=not no_cache)
     if unused:
         note(f"verdict cache: {unused}")
     lve_dirs = selection.resolve(repo)

@@ -8,11 +8,13 @@ cache) runs `git ls-files` itself rather than through GitPython.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lvegit.base import settings
 from lvegit.base.errors import UsageError
 
 
@@ -21,6 +23,12 @@ class FileChange:
     status: str  # git's letter: A added, D deleted, M modified, R renamed, C copied, T type changed
     path: str  # the path on the old side (for an added file, its path)
     new_path: str | None = None  # for a rename or copy, the path on the new side
+
+
+def _extra_environment() -> dict[str, str]:
+    """What every git command gets on top of lvegit's own environment (the Action's safe.directory entry),
+    from this command's settings: nothing changes os.environ."""
+    return dict(settings.current().git_environment)
 
 
 class GitCheckout:
@@ -33,6 +41,8 @@ class GitCheckout:
             self._repo: Any = git.Repo(folder, search_parent_directories=True)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
             raise UsageError(f"{folder} is not inside a git repository") from None
+        if extra := _extra_environment():
+            self._repo.git.update_environment(**extra)
         self.work_tree = Path(str(self._repo.working_tree_dir))
 
     def commit(self, ref: str) -> str:
@@ -163,6 +173,7 @@ def tracked(path: Path) -> bool:
             cwd=holder,
             capture_output=True,
             check=False,
+            env={**os.environ, **extra} if (extra := _extra_environment()) else None,
         )
     except OSError:
         return False

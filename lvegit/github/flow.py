@@ -18,7 +18,7 @@ from typing import Any
 
 from lvegit.base.errors import UsageError
 from lvegit.base.output import count, line
-from lvegit.base.settings import RetryPolicy
+from lvegit.base.settings import CacheSettings, RetryPolicy
 from lvegit.git.vcs import GitCheckout
 from lvegit.github import results as results_file
 from lvegit.github.api import PullRequests
@@ -34,7 +34,9 @@ from lvegit.run.live import run_live
 
 
 @dataclass(frozen=True)
-class Settings:
+class ActionSettings:
+    """What the Action runs with: its inputs, GitHub's environment and the invocation's settings."""
+
     mode: str = "check"  # check | comment
     live: str = "auto"  # auto | true | false
     repeat: int = 1
@@ -51,6 +53,7 @@ class Settings:
     summary_path: Path | None = None
     output_path: Path | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    cache: CacheSettings = field(default_factory=CacheSettings)
 
 
 def _readme_warning(repo: Repository, path: str) -> str | None:
@@ -65,7 +68,7 @@ def _readme_warning(repo: Repository, path: str) -> str | None:
     return f"README.md is {'missing' if update.before is None else 'out of date'}: run lvegit readme {path}"
 
 
-def check(repo: Repository, event: Event, settings: Settings) -> int:
+def check(repo: Repository, event: Event, settings: ActionSettings) -> int:
     revisions = [rev for rev in (event.base, event.head) if rev and rev != "HEAD"]
     checkout = GitCheckout(repo.root) if revisions else None
     for step in ensure_history(checkout, *revisions) if checkout else []:
@@ -79,7 +82,7 @@ def check(repo: Repository, event: Event, settings: Settings) -> int:
     else:
         paths, removed = [repo.relative(d) for d in repo.lve_dirs()], []
     lve_dirs = [repo.root / path for path in paths if (repo.root / path).is_dir()]
-    cache, unused = open_cache(repo.root)
+    cache, unused = open_cache(repo.root, settings.cache)
     if cache is not None and event.pull_request is not None:
         # A pull request's check reads verdicts that trusted runs stored and never stores its own.
         cache.writable = False
@@ -152,7 +155,7 @@ def check(repo: Repository, event: Event, settings: Settings) -> int:
 
 
 def post_comment(
-    results: results_file.ResultsDocument, settings: Settings, number: int, expected_head: str | None
+    results: results_file.ResultsDocument, settings: ActionSettings, number: int, expected_head: str | None
 ) -> None:
     api = PullRequests(settings.api_url, settings.token, settings.repository, settings.retry)
     current = api.head_sha(number)
@@ -166,7 +169,7 @@ def post_comment(
     line(f"lvegit: {action} comment {comment_id} on #{number}")
 
 
-def comment(event: Event, settings: Settings) -> int:
+def comment(event: Event, settings: ActionSettings) -> int:
     results = results_file.load(settings.results_dir / "results.json")
     if results.repository != settings.repository:
         raise UsageError(f"the results file is for {results.repository!r}, not {settings.repository!r}")

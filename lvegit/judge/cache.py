@@ -29,7 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from lvegit import __version__
+from lvegit.base import settings
 from lvegit.base.files import MAX_TEST_JSON_BYTES, FileProblem, ensure_inside, read_bytes, walk
+from lvegit.base.settings import CacheSettings
 from lvegit.checkers.model_stack import model_identity, snapshots
 from lvegit.lve.repo import TEST_FILE, checker_named_in, named_checker
 
@@ -165,7 +167,13 @@ class VerdictCache:
         removing one changes its folder), the hub cache's copies of the models the LVE's checker asked
         for, and the environment that says where models are."""
         models = {model: _cached_revisions(model) for model in self.hub_models(lve)}
-        stamp = [_import_folders(), models, {name: os.environ.get(name) for name in MODEL_ENVIRONMENT}]
+        checkers = settings.current().checkers
+        stamp = [
+            _import_folders(),
+            models,
+            {name: os.environ.get(name) for name in MODEL_ENVIRONMENT},
+            [checkers.allow_downloads, checkers.spacy_model],
+        ]
         return hashlib.sha256(json.dumps(stamp, sort_keys=True).encode()).hexdigest()
 
     @staticmethod
@@ -207,8 +215,6 @@ MODEL_ENVIRONMENT = (
     "HF_HUB_CACHE",
     "HF_HUB_OFFLINE",
     "XDG_CACHE_HOME",
-    "LVEGIT_ALLOW_DOWNLOADS",
-    "LVEGIT_SPACY_MODEL",
 )
 
 
@@ -231,14 +237,14 @@ def _hub_models_key(lve: str) -> str:
     return hashlib.sha256(f"hub-models\0{lve}".encode()).hexdigest()
 
 
-def open_cache(root: Path, enabled: bool = True) -> tuple[VerdictCache | None, str | None]:
-    """The verdict cache for a repository and, when it is not used, why. LVEGIT_CACHE_DIR moves it
-    (the Action keeps it outside the work tree); LVEGIT_CACHE=read reads without writing (a pull
-    request's check), LVEGIT_CACHE=off turns it off."""
-    mode = os.environ.get("LVEGIT_CACHE", "on")
-    if not enabled or mode == "off":
+def open_cache(
+    root: Path, settings: CacheSettings, enabled: bool = True
+) -> tuple[VerdictCache | None, str | None]:
+    """The verdict cache for a repository and, when it is not used, why. Its settings may move it (the
+    Action keeps it outside the work tree), make it read-only (a pull request's check) or turn it off."""
+    if not enabled or settings.mode == "off":
         return None, None
-    directory = Path(os.environ.get("LVEGIT_CACHE_DIR") or root / CACHE_DIR)
+    directory = Path(settings.directory or root / CACHE_DIR)
     # A link (committed in place of the folder, say) would lead reads and writes wherever it points.
     if directory.is_symlink():
         return None, f"{directory} is a link, so its verdicts could be forged elsewhere: not used"
@@ -246,4 +252,4 @@ def open_cache(root: Path, enabled: bool = True) -> tuple[VerdictCache | None, s
 
     if directory.exists() and tracked(directory):
         return None, f"{directory} is tracked by git, so its verdicts could be forged: not used"
-    return VerdictCache(directory, writable=mode != "read"), None
+    return VerdictCache(directory, writable=settings.mode != "read"), None

@@ -11,11 +11,13 @@ import sys
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from lvegit import __version__
 from lvegit.base.errors import CheckerUnavailable, LvegitError
+from lvegit.base.settings import CacheSettings, current
 from lvegit.checkers.custom import read_checker_sources
 from lvegit.checkers.launcher import start_launcher_soon
 from lvegit.checkers.model_based import MODEL_CHECKERS
@@ -225,13 +227,15 @@ def _replay_elsewhere(
     """`lvegit replay` of these LVEs in a process of its own (lvegit's code: no contributed code runs
     there), started now so that its libraries load while this process judges the other LVEs. It uses
     this process's cache as this process does: the same directory, read-only when this one is."""
-    command = [sys.executable, "-m", "lvegit", "replay", "--format", "json", "--repo", str(repo.root)]
-    environment = dict(os.environ)
-    if cache is None:
-        command.append("--no-cache")
-    else:
-        environment["LVEGIT_CACHE_DIR"] = str(cache.directory)
-        environment["LVEGIT_CACHE"] = "on" if cache.writable else "read"
+    cache_settings = CacheSettings(
+        "off" if cache is None else "on" if cache.writable else "read",
+        None if cache is None else str(cache.directory),
+    )
+    settings = replace(current(), cache=cache_settings)
+    command = [sys.executable, "-m", "lvegit", "--settings-json", settings.as_flag(), "replay"]
+    command += ["--format", "json", "--repo", str(repo.root)]
+    # Its settings come in the flag: none through LVEGIT_* variables, which it would read again.
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("LVEGIT_")}
     return subprocess.Popen(
         [*command, *map(str, lve_dirs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment
     )

@@ -18,6 +18,7 @@ import pytest
 
 from lvegit import __version__
 from lvegit.base.escape import markdown
+from lvegit.base.settings import current
 from lvegit.github import results
 from lvegit.github.render import COMMENT_LIMIT, MARKER
 
@@ -469,6 +470,25 @@ def test_push_and_dispatch_events(pull: tuple[GitRepo, str, str], action: Any) -
     )
     assert dispatched.code == 0
     assert json.loads((git.root / "dispatch/results.json").read_text())["totals"]["changed"] == 2
+
+
+def test_the_action_tells_git_to_trust_the_workspace_without_changing_its_environment(
+    pull: tuple[GitRepo, str, str], action: Any
+) -> None:
+    git, base, head = pull
+    before = dict(os.environ)
+    assert action("pull_request", pull_request_payload(5, base, head), git.root, fail_on="none").code == 0
+    after = dict(os.environ)
+    assert (after["GIT_CONFIG_COUNT"], "GIT_CONFIG_KEY_0" in after) == ("0", False)
+    set_by_the_job = ("GITHUB_", "INPUT_", "GIT_CONFIG_COUNT")  # the fixture's, as GitHub sets them
+    assert {k: v for k, v in after.items() if not k.startswith(set_by_the_job)} == {
+        k: v for k, v in before.items() if not k.startswith(set_by_the_job)
+    }
+    assert current().git_environment == (
+        ("GIT_CONFIG_KEY_0", "safe.directory"),
+        ("GIT_CONFIG_VALUE_0", str(git.root)),
+        ("GIT_CONFIG_COUNT", "1"),
+    )
 
 
 def test_bad_inputs_and_events(pull: tuple[GitRepo, str, str], action: Any) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from lvegit.base.settings import CacheSettings
 from lvegit.judge import replay as replay_module
 from lvegit.judge.cache import Outcome, VerdictCache, open_cache
 from lvegit.judge.replay import checker_identity, instance_key, replay_lve
@@ -123,16 +124,13 @@ def test_the_cache_is_bounded(tmp_path: Path) -> None:
     assert len(list((tmp_path / "v1").glob("*/*"))) == 9
 
 
-def test_read_only_and_off(repo: RepoBuilder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_read_only_and_off(repo: RepoBuilder, tmp_path: Path) -> None:
     lve_dir = repo.lve(instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
-    monkeypatch.setenv("LVEGIT_CACHE_DIR", str(tmp_path / "elsewhere"))
-    monkeypatch.setenv("LVEGIT_CACHE", "read")
-    verdicts, unused = open_cache(repo.root)
+    verdicts, unused = open_cache(repo.root, CacheSettings("read", str(tmp_path / "elsewhere")))
     assert verdicts is not None and unused is None and not verdicts.writable
     statuses(repo, lve_dir, verdicts)
     assert not (tmp_path / "elsewhere").exists()
-    monkeypatch.setenv("LVEGIT_CACHE", "off")
-    assert open_cache(repo.root) == (None, None)
+    assert open_cache(repo.root, CacheSettings("off")) == (None, None)
 
 
 def test_replay_command_uses_the_cache_and_no_cache_bypasses_it(

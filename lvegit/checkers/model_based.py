@@ -168,7 +168,7 @@ def classifier(model: str) -> Any:
             except ImportError:
                 raise CheckerUnavailable("this checker needs: pip install 'lvegit[transformers]'") from None
             # lvegit's output is its own: no loading bars
-            transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+            transformers_logging.disable_progress_bar()
             try:
                 tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=local_only)
                 network = AutoModelForSequenceClassification.from_pretrained(

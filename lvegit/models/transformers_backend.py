@@ -150,7 +150,7 @@ def _weights_bytes(model_id: str, dtype: str) -> int:
     from transformers import AutoConfig, AutoModelForCausalLM
 
     with torch.device("meta"):
-        skeleton: Any = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(model_id))  # type: ignore[no-untyped-call]
+        skeleton: Any = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(model_id))
     parameters = sum(int(parameter.numel()) for parameter in skeleton.parameters())
     return parameters * placement.DTYPE_BYTES[dtype]
 

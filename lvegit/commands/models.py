@@ -48,7 +48,7 @@ def models_command(selection: Selection, fetch: bool, output_format: str, repo_p
     repo = open_repository(repo_path)
     lve_dirs = selection.resolve(repo)
     cache, _unused = open_cache(repo.root, current_settings().cache)
-    named = [(repo.relative(lve_dir), named_checker(lve_dir)) for lve_dir in lve_dirs]
+    named = [(repo.relative(lve_dir), named_checker(repo, lve_dir)) for lve_dir in lve_dirs]
     asked = {rel: cache.hub_models(rel) for rel, _checker in named} if cache is not None else {}
     found = needed_models(named, asked)
     if fetch:

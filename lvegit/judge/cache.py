@@ -30,10 +30,10 @@ from typing import Any
 
 from lvegit import __version__
 from lvegit.base import settings
-from lvegit.base.files import MAX_TEST_JSON_BYTES, FileProblem, ensure_inside, read_bytes, walk
+from lvegit.base.files import FileProblem, ensure_inside, read_bytes, walk
 from lvegit.base.settings import CacheSettings
 from lvegit.checkers.model_stack import model_identity, snapshots
-from lvegit.lve.repo import TEST_FILE, checker_named_in, named_checker
+from lvegit.lve.repo import TEST_FILE, Repository, named_checker
 
 CACHE_DIR = ".lvegit-cache"
 FORMAT = "v1"
@@ -72,14 +72,12 @@ def _folder_files(folder: Path) -> list[Path]:
     return [directory / name for directory, _folders, others in walk(folder) for name in others]
 
 
-def _test_json(path: Path) -> bytes | None:
-    """A test.json's bytes when it is a regular file that loading would read (not a link, not too large)."""
+def _test_json(repo: Repository, lve_dir: Path) -> bytes | None:
+    """The text of an LVE's test.json as loading reads it (the command's one read of it), when it can be
+    read (not a link out, not too large, UTF-8)."""
     try:
-        info = path.lstat()
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_TEST_JSON_BYTES:
-            return None
-        return path.read_bytes()
-    except OSError:
+        return repo.test_json(lve_dir).encode()
+    except FileProblem:
         return None
 
 
@@ -142,19 +140,18 @@ class VerdictCache:
     def put(self, key: str, outcome: Outcome) -> None:
         self._write(key, outcome.as_json())
 
-    def lve_key(self, repo_root: Path, lve_dir: Path, strict: bool) -> str:
+    def lve_key(self, repo: Repository, lve_dir: Path, strict: bool) -> str:
         """The key of an LVE's whole check (validation and replay): its place, every file in its folder
         (a link by where it points, never followed), and for a model-based checker what it judges with."""
         digest = hashlib.sha256(json.dumps([__version__, "lve", strict]).encode())
-        digest.update(lve_dir.relative_to(repo_root).as_posix().encode() + b"\0")
-        test_json = None
+        digest.update(lve_dir.relative_to(repo.root).as_posix().encode() + b"\0")
         for path in sorted(_folder_files(lve_dir)):
             digest.update(path.relative_to(lve_dir).as_posix().encode() + b"\0")
-            if path == lve_dir / TEST_FILE and (test_json := _test_json(path)) is not None:
-                digest.update(hashlib.sha256(test_json).digest() + b"\0")  # read once: hashed and parsed
+            if path == lve_dir / TEST_FILE and (test_json := _test_json(repo, lve_dir)) is not None:
+                digest.update(hashlib.sha256(test_json).digest() + b"\0")  # the text loading reads
             else:
                 digest.update(_file_digest(path) + b"\0")
-        named = checker_named_in(test_json) if test_json is not None else named_checker(lve_dir)
+        named = named_checker(repo, lve_dir)
         digest.update(
             json.dumps(model_identity(*named), sort_keys=True, default=str).encode() if named else b""
         )

@@ -51,7 +51,7 @@ def check_lve(
     """Validate one LVE and replay its instances (from the cache when its folder is unchanged)."""
     key = None
     if cache is not None:
-        key = cache.lve_key(repo.root, lve_dir, strict)
+        key = cache.lve_key(repo, lve_dir, strict)
         cached = _cached(cache, key, repo.relative(lve_dir))
         if cached is not None:
             return cached
@@ -83,7 +83,7 @@ def check_stream(
     repo: Repository, lve_dirs: list[Path], cache: VerdictCache | None = None, strict: bool = False
 ) -> Iterator[tuple[Path, LVECheck]]:
     """Each LVE's record as soon as it is known, in the order given (see lvegit.judge.replay.judge_stream)."""
-    keys = {d: cache.lve_key(repo.root, d, strict) for d in lve_dirs} if cache is not None else {}
+    keys = {d: cache.lve_key(repo, d, strict) for d in lve_dirs} if cache is not None else {}
     settled = {
         d: c for d, key in keys.items() if cache is not None and (c := _cached(cache, key, repo.relative(d)))
     }

@@ -292,7 +292,7 @@ def _judge_stream(
     threads: int,
 ) -> Iterator[tuple[Path, Judged]]:
     """judge_stream's outcomes as they come: the LVEs judged here in the order given, then the others."""
-    checkers = {d: named_checker(d) for d in lve_dirs if not settled(d)}  # (name, checker_args) or None
+    checkers = {d: named_checker(repo, d) for d in lve_dirs if not settled(d)}  # (name, checker_args) or None
     by_stack: dict[str, list[Path]] = {}
     if len(lve_dirs) > 1:
         for lve_dir, named in checkers.items():

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,13 @@ def find_root(start: Path) -> Path:
 
 @dataclass(frozen=True)
 class Repository:
+    """The LVE repository a command works on. It remembers what the command read of each LVE (the text of
+    its test.json, and the LVE loaded from it by `spec.load_lve`): however many steps ask (validation,
+    replay, the cache key, the README, a pull request's review), an LVE is read and loaded once."""
+
     root: Path
+    _test_json: dict[Path, str | FileProblem] = field(default_factory=dict, compare=False, repr=False)
+    loaded: dict[Path, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def discover(cls, repo: Path | None) -> Repository:
@@ -61,6 +68,19 @@ class Repository:
     @property
     def lve_root(self) -> Path:
         return self.root / REPOSITORY_DIR
+
+    def test_json(self, lve_dir: Path) -> str:
+        """The text of an LVE's test.json, read (safely: see files.read_text) once per command."""
+        key = Path(os.path.normpath(lve_dir))
+        if key not in self._test_json:
+            try:
+                self._test_json[key] = read_text(key / TEST_FILE, MAX_TEST_JSON_BYTES, within=key)
+            except FileProblem as exc:
+                self._test_json[key] = exc
+        found = self._test_json[key]
+        if isinstance(found, FileProblem):
+            raise found
+        return found
 
     def relative(self, path: Path) -> str:
         """A path as shown to users: relative to the repository root, with forward slashes."""
@@ -144,11 +164,11 @@ def repository_url(repo: Repository) -> str | None:
     return text.strip() or None
 
 
-def named_checker(lve_dir: Path) -> tuple[str, dict[str, Any]] | None:
+def named_checker(repo: Repository, lve_dir: Path) -> tuple[str, dict[str, Any]] | None:
     """The checker test.json names and its checker_args, read without loading the LVE (and as safely:
     a test.json that leaves the folder or is too large is not read). None when test.json does not say."""
     try:
-        text = read_text(lve_dir / TEST_FILE, MAX_TEST_JSON_BYTES, within=lve_dir)
+        text = repo.test_json(lve_dir)
     except FileProblem:
         return None
     return checker_named_in(text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -9,7 +10,6 @@ from typing import Any
 
 from lvegit.base.files import (
     MAX_PROMPT_BYTES,
-    MAX_TEST_JSON_BYTES,
     FileProblem,
     parse_json,
     path_inside,
@@ -249,10 +249,18 @@ Loaded = tuple["LVE | None", Problems, str]  # what load_lve returns
 def load_lve(repo: Repository, lve_dir: Path) -> Loaded:
     """Read an LVE directory: the LVE (None when test.json is no JSON object), the problems found,
     and the text of test.json (for locating problems with `locate_lines`)."""
+    key = Path(os.path.normpath(lve_dir))
+    if key not in repo.loaded:
+        repo.loaded[key] = _load(repo, key)
+    lve, problems, text = repo.loaded[key]
+    return lve, replace(problems, items=list(problems.items)), text  # each caller adds its own findings
+
+
+def _load(repo: Repository, lve_dir: Path) -> Loaded:
     rel = repo.relative(lve_dir)
     problems = Problems(f"{rel}/{TEST_FILE}")
     try:
-        text = read_text(lve_dir / TEST_FILE, MAX_TEST_JSON_BYTES, within=lve_dir)
+        text = repo.test_json(lve_dir)
         data = parse_json(text)
     except FileProblem as exc:
         problems.error("", exc.message, exc.line)

@@ -21,6 +21,7 @@ from lvegit.base.escape import markdown
 from lvegit.base.settings import current
 from lvegit.github import results
 from lvegit.github.render import COMMENT_LIMIT, MARKER
+from lvegit.lve import spec
 
 from builders import PROJECT_ROOT, GitRepo, RepoBuilder, instance
 from servers import GitHubServer, Running, serve_github
@@ -489,6 +490,51 @@ def test_the_action_tells_git_to_trust_the_workspace_without_changing_its_enviro
         ("GIT_CONFIG_VALUE_0", str(git.root)),
         ("GIT_CONFIG_COUNT", "1"),
     )
+
+
+OPENED: list[str] | None = None  # the files this process opens while a test records them
+
+
+def _record_opens(event: str, args: tuple[Any, ...]) -> None:
+    if event == "open" and OPENED is not None and isinstance(args[0], (str, bytes, os.PathLike)):
+        OPENED.append(os.fsdecode(args[0]))
+
+
+sys.addaudithook(_record_opens)
+
+
+@pytest.mark.parametrize("live", ["false", "true"])
+def test_the_check_loads_and_reads_each_changed_lve_once(
+    pull: tuple[GitRepo, str, str],
+    action: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    openai_server: Running,
+    live: str,
+) -> None:
+    """Counted in the Action's check of a pull request (a cold cache; with live runs, the re-runs are
+    planned too): how often each changed LVE is loaded (its test.json parsed into an LVE) and how often
+    its test.json is opened."""
+    global OPENED
+    git, base, head = pull
+    openai_server.state.answer = lambda body: "4"
+    loads: list[str] = []
+    build = spec._build
+    monkeypatch.setattr(
+        spec,
+        "_build",
+        lambda repo, lve_dir, rel, *rest: loads.append(rel) or build(repo, lve_dir, rel, *rest),
+    )
+    OPENED = []
+    try:
+        keep = "OPENAI_API_KEY OPENAI_BASE_URL"
+        ran = action("pull_request", pull_request_payload(5, base, head), git.root, live=live, keep_env=keep)
+        assert ran.code == 1
+        opened = [path for path in OPENED if path.endswith("/test.json")]
+    finally:
+        OPENED = None
+    for lve in ("repository/cat/a/openai--gpt-4o-mini", "repository/cat/c/openai--gpt-4o-mini"):
+        assert loads.count(lve) == 1, loads
+        assert sum(path.endswith(f"{lve}/test.json") for path in opened) == 1, opened
 
 
 def test_bad_inputs_and_events(pull: tuple[GitRepo, str, str], action: Any) -> None:

@@ -63,7 +63,7 @@ def test_what_decides_a_verdict_is_in_the_key(
     def key() -> str | None:
         from lvegit.lve.spec import load_lve
 
-        lve, _problems, _text = load_lve(root, lve_dir)
+        lve, _problems, _text = load_lve(Repository(root.root), lve_dir)  # each key: a command of its own
         assert lve is not None
         [row] = [json.loads(line) for line in (lve_dir / "instances/i.jsonl").read_text().splitlines()]
         from lvegit.lve.instances import Instance

@@ -134,24 +134,26 @@ def test_what_depends_on_the_machine_is_stored_with_what_it_depends_on(
 ) -> None:
     lve_dir = repo.lve("cat/toxic", MISSING_MODEL, instances={"i.jsonl": [instance("hi", True, a=1, b=2)]})
     root, cache = Repository(repo.root.resolve()), VerdictCache(tmp_path / "cache")
-    first = check_lve(root, lve_dir, cache)
+    first = check_lve(Repository(root.root), lve_dir, cache)
     assert [r.status for r in first.replay] == ["skipped"]
-    assert check_lve(root, lve_dir, cache) == first
+    assert check_lve(Repository(root.root), lve_dir, cache) == first
     assert judged == ["toxic"] * 2 and cache.written == 2  # judged once: the instance's skip and the record
-    assert cache.get_lve(cache.lve_key(root.root, lve_dir, strict=False)) is None  # not as a file verdict
+    assert (
+        cache.get_lve(cache.lve_key(Repository(root.root), lve_dir, strict=False)) is None
+    )  # not as a file verdict
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "another-hub-cache"))
-    assert check_lve(root, lve_dir, cache) == first
+    assert check_lve(Repository(root.root), lve_dir, cache) == first
     assert judged == ["toxic"] * 4  # another place for models: decided again
 
 
 def test_a_damaged_entry_is_judged_again_and_rewritten(repo: RepoBuilder, tmp_path: Path) -> None:
     lve_dir = repo.lve(instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
     root, cache = Repository(repo.root.resolve()), VerdictCache(tmp_path / "cache")
-    expected = check_lve(root, lve_dir, cache)
-    key = cache.lve_key(root.root, lve_dir, strict=False)
+    expected = check_lve(Repository(root.root), lve_dir, cache)
+    key = cache.lve_key(Repository(root.root), lve_dir, strict=False)
     for damage in ("{", json.dumps({"kind": "lve", "check": {"path": 3}}), json.dumps({"kind": "lve"})):
         (tmp_path / "cache/v1" / key[:2] / key).write_text(damage)
-        assert check_lve(root, lve_dir, cache) == expected
+        assert check_lve(Repository(root.root), lve_dir, cache) == expected
         assert cache.get_lve(key) == {"kind": "lve", "check": expected.as_json()}
 
 
@@ -159,11 +161,13 @@ def test_a_read_only_cache_is_read_and_never_written(repo: RepoBuilder, tmp_path
     lve_dir = repo.lve(instances={"i.jsonl": [instance("4", True, a=1, b=2)]})  # 1 + 2 is not 4
     root = Repository(repo.root.resolve())
     trusted = VerdictCache(tmp_path / "cache")
-    assert [r.status for r in check_lve(root, lve_dir, trusted).replay] == ["mismatch"]
+    assert [r.status for r in check_lve(Repository(root.root), lve_dir, trusted).replay] == ["mismatch"]
     entries = sorted(p.read_bytes() for p in (tmp_path / "cache").rglob("*") if p.is_file())
     pull_request = VerdictCache(tmp_path / "cache", writable=False)
     (lve_dir / "instances/i.jsonl").write_text(json.dumps(instance("3", True, a=1, b=2)) + "\n")
-    assert [r.status for r in check_lve(root, lve_dir, pull_request).replay] == ["reproduced"]
+    assert [r.status for r in check_lve(Repository(root.root), lve_dir, pull_request).replay] == [
+        "reproduced"
+    ]
     assert sorted(p.read_bytes() for p in (tmp_path / "cache").rglob("*") if p.is_file()) == entries
 
 
@@ -175,19 +179,21 @@ def test_links_in_an_lve_folder_are_keyed_by_target_never_followed(repo: RepoBui
     (lve_dir / "elsewhere").symlink_to(outside, target_is_directory=True)
     os.mkfifo(lve_dir / "pipe")  # opening it would block
     cache = VerdictCache(tmp_path / "cache")
-    key = cache.lve_key(repo.root, lve_dir, strict=False)
+    key = cache.lve_key(Repository(repo.root), lve_dir, strict=False)
     (outside / "big").write_text("x")
-    assert cache.lve_key(repo.root, lve_dir, strict=False) == key
+    assert cache.lve_key(Repository(repo.root), lve_dir, strict=False) == key
     (lve_dir / "zero").unlink()
     (lve_dir / "zero").symlink_to("/dev/null")
-    assert cache.lve_key(repo.root, lve_dir, strict=False) != key
-    assert cache.lve_key(repo.root, lve_dir, strict=True) != cache.lve_key(repo.root, lve_dir, strict=False)
+    assert cache.lve_key(Repository(repo.root), lve_dir, strict=False) != key
+    assert cache.lve_key(Repository(repo.root), lve_dir, strict=True) != cache.lve_key(
+        Repository(repo.root), lve_dir, strict=False
+    )
 
 
 def test_records_round_trip_through_json(repo: RepoBuilder) -> None:
     root = Repository(repo.root.resolve())
     for lve_dir in mixed(repo):
-        record = check_lve(root, lve_dir)
+        record = check_lve(Repository(root.root), lve_dir)
         assert LVECheck.from_json(json.loads(json.dumps(record.as_json()))) == record
 
 

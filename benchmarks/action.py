@@ -17,13 +17,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE)]
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
 
 from generate import _commit, generate, lve_path  # noqa: E402
 from run import machine  # noqa: E402
+
+from builders import github_environment, pull_request_payload  # noqa: E402
 
 PII_LVE = "repository/privacy/contact/openai--gpt-4o-mini"
 PII_TEST = {
@@ -62,30 +63,15 @@ def pull_request(root: Path, with_pii: bool) -> tuple[str, str]:
 
 
 def environment(root: Path, work: Path, base: str, head: str) -> dict[str, str]:
-    payload: dict[str, Any] = {
-        "action": "synchronize",
-        "number": 7,
-        "pull_request": {
-            "number": 7,
-            "head": {"ref": "pr", "sha": head, "repo": {"full_name": "org/lves", "fork": False}},
-            "base": {"ref": "main", "sha": base, "repo": {"full_name": "org/lves", "fork": False}},
-        },
-        "repository": {"full_name": "org/lves", "default_branch": "main"},
-    }
-    (work / "event.json").write_text(json.dumps(payload))
+    """GitHub's environment for the pull request's `pull_request` event, with the Action's inputs."""
     return {
         "PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin",
         "HOME": str(work),
-        "GITHUB_EVENT_NAME": "pull_request",
-        "GITHUB_EVENT_PATH": str(work / "event.json"),
-        "GITHUB_REPOSITORY": "org/lves",
-        "GITHUB_WORKSPACE": str(root),
-        "GITHUB_STEP_SUMMARY": str(work / "summary.md"),
-        "GITHUB_OUTPUT": str(work / "output.txt"),
         "GITHUB_ACTIONS": "true",
         "CI": "true",
         "INPUT_MODE": "check",
         "INPUT_LIVE": "auto",
+        **github_environment("pull_request", pull_request_payload(7, base, head), root, work),
     }
 
 

@@ -276,3 +276,42 @@ def hostile_repository(repo: RepoBuilder) -> None:
             '"passed": false, "author": "</td><script>alert(1)</script>"}\n'
         },
     )
+
+
+# A GitHub Actions job, as the Action sees it (tests/github and benchmarks/action.py).
+
+
+def pull_request_payload(number: int, base: str, head: str, fork: bool = False) -> dict[str, Any]:
+    head_repo = "contributor/lves" if fork else "org/lves"
+    return {
+        "action": "synchronize",
+        "number": number,
+        "pull_request": {
+            "number": number,
+            "state": "open",
+            "title": "Add an LVE",
+            "user": {"login": "contributor", "type": "User"},
+            "head": {"ref": "pr", "sha": head, "repo": {"full_name": head_repo, "fork": fork}},
+            "base": {"ref": "main", "sha": base, "repo": {"full_name": "org/lves", "fork": False}},
+        },
+        "repository": {"full_name": "org/lves", "default_branch": "main"},
+        "sender": {"login": "contributor"},
+    }
+
+
+def github_environment(
+    event: str, payload: dict[str, Any], workspace: Path, tmp_path: Path
+) -> dict[str, str]:
+    """What GitHub puts in a job's environment for an event (the payload written to `tmp_path`)."""
+    event_path = tmp_path / "event.json"
+    event_path.write_text(json.dumps(payload))
+    return {
+        "GITHUB_EVENT_NAME": event,
+        "GITHUB_EVENT_PATH": str(event_path),
+        "GITHUB_REPOSITORY": "org/lves",
+        "GITHUB_WORKSPACE": str(workspace),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "GITHUB_OUTPUT": str(tmp_path / "output.txt"),
+        "GITHUB_SERVER_URL": "https://github.example",
+        "GIT_CONFIG_COUNT": "0",
+    }

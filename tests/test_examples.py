@@ -70,9 +70,9 @@ def help_examples() -> list[str]:
 
 
 OUTPUTS = documented_examples()
-EXAMPLES = [
+EXAMPLES = [  # each once, where it first appears (the README, the docs, then --help)
     e
-    for e in [*OUTPUTS, *help_examples()]
+    for e in dict.fromkeys([*OUTPUTS, *help_examples()])
     if shlex.split(e)[1] not in NEEDS_GITHUB and NEEDS_THE_HUB not in shlex.split(e)
 ]
 

@@ -23,7 +23,7 @@ from lvegit.github import results
 from lvegit.github.render import COMMENT_LIMIT, MARKER
 from lvegit.lve import spec
 
-from builders import PROJECT_ROOT, GitRepo, RepoBuilder, instance
+from builders import PROJECT_ROOT, GitRepo, RepoBuilder, github_environment, instance, pull_request_payload
 from servers import GitHubServer, Running, serve_github
 
 
@@ -50,24 +50,6 @@ def pull(tmp_path: Path) -> tuple[GitRepo, str, str]:
     return git, base, head
 
 
-def pull_request_payload(number: int, base: str, head: str, fork: bool = False) -> dict[str, Any]:
-    head_repo = "contributor/lves" if fork else "org/lves"
-    return {
-        "action": "synchronize",
-        "number": number,
-        "pull_request": {
-            "number": number,
-            "state": "open",
-            "title": "Add an LVE",
-            "user": {"login": "contributor", "type": "User"},
-            "head": {"ref": "pr", "sha": head, "repo": {"full_name": head_repo, "fork": fork}},
-            "base": {"ref": "main", "sha": base, "repo": {"full_name": "org/lves", "fork": False}},
-        },
-        "repository": {"full_name": "org/lves", "default_branch": "main"},
-        "sender": {"login": "contributor"},
-    }
-
-
 def workflow_run_payload(head: str, number: int | None) -> dict[str, Any]:
     return {
         "action": "completed",
@@ -80,24 +62,6 @@ def workflow_run_payload(head: str, number: int | None) -> dict[str, Any]:
             "pull_requests": [] if number is None else [{"number": number, "head": {"sha": head}}],
         },
         "repository": {"full_name": "org/lves"},
-    }
-
-
-def github_environment(
-    event: str, payload: dict[str, Any], workspace: Path, tmp_path: Path
-) -> dict[str, str]:
-    """What GitHub puts in a job's environment for an event (the payload written to a file)."""
-    event_path = tmp_path / "event.json"
-    event_path.write_text(json.dumps(payload))
-    return {
-        "GITHUB_EVENT_NAME": event,
-        "GITHUB_EVENT_PATH": str(event_path),
-        "GITHUB_REPOSITORY": "org/lves",
-        "GITHUB_WORKSPACE": str(workspace),
-        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
-        "GITHUB_OUTPUT": str(tmp_path / "output.txt"),
-        "GITHUB_SERVER_URL": "https://github.example",
-        "GIT_CONFIG_COUNT": "0",
     }
 
 

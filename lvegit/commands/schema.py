@@ -4,14 +4,20 @@ import click
 
 from lvegit.base.errors import EXIT_OK
 from lvegit.commands.catalog import short_help
-from lvegit.publish.schema import KINDS, shipped
+from lvegit.publish.schema import KINDS, SCHEMA_DIR, shipped
+
+# The documents lvegit writes, each with the schema generated from its records (run/records.py,
+# github/results.py) and shipped beside the others.
+DOCUMENTS = {"run": "lvegit-run-v1.json", "results": "lvegit-results-v2.json"}
 
 
 @click.command("schema", short_help=short_help("schema"))
-@click.argument("kind", type=click.Choice(KINDS))
+@click.argument("kind", type=click.Choice([*KINDS, *DOCUMENTS]))
 def schema_command(kind: str) -> int:
-    """Print the JSON Schema (draft 2020-12) of an LVE's test.json (KIND test) or of one line of its
-    instances/*.jsonl (KIND instance), for editors and other tools.
+    """Print a JSON Schema (draft 2020-12): of an LVE's test.json (KIND test) or of one line of its
+    instances/*.jsonl (KIND instance), for editors and other tools; or of a document lvegit writes: what
+    `run --format json` and `report --format json` print (KIND run) and the Action's results file
+    (KIND results).
 
     The schema says what a schema can: the keys and their types, exactly one prompt form, message roles,
     tags, and the arguments lvegit's own checkers need. It never refuses what lvegit validate accepts;
@@ -21,6 +27,8 @@ def schema_command(kind: str) -> int:
     Examples:
       lvegit schema test
       lvegit schema instance
+      lvegit schema run
     """
-    click.echo(shipped(kind), nl=False)
+    text = shipped(kind) if kind in KINDS else (SCHEMA_DIR / DOCUMENTS[kind]).read_text(encoding="utf-8")
+    click.echo(text, nl=False)
     return EXIT_OK

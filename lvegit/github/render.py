@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from lvegit.base.escape import code_block, html_text, markdown, workflow_data, workflow_property
 from lvegit.base.output import count
-from lvegit.github.results import LiveRecord, LVERecord, ResultsDocument
+from lvegit.github.results import LVERecord, ResultsDocument
 from lvegit.judge.results import (
     FORMS,
     STATUSES,
@@ -25,6 +25,7 @@ from lvegit.judge.results import (
     verdict_word,
 )
 from lvegit.lve.problems import Problem, alike, line_ranges, location, placed
+from lvegit.run.records import LiveRecord
 
 MARKER = "<!-- lvegit:verdict-summary -->"
 COMMENT_LIMIT = 65_536

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from lvegit import __version__
 from lvegit.base.errors import UsageError
@@ -20,6 +20,7 @@ from lvegit.base.files import FileProblem, output_folder, write_inside
 from lvegit.base.output import count
 from lvegit.judge.results import Appended, LVEChange, LVECheck, ReplayResult, summarize
 from lvegit.lve.problems import Problem
+from lvegit.run.records import LiveRecord, Record, live_record
 from lvegit.run.rerun import tally
 
 if TYPE_CHECKING:  # only for annotations: comment mode does not import the runner
@@ -31,32 +32,14 @@ MAX_RESULTS_BYTES = 32 * 1024 * 1024
 FAIL_ON = ("invalid", "mismatch", "error", "live-disagree", "live-error")
 
 
-class _Record(BaseModel):
-    """Fields as written, no coercion (a string is no number, 1 is no boolean), no unknown fields."""
-
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
-
-
-class LiveRecord(_Record):
-    file: str | None
-    line: int | None
-    recorded: bool | None
-    verdicts: list[bool]
-    unsafe: int
-    runs: int
-    interval_95: list[float]
-    agree: bool | None
-    errors: list[str]
-
-
-class ReplayCounts(_Record):
+class ReplayCounts(Record):
     reproduced: int
     mismatch: int
     skipped: int
     error: int
 
 
-class LVERecord(_Record):
+class LVERecord(Record):
     path: str
     valid: bool
     errors: list[Problem]
@@ -69,12 +52,12 @@ class LVERecord(_Record):
     readme: str | None  # why its README.md needs `lvegit readme` (a warning, never a failure); None: current
 
 
-class LiveSetting(_Record):
+class LiveSetting(Record):
     enabled: bool
     reason: str
 
 
-class Totals(_Record):
+class Totals(Record):
     changed: int
     removed: int
     invalid: int
@@ -88,7 +71,7 @@ class Totals(_Record):
     appended: int
 
 
-class ResultsDocument(_Record):
+class ResultsDocument(Record):
     """The results file of check mode, read back by comment mode."""
 
     model_config = ConfigDict(
@@ -117,21 +100,6 @@ SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schemas" / f"{SCHEMA}-v{
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of the results file, generated from the records above (shipped as SCHEMA_FILE)."""
     return ResultsDocument.model_json_schema(by_alias=True)
-
-
-def live_record(result: InstanceResult) -> LiveRecord:
-    low, high = result.interval_95
-    return LiveRecord(
-        file=result.file,
-        line=result.line,
-        recorded=result.recorded,
-        verdicts=list(result.verdicts),
-        unsafe=result.unsafe,
-        runs=len(result.verdicts),
-        interval_95=[low, high],
-        agree=result.agree,
-        errors=list(result.errors),
-    )
 
 
 def lve_record(

@@ -46,30 +46,34 @@ def show_results(
     agree, disagree, errors, skipped = tally(results)
     failed = sum(len(r.errors) for r in results)
     unroutable = unroutable or {}
-    summary = {
-        "instances": len(results),
-        "attempts": len(attempts),
-        "agree": agree,
-        "disagree": disagree,
-        "error": errors,
-        "skipped": skipped,
-        "failed_attempts": failed,
-        "invalid_lves": len(invalid),
-        **({"waiting": batch["waiting"]} if batch is not None else {}),
-    }
     if output_format == "json":
-        print_json(
-            {
-                "instances": [r.as_json() for r in results],
-                **({"batch": batch} if batch is not None else {}),
-                "invalid": [{"lve": lve, "reason": reason} for lve, reason in invalid],
-                "unroutable": [
-                    {"model": model_id, "lves": lves, "reason": reason}
-                    for model_id, (reason, lves) in unroutable.items()
-                ],
-                "summary": summary,
-            }
+        from lvegit.run import records  # pydantic: only for the JSON document
+
+        document = records.RunDocument(
+            schema=records.SCHEMA,
+            version=records.VERSION,
+            instances=[records.instance_record(r) for r in results],
+            batch=records.BatchState(**batch) if batch is not None else None,
+            invalid=[records.InvalidLVE(lve=lve, reason=reason) for lve, reason in invalid],
+            unroutable=[
+                records.UnroutableModel(model=model_id, lves=lves, reason=reason)
+                for model_id, (reason, lves) in unroutable.items()
+            ],
+            summary=records.RunSummary(
+                instances=len(results),
+                attempts=len(attempts),
+                agree=agree,
+                disagree=disagree,
+                error=errors,
+                skipped=skipped,
+                failed_attempts=failed,
+                invalid_lves=len(invalid),
+                waiting=batch["waiting"] if batch is not None else None,
+            ),
         )
+        only_for_batches: dict[str, Any] = {"batch": True, "summary": {"waiting"}}
+        hidden = None if batch is not None else only_for_batches
+        print_json(document.model_dump(mode="json", by_alias=True, exclude=hidden))
     else:
         for result in results:
             line(describe(result))

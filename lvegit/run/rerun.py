@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 from lvegit.base.errors import UsageError
 from lvegit.lve.repo import Repository
@@ -124,21 +124,6 @@ class InstanceResult:
         """The 95% interval of how often the instance is unsafe, rounded to 4 places."""
         low, high = wilson_interval(self.unsafe, len(self.verdicts))
         return round(low, 4), round(high, 4)
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "lve": self.lve,
-            "file": self.file,
-            "line": self.line,
-            "recorded": self.recorded,
-            "verdicts": self.verdicts,
-            "unsafe": self.unsafe,
-            "runs": len(self.verdicts),
-            "unsafe_rate": self.unsafe / len(self.verdicts) if self.verdicts else None,
-            "interval_95": list(self.interval_95),
-            "agree": self.agree,
-            "errors": self.errors,
-        }
 
 
 class Judged(Protocol):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lvegit.github.results import LiveRecord
+from lvegit.run.records import live_record
 from lvegit.run.rerun import InstanceResult, Tally, tally
 
 # (recorded, verdicts, errors): agrees; disagrees; disagrees with a failed attempt too; only failed;
@@ -31,18 +31,5 @@ def test_the_actions_results_file_counts_the_same() -> None:
         InstanceResult("l", "f", n, recorded, verdicts, errors)
         for n, (recorded, verdicts, errors) in enumerate(CASES)
     ]
-    records = [
-        LiveRecord(
-            file=r.file,
-            line=r.line,
-            recorded=r.recorded,
-            verdicts=r.verdicts,
-            unsafe=r.unsafe,
-            runs=len(r.verdicts),
-            interval_95=list(r.interval_95),
-            agree=r.agree,
-            errors=r.errors,
-        )
-        for r in results
-    ]
+    records = [live_record(r) for r in results]
     assert tally(records) == EXPECTED

@@ -1,0 +1,127 @@
+"""The typed, versioned records of live results. `run --format json` and `report --format json` print a
+RunDocument (schema `lvegit-run`, version 1, shipped as lvegit/schemas/lvegit-run-v1.json); the Action's
+results file holds a LiveRecord for each instance it re-ran. Built from InstanceResult, in one place."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from lvegit.run.rerun import InstanceResult
+
+SCHEMA: Final = "lvegit-run"
+VERSION: Final = 1
+SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schemas" / f"{SCHEMA}-v{VERSION}.json"
+
+
+class Record(BaseModel):
+    """Fields as written, no coercion (a string is no number, 1 is no boolean), no unknown fields."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+class LiveRecord(Record):
+    # One instance's live re-runs: its verdicts, how often it was unsafe, whether it agrees.
+    file: str | None
+    line: int | None
+    recorded: bool | None
+    verdicts: list[bool]
+    unsafe: int
+    runs: int
+    interval_95: list[float]
+    agree: bool | None
+    errors: list[str]
+
+
+class InstanceRecord(LiveRecord):
+    lve: str
+    unsafe_rate: float | None
+
+
+class InvalidLVE(Record):
+    lve: str
+    reason: str
+
+
+class UnroutableModel(Record):
+    model: str
+    lves: list[str]
+    reason: str
+
+
+class BatchState(Record):
+    """What a batch run leaves: attempts waiting for the next round, its output's bad lines, answers of
+    no attempt of this run, and what to do next."""
+
+    waiting: int
+    problems: list[str]
+    unmatched: int
+    next: str
+
+
+class RunSummary(Record):
+    """Each instance counts once (see rerun.tally); `waiting` only for a batch run."""
+
+    instances: int
+    attempts: int
+    agree: int
+    disagree: int
+    error: int
+    skipped: int
+    failed_attempts: int
+    invalid_lves: int
+    waiting: int | None = None
+
+
+class RunDocument(Record):
+    """What `lvegit run --format json` and `lvegit report --format json` print."""
+
+    model_config = ConfigDict(
+        title=f"{SCHEMA} version {VERSION}", json_schema_extra={"$id": f"{SCHEMA}-v{VERSION}.json"}
+    )
+
+    schema_name: Literal["lvegit-run"] = Field(alias="schema")
+    version: Literal[1]
+    instances: list[InstanceRecord]
+    batch: BatchState | None = None  # only for a batch run
+    invalid: list[InvalidLVE]
+    unroutable: list[UnroutableModel]
+    summary: RunSummary
+
+
+def live_record(result: InstanceResult) -> LiveRecord:
+    return LiveRecord(**_live_fields(result))
+
+
+def instance_record(result: InstanceResult) -> InstanceRecord:
+    runs = len(result.verdicts)
+    return InstanceRecord(
+        lve=result.lve, unsafe_rate=result.unsafe / runs if runs else None, **_live_fields(result)
+    )
+
+
+def _live_fields(result: InstanceResult) -> dict[str, Any]:
+    return {
+        "file": result.file,
+        "line": result.line,
+        "recorded": result.recorded,
+        "verdicts": list(result.verdicts),
+        "unsafe": result.unsafe,
+        "runs": len(result.verdicts),
+        "interval_95": list(result.interval_95),
+        "agree": result.agree,
+        "errors": list(result.errors),
+    }
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of RunDocument (shipped as SCHEMA_FILE)."""
+    return RunDocument.model_json_schema(by_alias=True)
+
+
+if __name__ == "__main__":  # python -m lvegit.run.records > lvegit/schemas/lvegit-run-v1.json
+    import json
+
+    print(json.dumps(json_schema(), indent=2))

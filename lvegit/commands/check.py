@@ -72,12 +72,12 @@ def check_command(
                 line(detail)
     if cache is not None:
         cache.prune()
-    invalid = sum(not check.validation.valid for check in checks)
-    replayed = summarize([result for check in checks for result in check.replay])
     if output_format == "json":
-        summary = {"valid": len(checks) - invalid, "invalid": invalid, **replayed}
-        print_json({"lves": [check.as_json() for check in checks], "summary": summary})
+        from lvegit.judge.records import check_document  # pydantic: only for the JSON document
+
+        print_json(check_document(checks).model_dump(mode="json", by_alias=True))
     else:
-        counts = replay_counts(replayed, every=True)
+        invalid = sum(not check.validation.valid for check in checks)
+        counts = replay_counts(summarize([result for check in checks for result in check.replay]), every=True)
         line(f"{count(len(checks), 'LVE')}: {len(checks) - invalid} valid, {invalid} invalid; {counts}")
     return EXIT_OK if all(check.passed for check in checks) else EXIT_FINDINGS

@@ -6,9 +6,13 @@ from lvegit.base.errors import EXIT_OK
 from lvegit.commands.catalog import short_help
 from lvegit.publish.schema import KINDS, SCHEMA_DIR, shipped
 
-# The documents lvegit writes, each with the schema generated from its records (run/records.py,
-# github/results.py) and shipped beside the others.
-DOCUMENTS = {"run": "lvegit-run-v1.json", "results": "lvegit-results-v2.json"}
+# The documents lvegit writes, each with the schema generated from its records (judge/records.py,
+# run/records.py, github/results.py) and shipped beside the others.
+DOCUMENTS = {
+    "check": "lvegit-check-v1.json",
+    "run": "lvegit-run-v1.json",
+    "results": "lvegit-results-v2.json",
+}
 
 
 @click.command("schema", short_help=short_help("schema"))
@@ -16,8 +20,8 @@ DOCUMENTS = {"run": "lvegit-run-v1.json", "results": "lvegit-results-v2.json"}
 def schema_command(kind: str) -> int:
     """Print a JSON Schema (draft 2020-12): of an LVE's test.json (KIND test) or of one line of its
     instances/*.jsonl (KIND instance), for editors and other tools; or of a document lvegit writes: what
-    `run --format json` and `report --format json` print (KIND run) and the Action's results file
-    (KIND results).
+    `check --format json` prints (KIND check), what `run --format json` and `report --format json` print
+    (KIND run), and the Action's results file (KIND results).
 
     The schema says what a schema can: the keys and their types, exactly one prompt form, message roles,
     tags, and the arguments lvegit's own checkers need. It never refuses what lvegit validate accepts;

@@ -18,9 +18,11 @@ from lvegit.base.errors import UsageError
 from lvegit.base.escape import mask
 from lvegit.base.files import FileProblem, output_folder, write_inside
 from lvegit.base.output import count
+from lvegit.base.records import Record
+from lvegit.judge.records import ReplayCounts
 from lvegit.judge.results import Appended, LVEChange, LVECheck, ReplayResult, summarize
 from lvegit.lve.problems import Problem
-from lvegit.run.records import LiveRecord, Record, live_record
+from lvegit.run.records import LiveRecord, live_record
 from lvegit.run.rerun import tally
 
 if TYPE_CHECKING:  # only for annotations: comment mode does not import the runner
@@ -30,13 +32,6 @@ SCHEMA: Final = "lvegit-results"
 VERSION: Final = 2  # 2: each LVE's change (what the pull request did to it)
 MAX_RESULTS_BYTES = 32 * 1024 * 1024
 FAIL_ON = ("invalid", "mismatch", "error", "live-disagree", "live-error")
-
-
-class ReplayCounts(Record):
-    reproduced: int
-    mismatch: int
-    skipped: int
-    error: int
 
 
 class LVERecord(Record):

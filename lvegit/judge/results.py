@@ -99,7 +99,10 @@ class LVECheck:
         record = _typed(data, _CHECK_FIELDS)
 
         def problems(severity: Severity) -> list[Problem]:
-            return [Problem(severity, **_typed(p, _PROBLEM_FIELDS)) for p in record[f"{severity}s"]]
+            found = [Problem(**_typed(p, _PROBLEM_FIELDS)) for p in record[f"{severity}s"]]
+            if any(problem.severity != severity for problem in found):
+                raise ValueError(f"a problem among the {severity}s is no {severity}")
+            return found
 
         results = [ReplayResult(**_typed(item, _RESULT_FIELDS)) for item in record["instances"]]
         if any(result.status not in STATUSES for result in results):
@@ -116,7 +119,7 @@ _CHECK_FIELDS = {
     "replay": (dict,),
     "instances": (list,),
 }
-_PROBLEM_FIELDS = {"file": _TEXT, "field": _TEXT, "line": _LINE, "message": _TEXT}
+_PROBLEM_FIELDS = {"severity": _TEXT, "file": _TEXT, "field": _TEXT, "message": _TEXT, "line": _LINE}
 _RESULT_FIELDS = {
     "lve": _TEXT,
     "file": _TEXT,

@@ -41,7 +41,15 @@ class Problem:
         return f"{self.severity}: {location(self.file, self.line)}: {self.what}"
 
     def as_json(self) -> dict[str, object]:
-        return {"file": self.file, "field": self.field, "line": self.line, "message": self.message}
+        """The one JSON form of a finding: in `validate` and `check` output, the cache and the Action's
+        results file alike."""
+        return {
+            "severity": self.severity,
+            "file": self.file,
+            "field": self.field,
+            "message": self.message,
+            "line": self.line,
+        }
 
 
 @dataclass

@@ -7,19 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from lvegit.base.records import Record
 from lvegit.run.rerun import InstanceResult
 
 SCHEMA: Final = "lvegit-run"
 VERSION: Final = 1
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schemas" / f"{SCHEMA}-v{VERSION}.json"
-
-
-class Record(BaseModel):
-    """Fields as written, no coercion (a string is no number, 1 is no boolean), no unknown fields."""
-
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
 
 class LiveRecord(Record):

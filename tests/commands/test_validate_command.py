@@ -49,10 +49,11 @@ def test_json_output(repo: RepoBuilder, cli) -> None:
                 "valid": False,
                 "errors": [
                     {
+                        "severity": "error",
                         "file": "repository/cat/b/openai--gpt-4o-mini/test.json",
                         "field": "model",
-                        "line": 3,
                         "message": "the LVE folder 'openai--gpt-4o-mini' does not match the model: expected 'other--model'",
+                        "line": 3,
                     }
                 ],
                 "warnings": [],

@@ -423,10 +423,11 @@ def test_json_report_shape(repo: RepoBuilder) -> None:
         "valid": False,
         "errors": [
             {
+                "severity": "error",
                 "file": T,
                 "field": "tags[0].value",
-                "line": 18,
                 "message": "severity must be one of low, medium, high, not 'huge'",
+                "line": 18,
             }
         ],
         "warnings": [],

@@ -69,7 +69,9 @@ def replay_command(
     if output_format == "json":
         results = replay_all(repo, lve_dirs, cache)
         summary = summarize(results)
-        print_json({"instances": [r.as_json() for r in results], "summary": summary})
+        from lvegit.judge.records import replay_document  # pydantic: only for the JSON document
+
+        print_json(replay_document(results).model_dump(mode="json", by_alias=True))
     else:
         results = []
         for lve_dir, judged in replay_stream(repo, lve_dirs, cache):  # each LVE as soon as it is done

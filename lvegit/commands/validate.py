@@ -38,12 +38,9 @@ def validate_command(
     reports = [validate_lve(repo, lve_dir, strict) for lve_dir in selection.resolve(repo)]
     invalid = sum(not r.valid for r in reports)
     if output_format == "json":
-        print_json(
-            {
-                "lves": [r.as_json() for r in reports],
-                "summary": {"valid": len(reports) - invalid, "invalid": invalid},
-            }
-        )
+        from lvegit.judge.records import validate_document  # pydantic: only for the JSON document
+
+        print_json(validate_document(reports).model_dump(mode="json", by_alias=True))
     else:
         for report in reports:
             line(f"{report.path}: {validation_status(report)}")

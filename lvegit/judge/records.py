@@ -1,6 +1,6 @@
-"""The typed, versioned record of `lvegit check --format json`: a CheckDocument (schema `lvegit-check`,
-version 1, shipped as lvegit/schemas/lvegit-check-v1.json). Its parts (findings, replay results and their
-counts) are the ones the Action's results file holds for each LVE."""
+"""The typed, versioned records of `validate`, `replay` and `check --format json`: one document each
+(schemas `lvegit-validate`, `lvegit-replay`, `lvegit-check`, version 1, shipped in lvegit/schemas/). Their
+parts (findings, replay results and their counts) are the ones the Action's results file holds."""
 
 from __future__ import annotations
 
@@ -10,12 +10,11 @@ from typing import Any, Final, Literal
 from pydantic import ConfigDict, Field
 
 from lvegit.base.records import Record
-from lvegit.judge.results import LVECheck, ReplayResult, summarize
+from lvegit.judge.results import LVECheck, LVEReport, ReplayResult, summarize
 from lvegit.lve.problems import Problem
 
-SCHEMA: Final = "lvegit-check"
 VERSION: Final = 1
-SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schemas" / f"{SCHEMA}-v{VERSION}.json"
+SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 
 
 class ReplayCounts(Record):
@@ -34,6 +33,40 @@ class CheckRecord(Record):
     instances: list[ReplayResult]
 
 
+class ValidationRecord(Record):
+    path: str
+    valid: bool
+    errors: list[Problem]
+    warnings: list[Problem]
+
+
+class ValidationSummary(Record):
+    valid: int
+    invalid: int
+
+
+class ValidateDocument(Record):
+    """What `lvegit validate --format json` prints."""
+
+    model_config = ConfigDict(title=f"lvegit-validate version {VERSION}")
+
+    schema_name: Literal["lvegit-validate"] = Field(alias="schema")
+    version: Literal[1]
+    lves: list[ValidationRecord]
+    summary: ValidationSummary
+
+
+class ReplayDocument(Record):
+    """What `lvegit replay --format json` prints."""
+
+    model_config = ConfigDict(title=f"lvegit-replay version {VERSION}")
+
+    schema_name: Literal["lvegit-replay"] = Field(alias="schema")
+    version: Literal[1]
+    instances: list[ReplayResult]
+    summary: ReplayCounts
+
+
 class CheckSummary(Record):
     valid: int
     invalid: int
@@ -46,9 +79,7 @@ class CheckSummary(Record):
 class CheckDocument(Record):
     """What `lvegit check --format json` prints."""
 
-    model_config = ConfigDict(
-        title=f"{SCHEMA} version {VERSION}", json_schema_extra={"$id": f"{SCHEMA}-v{VERSION}.json"}
-    )
+    model_config = ConfigDict(title=f"lvegit-check version {VERSION}")
 
     schema_name: Literal["lvegit-check"] = Field(alias="schema")
     version: Literal[1]
@@ -56,11 +87,41 @@ class CheckDocument(Record):
     summary: CheckSummary
 
 
+DOCUMENTS: Final[dict[str, type[Record]]] = {
+    "validate": ValidateDocument,
+    "replay": ReplayDocument,
+    "check": CheckDocument,
+}
+
+
+def schema_file(kind: str) -> Path:
+    return SCHEMA_DIR / f"lvegit-{kind}-v{VERSION}.json"
+
+
+def validate_document(reports: list[LVEReport]) -> ValidateDocument:
+    invalid = sum(not report.valid for report in reports)
+    return ValidateDocument(
+        schema="lvegit-validate",
+        version=VERSION,
+        lves=[
+            ValidationRecord(path=r.path, valid=r.valid, errors=r.errors, warnings=r.warnings)
+            for r in reports
+        ],
+        summary=ValidationSummary(valid=len(reports) - invalid, invalid=invalid),
+    )
+
+
+def replay_document(results: list[ReplayResult]) -> ReplayDocument:
+    return ReplayDocument(
+        schema="lvegit-replay", version=VERSION, instances=results, summary=ReplayCounts(**summarize(results))
+    )
+
+
 def check_document(checks: list[LVECheck]) -> CheckDocument:
     invalid = sum(not check.validation.valid for check in checks)
     replayed = summarize([result for check in checks for result in check.replay])
     return CheckDocument(
-        schema=SCHEMA,
+        schema="lvegit-check",
         version=VERSION,
         lves=[
             CheckRecord(
@@ -77,12 +138,14 @@ def check_document(checks: list[LVECheck]) -> CheckDocument:
     )
 
 
-def json_schema() -> dict[str, Any]:
-    """The JSON Schema of CheckDocument (shipped as SCHEMA_FILE)."""
-    return CheckDocument.model_json_schema(by_alias=True)
+def json_schema(kind: str) -> dict[str, Any]:
+    """The JSON Schema of a kind's document, with its $id (shipped as schema_file(kind))."""
+    schema = DOCUMENTS[kind].model_json_schema(by_alias=True)
+    return {"$id": schema_file(kind).name, **schema}
 
 
-if __name__ == "__main__":  # python -m lvegit.judge.records > lvegit/schemas/lvegit-check-v1.json
+if __name__ == "__main__":  # python -m lvegit.judge.records: rewrite the shipped schemas
     import json
 
-    print(json.dumps(json_schema(), indent=2))
+    for kind in DOCUMENTS:
+        schema_file(kind).write_text(json.dumps(json_schema(kind), indent=2) + "\n")

@@ -42,6 +42,8 @@ def test_json_output(repo: RepoBuilder, cli) -> None:
     result = cli("validate", "--all", "--format", "json", "--repo", str(repo.root))
     assert result.code == 1
     assert result.json() == {
+        "schema": "lvegit-validate",
+        "version": 1,
         "lves": [
             {"path": "repository/cat/a/openai--gpt-4o-mini", "valid": True, "errors": [], "warnings": []},
             {

@@ -1,4 +1,4 @@
-"""`check --format json` prints a versioned document whose JSON Schema ships."""
+"""`validate`, `replay` and `check --format json` print versioned documents whose JSON Schemas ship."""
 
 from __future__ import annotations
 
@@ -6,35 +6,35 @@ import json
 from typing import Any
 
 import jsonschema
+import pytest
 
 from lvegit.judge import records
 
 from builders import RepoBuilder, instance
 
 
-def test_the_shipped_schema_is_the_generated_one(cli: Any) -> None:
-    assert json.loads(records.SCHEMA_FILE.read_text()) == records.json_schema(), (
-        "regenerate it: python -m lvegit.judge.records > lvegit/schemas/lvegit-check-v1.json"
-    )
-    printed = cli("schema", "check")
-    assert (printed.code, printed.out) == (0, records.SCHEMA_FILE.read_text())
+@pytest.mark.parametrize("kind", list(records.DOCUMENTS))
+def test_the_shipped_schema_is_the_generated_one(kind: str, cli: Any) -> None:
+    shipped = records.schema_file(kind).read_text()
+    assert json.loads(shipped) == records.json_schema(kind), "regenerate them: python -m lvegit.judge.records"
+    printed = cli("schema", kind)
+    assert (printed.code, printed.out) == (0, shipped)
 
 
-def test_check_prints_a_document_the_schema_accepts(repo: RepoBuilder, cli: Any) -> None:
+@pytest.mark.parametrize("kind", list(records.DOCUMENTS))
+def test_each_command_prints_a_document_its_schema_accepts(kind: str, repo: RepoBuilder, cli: Any) -> None:
     repo.lve("cat/fine", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
     repo.lve("cat/wrong", instances={"i.jsonl": [instance("4", True, a=1, b=2)]})
     repo.lve("cat/broken", test={"tags": [{"name": "severity", "value": "extreme"}]})
-    checked = cli("check", "--all", "--format", "json", cwd=repo.root)
-    document = checked.json()
-    jsonschema.Draft202012Validator(json.loads(records.SCHEMA_FILE.read_text())).validate(document)
-    assert (checked.code, document["schema"], document["version"]) == (1, "lvegit-check", 1)
-    assert document["summary"] == {
-        "valid": 2,
-        "invalid": 1,
-        "reproduced": 1,
-        "mismatch": 1,
-        "skipped": 0,
-        "error": 0,
-    }
-    [broken] = [lve for lve in document["lves"] if not lve["valid"]]
-    assert broken["errors"][0]["field"] == "tags[0].value"
+    ran = cli(kind, "--all", "--format", "json", cwd=repo.root)
+    document = ran.json()
+    schema = json.loads(records.schema_file(kind).read_text())
+    jsonschema.Draft202012Validator(schema).validate(document)
+    assert (ran.code, document["schema"], document["version"]) == (1, f"lvegit-{kind}", 1)
+    assert not jsonschema.Draft202012Validator(schema).is_valid({**document, "version": 2})
+    if kind != "replay":
+        [broken] = [lve for lve in document["lves"] if not lve["valid"]]
+        assert broken["errors"][0]["field"] == "tags[0].value"
+    if kind != "validate":
+        counts = document["summary"]
+        assert (counts["reproduced"], counts["mismatch"]) == (1, 1)

@@ -40,7 +40,9 @@ def changed_command(base: str | None, head: str | None, output_format: str, repo
     repo = open_repository(repo_path)
     changes = changed_lves(repo, base, head_revision(base, head))
     if output_format == "json":
-        print_json(changes.as_json())
+        from lvegit.publish.documents import changed_document  # pydantic: only for the JSON document
+
+        print_json(changed_document(changes))
         return 0
     for path in changes.changed:
         origin = changes.renamed.get(path)

@@ -33,7 +33,9 @@ def list_command(
     repo = open_repository(repo_path)
     rows = summarize_lves(repo, selection.resolve(repo))
     if output_format == "json":
-        print_json({"lves": rows})
+        from lvegit.publish.documents import list_document  # pydantic: only for the JSON document
+
+        print_json(list_document(rows))
         return 0
     headers = ("path", "category", "model", "checker", "instances")
 

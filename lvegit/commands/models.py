@@ -66,7 +66,9 @@ def models_command(selection: Selection, fetch: bool, output_format: str, repo_p
         found = needed_models(named, asked)  # what the downloads brought
     missing = [needed for needed in found if not needed.cached]
     if output_format == "json":
-        print_json({"models": [vars(needed) for needed in found]})
+        from lvegit.publish.documents import models_document  # pydantic: only for the JSON document
+
+        print_json(models_document(found))
     else:
         for needed in found:
             state = "cached" if needed.cached else "missing"

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from lvegit.git.vcs import GitCheckout
 from lvegit.lve.repo import REPOSITORY_DIR, TEST_FILE, Repository
@@ -31,16 +30,6 @@ class Changes:
     removed: list[str] = field(default_factory=list)  # LVE folders that exist on base only
     renamed: dict[str, str] = field(default_factory=dict)  # new folder -> old folder
     files: dict[str, list[str]] = field(default_factory=dict)  # changed folder -> its changed files in it
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "base": self.base,
-            "base_ref": self.base_ref,
-            "head": self.head,
-            "changed": self.changed,
-            "removed": self.removed,
-            "renamed": [{"from": old, "to": new} for new, old in self.renamed.items()],
-        }
 
 
 def describe_comparison(changes: Changes) -> str:

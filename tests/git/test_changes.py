@@ -8,6 +8,7 @@ import pytest
 from lvegit.base.errors import UsageError
 from lvegit.git.changes import changed_lves
 from lvegit.lve.repo import Repository
+from lvegit.publish.documents import changed_document
 
 from builders import GitRepo, RepoBuilder, instance
 
@@ -30,7 +31,7 @@ def history(tmp_path: Path) -> tuple[GitRepo, RepoBuilder]:
 
 
 def changes(git: GitRepo, base: str = "main", head: str = "HEAD") -> dict[str, object]:
-    return changed_lves(Repository(git.root.resolve()), base, head).as_json()
+    return changed_document(changed_lves(Repository(git.root.resolve()), base, head))
 
 
 def summary(
@@ -170,7 +171,7 @@ def test_without_base_the_work_tree_is_compared_with_the_default_branch(
     lves.lve("cat/new")  # untracked
     git.git("rm", "-q", "-r", "repository/other")  # staged removal
     new = "repository/cat/new/openai--gpt-4o-mini"
-    data = changed_lves(Repository(git.root.resolve()), None, None).as_json()
+    data = changed_document(changed_lves(Repository(git.root.resolve()), None, None))
     assert (data["changed"], data["removed"], data["base_ref"], data["head"]) == (
         [A, B, new],
         [C],

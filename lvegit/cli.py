@@ -64,13 +64,13 @@ def cli(ctx: click.Context, settings_json: str | None) -> None:
     # The one place where the command line and the LVEGIT_* environment become settings, once per command.
     from lvegit.base.settings import Settings, configure
 
-    invocation = ctx.obj
+    invocation = ctx.ensure_object(dict)  # from main: the command line and the settings a caller chose
     given = invocation.get("settings") or Settings()
-    fields = {"argv": invocation["argv"], "retry": given.retry}
+    fields = {"argv": invocation.get("argv", ()), "retry": given.retry}
     if settings_json is not None:
-        invocation["settings"] = configure(Settings.from_flag(settings_json, **fields))
+        configure(Settings.from_flag(settings_json, **fields))
     else:
-        invocation["settings"] = configure(Settings.from_environment(os.environ, **fields))
+        configure(Settings.from_environment(os.environ, **fields))
 
 
 def _silence_stdout() -> None:

@@ -129,7 +129,7 @@ class Settings:
         parts: dict[str, dict[str, Any]] = {"cache": {}, "checkers": {}}
         for variable, (part, name, read) in ENVIRONMENT.items():
             value = environ.get(variable)
-            if value is not None and (value or read is _text):
+            if value:  # set and not empty: an empty variable is an unset one
                 parts[part][name] = read(variable, value)
         return cls(
             cache=CacheSettings(**parts["cache"]), checkers=CheckerSettings(**parts["checkers"]), **given
@@ -147,13 +147,17 @@ class Settings:
 
     @classmethod
     def from_flag(cls, text: str, **given: Any) -> Settings:
-        data = json.loads(text)
-        return cls(
-            cache=CacheSettings(**data["cache"]),
-            checkers=CheckerSettings(**data["checkers"]),
-            git_environment=tuple((str(key), str(value)) for key, value in data["git_environment"]),
-            **given,
-        )
+        """The settings a parent lvegit process wrote with as_flag."""
+        try:
+            data = json.loads(text)
+            return cls(
+                cache=CacheSettings(**data["cache"]),
+                checkers=CheckerSettings(**data["checkers"]),
+                git_environment=tuple((str(key), str(value)) for key, value in data["git_environment"]),
+                **given,
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise UsageError(f"--settings-json is not what a parent lvegit writes: {exc}") from None
 
 
 # This process's settings, set once per command by the command group (cli.py) from its command line and

@@ -77,6 +77,11 @@ def test_the_child_flag_carries_every_setting_but_the_retry_policy_and_the_comma
     )
 
 
+def test_a_malformed_settings_flag_is_a_usage_error(cli: Any) -> None:
+    result = cli("--settings-json", '{"cache": 1}', "list")
+    assert result.code == 2 and result.err.startswith("lvegit: error: --settings-json is not what a parent")
+
+
 def test_a_command_reads_the_environment_and_changes_none_of_it(
     repo: RepoBuilder, cli: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -4,17 +4,15 @@ parts (findings, replay results and their counts) are the ones the Action's resu
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 from pydantic import ConfigDict, Field
 
-from lvegit.base.records import Record
+from lvegit.base.records import Record, write_schemas
 from lvegit.judge.results import LVECheck, LVEReport, ReplayResult, summarize
 from lvegit.lve.problems import Problem
 
 VERSION: Final = 1
-SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 
 
 class ReplayCounts(Record):
@@ -94,10 +92,6 @@ DOCUMENTS: Final[dict[str, type[Record]]] = {
 }
 
 
-def schema_file(kind: str) -> Path:
-    return SCHEMA_DIR / f"lvegit-{kind}-v{VERSION}.json"
-
-
 def validate_document(reports: list[LVEReport]) -> ValidateDocument:
     invalid = sum(not report.valid for report in reports)
     return ValidateDocument(
@@ -138,14 +132,5 @@ def check_document(checks: list[LVECheck]) -> CheckDocument:
     )
 
 
-def json_schema(kind: str) -> dict[str, Any]:
-    """The JSON Schema of a kind's document, with its $id (shipped as schema_file(kind))."""
-    schema = DOCUMENTS[kind].model_json_schema(by_alias=True)
-    return {"$id": schema_file(kind).name, **schema}
-
-
-if __name__ == "__main__":  # python -m lvegit.judge.records: rewrite the shipped schemas
-    import json
-
-    for kind in DOCUMENTS:
-        schema_file(kind).write_text(json.dumps(json_schema(kind), indent=2) + "\n")
+if __name__ == "__main__":  # python -m lvegit.judge.records: rewrite their shipped schemas
+    write_schemas(DOCUMENTS, VERSION)

@@ -3,17 +3,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Final, Literal
 
 from pydantic import ConfigDict, Field
 
-from lvegit.base.records import Record
+from lvegit.base.records import Record, write_schemas
 from lvegit.checkers.model_stack import NeededModel
 from lvegit.git.changes import Changes
 
 VERSION: Final = 1
-SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 
 
 class LVERow(Record):
@@ -83,10 +81,6 @@ DOCUMENTS: Final[dict[str, type[Record]]] = {
 }
 
 
-def schema_file(kind: str) -> Path:
-    return SCHEMA_DIR / f"lvegit-{kind}-v{VERSION}.json"
-
-
 def shown(document: Record) -> dict[str, Any]:
     return document.model_dump(mode="json", by_alias=True)
 
@@ -115,13 +109,7 @@ def models_document(found: list[NeededModel]) -> dict[str, Any]:
     return shown(ModelsDocument(schema="lvegit-models", version=VERSION, models=models))
 
 
-def json_schema(kind: str) -> dict[str, Any]:
-    """The JSON Schema of a kind's document, with its $id (shipped as schema_file(kind))."""
-    return {"$id": schema_file(kind).name, **DOCUMENTS[kind].model_json_schema(by_alias=True)}
-
-
-if __name__ == "__main__":  # python -m lvegit.publish.documents: rewrite the shipped schemas
-    import json
-
-    for kind in DOCUMENTS:
-        schema_file(kind).write_text(json.dumps(json_schema(kind), indent=2) + "\n")
+if (
+    __name__ == "__main__"
+):  # python -m lvegit.publish.documents: rewrite the shipped schemas of these documents
+    write_schemas(DOCUMENTS, VERSION)

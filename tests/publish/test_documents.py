@@ -8,6 +8,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from lvegit.base.records import json_schema, schema_file
 from lvegit.publish import documents
 
 from builders import GitRepo, RepoBuilder, instance
@@ -15,8 +16,8 @@ from builders import GitRepo, RepoBuilder, instance
 
 @pytest.mark.parametrize("kind", list(documents.DOCUMENTS))
 def test_the_shipped_schema_is_the_generated_one(kind: str, cli: Any) -> None:
-    shipped = documents.schema_file(kind).read_text()
-    assert json.loads(shipped) == documents.json_schema(kind), (
+    shipped = schema_file(kind, documents.VERSION).read_text()
+    assert json.loads(shipped) == json_schema(kind, documents.DOCUMENTS[kind], documents.VERSION), (
         "regenerate: python -m lvegit.publish.documents"
     )
     printed = cli("schema", kind)
@@ -40,9 +41,9 @@ def test_each_command_prints_a_document_its_schema_accepts(tmp_path: Any, cli: A
     for kind, arguments in (("list", ["--all"]), ("changed", ["--base", "main"]), ("models", ["--all"])):
         ran = cli(kind, *arguments, "--format", "json", cwd=git.root)
         document = ran.json()
-        jsonschema.Draft202012Validator(json.loads(documents.schema_file(kind).read_text())).validate(
-            document
-        )
+        jsonschema.Draft202012Validator(
+            json.loads(schema_file(kind, documents.VERSION).read_text())
+        ).validate(document)
         assert (document["schema"], document["version"]) == (f"lvegit-{kind}", 1), kind
     assert [
         row["loads"] for row in cli("list", "--all", "--format", "json", cwd=git.root).json()["lves"]

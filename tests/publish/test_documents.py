@@ -6,22 +6,11 @@ import json
 from typing import Any
 
 import jsonschema
-import pytest
 
-from lvegit.base.records import json_schema, schema_file
+from lvegit.base.records import schema_file
 from lvegit.publish import documents
 
 from builders import GitRepo, RepoBuilder, instance
-
-
-@pytest.mark.parametrize("kind", list(documents.DOCUMENTS))
-def test_the_shipped_schema_is_the_generated_one(kind: str, cli: Any) -> None:
-    shipped = schema_file(kind, documents.VERSION).read_text()
-    assert json.loads(shipped) == json_schema(kind, documents.DOCUMENTS[kind], documents.VERSION), (
-        "regenerate: python -m lvegit.publish.documents"
-    )
-    printed = cli("schema", kind)
-    assert (printed.code, printed.out) == (0, shipped)
 
 
 def test_each_command_prints_a_document_its_schema_accepts(tmp_path: Any, cli: Any) -> None:

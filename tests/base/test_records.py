@@ -1,0 +1,26 @@
+"""Every versioned document's shipped JSON Schema is the one its records generate, and `lvegit schema KIND`
+prints it."""
+
+from __future__ import annotations
+
+import json
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from lvegit.base.records import json_schema, schema_file
+from lvegit.judge import records
+from lvegit.publish import documents
+
+KINDS = [(module, kind) for module in (records, documents) for kind in module.DOCUMENTS]
+
+
+@pytest.mark.parametrize(("module", "kind"), KINDS, ids=[kind for _module, kind in KINDS])
+def test_the_shipped_schema_is_the_generated_one(module: ModuleType, kind: str, cli: Any) -> None:
+    shipped = schema_file(kind, module.VERSION).read_text()
+    assert json.loads(shipped) == json_schema(kind, module.DOCUMENTS[kind], module.VERSION), (
+        f"regenerate them: python -m {module.__name__}"
+    )
+    printed = cli("schema", kind)
+    assert (printed.code, printed.out) == (0, shipped)

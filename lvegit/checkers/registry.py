@@ -65,20 +65,6 @@ def builtin_signature(cls: type[BaseChecker]) -> Signature:
     return Signature(tuple(required), tuple(optional), takes_any)
 
 
-def nearest_name(name: str, known: list[str]) -> str | None:
-    """The known name a mistyped one most likely meant (`RegexChekcer` -> RegexChecker), if any is close."""
-    from rapidfuzz import fuzz, process
-
-    found = process.extractOne(name, known, scorer=fuzz.ratio, score_cutoff=80)
-    return str(found[0]) if found else None
-
-
-def suggestion(name: str, known: list[str]) -> str:
-    """' (did you mean X?)' for a name close to a known one, else ''."""
-    near = nearest_name(name, known)
-    return f" (did you mean {near}?)" if near else ""
-
-
 def substitute_args(lve: LVE, instance_args: dict[str, Any]) -> dict[str, Any]:
     """Checker arguments with `{name}` in strings filled from the instance's args, as lve-tools does."""
     result = {}

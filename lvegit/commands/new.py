@@ -8,10 +8,10 @@ import click
 
 from lvegit.base.errors import UsageError
 from lvegit.base.output import line, note
-from lvegit.checkers.registry import BUILTIN_CHECKERS, nearest_name
+from lvegit.checkers.registry import BUILTIN_CHECKERS
 from lvegit.commands.catalog import short_help
 from lvegit.commands.options import open_repository, repo_option
-from lvegit.lve.spec import PLACEHOLDER
+from lvegit.lve.problems import PLACEHOLDER, nearest_name
 from lvegit.publish.scaffold import (
     CUSTOM,
     SEVERITIES,

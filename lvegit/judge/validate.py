@@ -15,13 +15,12 @@ from lvegit.checkers.registry import (
     CheckerFactory,
     Signature,
     builtin_signature,
-    suggestion,
 )
 from lvegit.checkers.registry import is_multi_run_checker as builtin_is_multi_run
 from lvegit.checkers.safe_lambda import lambda_arguments
 from lvegit.judge.results import LVEReport
 from lvegit.lve.instances import Instance
-from lvegit.lve.problems import Problems, join_path
+from lvegit.lve.problems import Problems, join_path, suggestion
 from lvegit.lve.prompt import Message, Role, fill_holes, variable_names, with_trailing_hole
 from lvegit.lve.repo import CHECKER_DIR, Repository
 from lvegit.lve.spec import LVE, Loaded, load_lve, locate_lines
@@ -66,8 +65,9 @@ def _line_of(text: str, needle: str, first_line: int | None) -> int | None:
     return first_line + text.count("\n", 0, text.index(needle))
 
 
-def _check_prompts(lve: LVE, problems: Problems) -> set[str]:
-    """Placeholders against prompt_parameters and the shape of holes; returns the parameter names used."""
+def _check_prompts(lve: LVE, problems: Problems, parameters_known: bool) -> set[str]:
+    """Placeholders against prompt_parameters (when those are known: an invalid list is one error, not one
+    more per placeholder) and the shape of holes; returns the parameter names used."""
     used: set[str] = set()
     declared = set(lve.prompt_parameters)
     for source, message, _base in _sources(lve):
@@ -86,7 +86,7 @@ def _check_prompts(lve: LVE, problems: Problems) -> set[str]:
                 continue
             used.update(names)
             for name in names:
-                if name not in declared:
+                if parameters_known and name not in declared:
                     line = _line_of(text, "{" + name, source.line)
                     problems.error(
                         where,
@@ -282,8 +282,10 @@ def validate_lve(
             checker_used = (
                 _check_checker(lve, problems, building) if lve.checker_name else set(lve.prompt_parameters)
             )
-        used = _check_prompts(lve, problems) | checker_used
-        _check_unused_parameters(lve, used | _check_lambda_parameters(lve, problems), problems)
+        parameters_known = not any(p.field.startswith("prompt_parameters") for p in load_problems.errors)
+        used = _check_prompts(lve, problems, parameters_known) | checker_used
+        if parameters_known:
+            _check_unused_parameters(lve, used | _check_lambda_parameters(lve, problems), problems)
         _check_instances(lve, problems)
     locate_lines(problems, text)
     report = LVEReport(repo.relative(lve_dir))

@@ -13,8 +13,7 @@ from typing import Any
 
 from lvegit.base.escape import mask
 from lvegit.base.files import MAX_INSTANCE_FILE_BYTES, FileProblem, json_lines, open_inside
-from lvegit.lve.problems import Problems
-from lvegit.lve.prompt import json_type
+from lvegit.lve.problems import Problems, json_type
 
 
 @dataclass(frozen=True)
@@ -122,28 +121,15 @@ def read_instance_file(path: Path, shown: str) -> InstanceFile:
 
 
 def _check_fields(data: dict[str, Any], shown: str, line: int, problems: Problems) -> bool:
-    ok = True
-    if not isinstance(data.get("args", {}), dict):
-        problems.error("args", f"must be an object, not {json_type(data['args'])}", line, file=shown)
-        ok = False
-    if "response" not in data:
-        problems.error("response", "required field is missing", line, file=shown)
-        ok = False
-    elif not isinstance(data["response"], str | dict | list):
-        problems.error(
-            "response",
-            f"must be a string, object or list, not {json_type(data['response'])}",
-            line,
-            file=shown,
-        )
-        ok = False
+    from lvegit.lve.schema import InstanceLine, validated  # slow to import: where it validates
+
+    found = Problems(shown)
+    valid = validated(InstanceLine, data, "", found, line) is not None
     if "passed" not in data:
         old = "; this line has the old key `is_safe`" if "is_safe" in data else ""
-        problems.warning("passed", f"missing; read as true (safe), as lve-tools does{old}", line, file=shown)
-    elif not isinstance(data["passed"], bool):
-        problems.error("passed", f"must be true or false, not {json_type(data['passed'])}", line, file=shown)
-        ok = False
-    return ok
+        found.warning("passed", f"missing; read as true (safe), as lve-tools does{old}", line)
+    problems.items.extend(found.items)
+    return valid
 
 
 @dataclass

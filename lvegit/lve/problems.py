@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
+
+# What lvegit new writes where the author has to fill in; an error while it stays.
+PLACEHOLDER = "<please fill in>"
 
 Severity = Literal["error", "warning"]
 
@@ -114,3 +117,25 @@ def join_path(parent: str, key: str | int) -> str:
     if isinstance(key, int):
         return f"{parent}[{key}]"
     return f"{parent}.{key}" if parent else key
+
+
+def json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list"}.get(
+        type(value), "an object"
+    )
+
+
+def nearest_name(name: str, known: list[str]) -> str | None:
+    """The known name a mistyped one most likely meant (`RegexChekcer` -> RegexChecker), if any is close."""
+    from rapidfuzz import fuzz, process
+
+    found = process.extractOne(name, known, scorer=fuzz.ratio, score_cutoff=80)
+    return str(found[0]) if found else None
+
+
+def suggestion(name: str, known: list[str]) -> str:
+    """' (did you mean X?)' for a name close to a known one, else ''."""
+    near = nearest_name(name, known)
+    return f" (did you mean {near}?)" if near else ""

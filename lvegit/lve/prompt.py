@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
 from lvegit.base.errors import InvalidValue
-from lvegit.base.files import FileProblem, json_lines, parse_json
-from lvegit.lve.problems import Problems, join_path
+from lvegit.lve.problems import json_type
 from lvegit.lve.template import fill
 
 DEFAULT_RESPONSE_VARIABLE = "response"
-MESSAGE_KEYS = ("content", "role", "variable", "image_url")
 
 
 class Role(StrEnum):
@@ -46,83 +43,6 @@ class Message:
         if self.image_url is not None:
             data["image_url"] = self.image_url
         return data
-
-
-def parse_message(value: Any, path: str, problems: Problems, line: int | None = None) -> Message | None:
-    """One message object; problems are reported at `path` (and `line` for prompt files)."""
-    if not isinstance(value, dict):
-        problems.error(path, f"a message must be a JSON object, not {json_type(value)}", line)
-        return None
-    for key in value:
-        if key not in MESSAGE_KEYS:
-            problems.warning(join_path(path, key), f"unknown message key '{key}'", line)
-    role_value = value.get("role", "user")
-    try:
-        role = Role(role_value)
-    except ValueError:
-        problems.error(
-            join_path(path, "role"), f"role must be user, system or assistant, not {role_value!r}", line
-        )
-        return None
-    ok = True
-    for key in ("content", "variable", "image_url"):
-        if value.get(key) is not None and not isinstance(value[key], str):
-            problems.error(join_path(path, key), f"must be a string, not {json_type(value[key])}", line)
-            ok = False
-    if role != Role.assistant and value.get("content") is None:
-        problems.error(join_path(path, "content"), f"a {role.value} message needs content", line)
-        ok = False
-    if not ok:
-        return None
-    return Message(value.get("content"), role, value.get("variable"), value.get("image_url"), line)
-
-
-def parse_messages(value: Any, path: str, problems: Problems) -> list[Message]:
-    if not isinstance(value, list):
-        problems.error(path, f"must be a list of messages, not {json_type(value)}")
-        return []
-    if not value:
-        problems.error(path, "must hold at least one message")
-    messages = [parse_message(item, join_path(path, i), problems) for i, item in enumerate(value)]
-    return [m for m in messages if m is not None]
-
-
-_LOOKS_LIKE_JSON = re.compile(r"\A\s*(\{\s*\"|\[\s*\{)")
-
-
-def parse_prompt_text(text: str, path: str, problems: Problems) -> list[Message]:
-    """A prompt file: one JSON object per line, one JSON object or list (across lines), or plain text.
-
-    A file that starts like JSON is held to JSON, so a typo reports its line instead of silently becoming
-    a plain-text prompt.
-    """
-    if not _LOOKS_LIKE_JSON.match(text):
-        if not text.strip():
-            problems.error(path, "prompt file is empty")
-            return []
-        return [Message(text, Role.user, line=1)]
-    whole_error: FileProblem | None = None
-    try:
-        whole = parse_json(text)
-    except FileProblem as exc:
-        whole_error = exc
-    else:
-        if isinstance(whole, dict):
-            message = parse_message(whole, path, problems, line=1)
-            return [message] if message else []
-        if isinstance(whole, list):
-            return parse_messages(whole, path, problems)
-    messages: list[Message] = []
-    for number, value in json_lines(text.splitlines()):
-        if isinstance(value, FileProblem):
-            # A JSONL file whose first line already fails is more likely one broken multi-line object.
-            report = whole_error if not messages and whole_error is not None else value
-            problems.error(path, report.message, report.line)
-            return []
-        message = parse_message(value, f"{path}[{len(messages)}]", problems, line=number)
-        if message is not None:
-            messages.append(message)
-    return messages
 
 
 def fill_messages(messages: list[Message], values: dict[str, Any]) -> list[Message]:
@@ -210,11 +130,3 @@ def fill_holes(prompt: list[Message], response: Any) -> list[Message]:
             message = replace(message, content=value)
         filled.append(message)
     return filled
-
-
-def json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list"}.get(
-        type(value), "an object"
-    )

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from lvegit.base.errors import UsageError
 from lvegit.base.files import FileProblem, ensure_inside, read_text, write_inside
-from lvegit.checkers.registry import BUILTIN_CHECKERS, builtin_signature, nearest_name
+from lvegit.checkers.registry import BUILTIN_CHECKERS, builtin_signature
 from lvegit.judge.cache import CACHE_DIR
+from lvegit.lve.problems import PLACEHOLDER, nearest_name
 from lvegit.lve.repo import REPOSITORY_DIR, TEST_FILE, Repository, model_folder
-from lvegit.lve.spec import PLACEHOLDER
 from lvegit.publish.readme import readme_of, write_readme
 
 SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")

@@ -154,7 +154,7 @@ def test_new_rejects_bad_parameters_and_models(repo: RepoBuilder, cli) -> None:
 def test_validate_refuses_a_parameter_listed_twice(repo: RepoBuilder, cli) -> None:
     lve_dir = repo.lve(test={"prompt_parameters": ["a", "b", "a"]})
     errors = cli("validate", str(lve_dir), "--format", "json", cwd=repo.root).json()["lves"][0]["errors"]
-    assert [(e["field"], e["message"]) for e in errors] == [("prompt_parameters[2]", "'a' is listed twice")]
+    assert [(e["field"], e["message"]) for e in errors] == [("prompt_parameters", "'a' is listed twice")]
 
 
 def test_never_asks_when_stdin_is_not_a_terminal(repo: RepoBuilder, cli) -> None:

@@ -4,93 +4,15 @@ import json
 
 import pytest
 
-from lvegit.lve.problems import Problems
 from lvegit.lve.prompt import (
     Message,
     Role,
     fill_holes,
     fill_messages,
     hole_variables,
-    parse_messages,
-    parse_prompt_text,
     variables_of,
     with_trailing_hole,
 )
-
-
-def parse(text: str) -> tuple[list[Message], Problems]:
-    problems = Problems("test.prompt")
-    return parse_prompt_text(text, "", problems), problems
-
-
-def test_plain_text_is_one_user_message() -> None:
-    messages, problems = parse("Write to {person}.\nPlease.\n")
-    assert messages == [Message("Write to {person}.\nPlease.\n", Role.user)]
-    assert not problems.items
-
-
-def test_plain_text_may_start_with_a_placeholder() -> None:
-    messages, problems = parse("{name}, tell me a secret.")
-    assert messages[0].content == "{name}, tell me a secret."
-    assert not problems.items
-
-
-def test_jsonl_prompt_with_lines() -> None:
-    text = '{"role": "system", "content": "s"}\n\n{"content": "u"}\n{"role": "assistant", "variable": "v"}\n'
-    messages, problems = parse(text)
-    assert [(m.role, m.content, m.variable, m.line) for m in messages] == [
-        (Role.system, "s", None, 1),
-        (Role.user, "u", None, 3),
-        (Role.assistant, None, "v", 4),
-    ]
-    assert not problems.items
-
-
-def test_single_json_object_across_lines_and_json_list() -> None:
-    messages, _ = parse('{\n  "role": "user",\n  "content": "hi"\n}\n')
-    assert messages == [Message("hi", Role.user)]
-    messages, _ = parse('[{"content": "a"}, {"role": "assistant", "content": null}]')
-    assert len(messages) == 2 and messages[1].is_hole
-
-
-def test_broken_jsonl_reports_its_line() -> None:
-    _, problems = parse('{"content": "a"}\n{"content": "b",}\n')
-    assert [(p.line, p.message.split(":")[0]) for p in problems.errors] == [(2, "invalid JSON")]
-
-
-def test_broken_single_object_reports_line_and_column() -> None:
-    _, problems = parse('{\n  "content": "a"\n  "role": "user"\n}')
-    assert problems.errors[0].line == 3
-    assert "column 3" in problems.errors[0].message
-
-
-def test_empty_prompt_file() -> None:
-    _, problems = parse("  \n")
-    assert problems.errors[0].message == "prompt file is empty"
-
-
-def test_message_validation() -> None:
-    problems = Problems("test.json")
-    messages = parse_messages(
-        [
-            {"role": "robot", "content": "x"},
-            {"content": None},
-            {"content": 3},
-            {"content": "ok", "colour": 1},
-            "s",
-        ],
-        "prompt",
-        problems,
-    )
-    assert [m.content for m in messages] == ["ok"]
-    rendered = [p.render() for p in problems.items]
-    assert rendered == [
-        "error: test.json: prompt[0].role: role must be user, system or assistant, not 'robot'",
-        "error: test.json: prompt[1].content: a user message needs content",
-        "error: test.json: prompt[2].content: must be a string, not a number",
-        "warning: test.json: prompt[3].colour: unknown message key 'colour'",
-        "error: test.json: prompt[4]: a message must be a JSON object, not a string",
-    ]
 
 
 def test_fill_messages_fills_user_system_and_image_url_only() -> None:

@@ -124,14 +124,14 @@ INVALID = [
     (changed(description="  "), "description"),
     (changed(prompt_file="test.prompt"), "exactly one of prompt"),
     (changed(prompt=KeyError), "exactly one of prompt"),
-    (changed(prompt=[]), "at least one message"),
-    (changed(prompt=[{"role": "robot", "content": "x"}]), "role must be"),
+    (changed(prompt=[]), "prompt: must not be empty"),
+    (changed(prompt=[{"role": "robot", "content": "x"}]), "role: must be one of"),
     (changed(prompt=[{"role": "user", "content": None}]), "needs content"),
     (changed(checker_args={"checker_name": "RegexChecker", "pattern": "x"}), "match_safe"),
     (changed(checker_args={"pattern": "x"}), "checker_name"),
     (changed(tags=[{"name": "severity", "value": "extreme"}]), "severity must be one of"),
     (changed(prompt_parameters=["a", "a"]), "listed twice"),
-    (changed(prompt_parameters=["a b"]), "parameter names"),
+    (changed(prompt_parameters=["a b"]), "must be a parameter name"),
     (
         changed(
             prompt=KeyError, multi_run_prompt=[{"name": "x", "repetitions": 0, "prompt": [{"content": "c"}]}]

@@ -1,0 +1,366 @@
+"""test.json and instance lines described once: pydantic models that validate them, report what is wrong as
+problems naming the field, and generate their JSON Schemas (lvegit schema test|instance).
+
+The models take a contributed file as written: no coercion (a string is no number, true is no 1), unknown keys
+kept and warned about. test.json is validated field by field, so that one bad field neither hides another
+nor makes the LVE's other fields unusable (an error in its description does not stop a replay).
+
+pydantic takes about 0.15 s to import and build these models: the modules that read files import this one in
+the functions that validate, so that a command which reads no LVE (a warm check) does not pay for it.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Annotated, Any, ClassVar, Final
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
+from pydantic.config import JsonValue
+from pydantic_core import ErrorDetails, PydanticCustomError
+
+from lvegit.lve.problems import PLACEHOLDER, Problems, join_path, json_type, suggestion
+from lvegit.lve.prompt import Message, Role
+
+DRAFT: Final = "https://json-schema.org/draft/2020-12/schema"
+TEXT_PATTERN: Final = r"\S"
+# A key str.format_map looks up as it is (template.is_parameter_name): no dot, bracket, brace, comma or
+# space, and a letter or _ somewhere, so regex quantifiers such as {1,6} are never taken for one.
+PARAMETER_PATTERN: Final = r"^[^.\[\]{},\s]*[A-Za-z_][^.\[\]{},\s]*$"
+PATTERN_MESSAGES: Final = {
+    TEXT_PATTERN: "must be a non-empty string",
+    PARAMETER_PATTERN: "must be a parameter name (such as 'person' or 'phone-number')",
+}
+TAG_VALUES: Final[dict[str, tuple[str, ...] | None]] = {
+    "severity": ("low", "medium", "high"),
+    "jailbreak": ("yes", "no"),
+    "paper": None,  # free text
+}
+EXPECTED: Final = {
+    "string_type": "a string",
+    "string_unicode": "a string",
+    "int_type": "a whole number",
+    "bool_type": "true or false",
+    "list_type": "a list",
+    "dict_type": "an object",
+    "model_type": "an object",
+}
+
+Text = Annotated[str, StringConstraints(pattern=TEXT_PATTERN)]
+ParameterName = Annotated[str, StringConstraints(pattern=PARAMETER_PATTERN)]
+PromptFile = Annotated[str, Field(description="a prompt file, relative to the LVE folder (test.prompt)")]
+
+
+def exactly_one(forms: tuple[str, ...]) -> dict[str, Any]:
+    """JSON Schema: exactly one of `forms` is given and not null (a null one does not count)."""
+    return {
+        "oneOf": [{"required": [name], "properties": {name: {"not": {"type": "null"}}}} for name in forms]
+    }
+
+
+def given(model: BaseModel, forms: tuple[str, ...]) -> list[str]:
+    return [name for name in forms if getattr(model, name, None) is not None]
+
+
+class Contributed(BaseModel):
+    """A part of a contributed file. Its unknown keys are kept; `warn_unknown` says whether lvegit warns
+    about them (a checker's arguments and an instance's extra keys are no typos)."""
+
+    model_config = ConfigDict(strict=True, extra="allow")
+    warn_unknown: ClassVar[bool] = True
+
+
+class MessageSpec(Contributed):
+    """One message of a prompt. Only the model's turns (assistant) may leave content out: a null one is a
+    hole for the model to fill."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "if": {"required": ["role"], "properties": {"role": {"const": "assistant"}}},
+            "else": {"required": ["content"], "properties": {"content": {"type": "string"}}},
+        }
+    )
+
+    role: Annotated[Role, Field(strict=False)] = Role.user
+    content: str | None = Field(default=None, validate_default=True)
+    variable: str | None = None
+    image_url: str | None = None
+
+    def as_message(self, line: int | None = None) -> Message:
+        return Message(self.content, self.role, self.variable, self.image_url, line)
+
+    @field_validator("content")
+    @classmethod
+    def _content_unless_assistant(cls, content: str | None, info: ValidationInfo) -> str | None:
+        role = info.data.get("role")
+        if content is None and role is not None and role != Role.assistant:
+            raise PydanticCustomError("needs_content", "a {role} message needs content", {"role": str(role)})
+        return content
+
+
+Messages = Annotated[list[MessageSpec], Field(min_length=1)]
+RUN_FORMS: Final = ("prompt", "prompt_file")
+
+
+class RunSpec(Contributed):
+    """One entry of multi_run_prompt: a prompt run `repetitions` times."""
+
+    model_config = ConfigDict(json_schema_extra=exactly_one(RUN_FORMS))
+
+    name: str | None = None
+    repetitions: int = Field(default=1, ge=1)
+    prompt: Messages | None = None
+    prompt_file: PromptFile | None = None
+
+    @model_validator(mode="after")
+    def _one_prompt(self) -> RunSpec:
+        if len(given(self, RUN_FORMS)) != 1:
+            raise PydanticCustomError("prompt_forms", "needs exactly one of prompt or prompt_file")
+        return self
+
+
+class CheckerArgs(Contributed):
+    """The checker's name and its arguments (every other key)."""
+
+    warn_unknown = False
+
+    checker_name: Text
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+def _tag_rules() -> list[JsonValue]:
+    return [
+        {
+            "if": {"properties": {"name": {"const": name}}, "required": ["name"]},
+            "then": {"properties": {"value": {"enum": list(allowed)} if allowed else {"type": "string"}}},
+        }
+        for name, allowed in TAG_VALUES.items()
+    ]
+
+
+class Tag(Contributed):
+    model_config = ConfigDict(json_schema_extra={"allOf": _tag_rules()})
+
+    name: str
+    value: Any
+
+    @field_validator("value")
+    @classmethod
+    def _known_values(cls, value: Any, info: ValidationInfo) -> Any:
+        name = info.data.get("name")
+        allowed = TAG_VALUES.get(name, ()) if isinstance(name, str) else ()
+        if allowed is None and not isinstance(value, str):
+            raise PydanticCustomError("tag_text", "{name} must be text", {"name": name})
+        if allowed and value not in allowed:
+            raise PydanticCustomError(
+                "tag_value",
+                "{name} must be one of {allowed}, not {value}",
+                {"name": name, "allowed": ", ".join(allowed), "value": repr(value)},
+            )
+        return value
+
+
+def _listed_once(names: list[str]) -> list[str]:
+    for index, name in enumerate(names):
+        if name in names[:index]:
+            raise PydanticCustomError("listed_twice", "'{name}' is listed twice", {"name": name})
+    return names
+
+
+ParameterNames = Annotated[
+    list[ParameterName], AfterValidator(_listed_once), Field(json_schema_extra={"uniqueItems": True})
+]
+PROMPT_FORMS: Final = ("prompt", "prompt_file", "multi_run_prompt")
+
+
+class TestFile(Contributed):
+    """An LVE's test.json."""
+
+    __test__ = False  # not a test class, whatever its name
+    model_config = ConfigDict(
+        title="An LVE's test.json",
+        json_schema_extra={
+            "description": "What lvegit validate checks that a schema can say; lvegit validate checks the "
+            "rest (prompt files, parameters against the prompt, custom checkers, the folder's name).",
+            **exactly_one(PROMPT_FORMS),
+        },
+    )
+
+    description: Text
+    model: Annotated[Text, Field(description="the model id, e.g. openai/gpt-4o-mini")]
+    checker_args: CheckerArgs
+    prompt: Messages | None = None
+    prompt_file: PromptFile | None = None
+    multi_run_prompt: Annotated[list[RunSpec], Field(min_length=1)] | None = None
+    prompt_parameters: ParameterNames | None = None
+    default_model_args: Annotated[
+        dict[str, Any], Field(description="temperature, top_p, max_tokens, ...")
+    ] = Field(default_factory=dict)
+    tags: list[Tag] = Field(default_factory=list)
+    author: str | None = None
+
+
+def _text_object_or_list(value: Any) -> Any:
+    if not isinstance(value, str | dict | list):
+        raise PydanticCustomError(
+            "response_type", "must be a string, object or list, not {kind}", {"kind": json_type(value)}
+        )
+    return value
+
+
+class InstanceLine(Contributed):
+    """One line of an LVE's instances/*.jsonl. Keys lvegit does not know are kept as they are."""
+
+    warn_unknown = False
+    model_config = ConfigDict(title="One line of an LVE's instances/*.jsonl")
+
+    args: Annotated[dict[str, Any], Field(description="prompt parameters and model arguments")] = Field(
+        default_factory=dict
+    )
+    response: Annotated[
+        Any,
+        AfterValidator(_text_object_or_list),
+        WithJsonSchema(
+            {
+                "type": ["string", "object", "array"],
+                "description": "the text; {variable: text} for several variables; a list, one per run",
+            }
+        ),
+    ]
+    passed: Annotated[bool, Field(description="the checker's verdict (is_safe); missing: true")] = True
+    author: str | None = None
+    run_info: dict[str, Any] | None = None
+    prompt_out: Annotated[Any, Field(description="the whole conversation, as recorded")] = None
+
+
+def describe(error: ErrorDetails) -> str:
+    """A validation error in lvegit's words."""
+    kind, value, context = error["type"], error["input"], error.get("ctx", {})
+    if kind == "missing":
+        return "required field is missing"
+    if kind in EXPECTED:
+        return f"must be {EXPECTED[kind]}, not {json_type(value)}"
+    if kind == "string_pattern_mismatch":
+        return PATTERN_MESSAGES[context["pattern"]]
+    if kind == "too_short":
+        return "must not be empty"
+    if kind == "greater_than_equal":
+        return f"must be at least {context['ge']}"
+    if kind == "enum":
+        return f"must be one of {context['expected']}, not {value!r}"
+    return error["msg"]  # lvegit's own (PydanticCustomError) and any other
+
+
+def _report(exc: ValidationError, path: str, problems: Problems, line: int | None) -> None:
+    for error in exc.errors(include_url=False):
+        where = path
+        for key in error["loc"]:
+            where = join_path(where, key)
+        problems.error(where, describe(error), line)
+
+
+def _warn_unknown(value: Any, path: str, problems: Problems, line: int | None) -> None:
+    """Warn about the unknown keys of a validated value, a typo named with the key it may stand for."""
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            _warn_unknown(item, join_path(path, index), problems, line)
+    elif isinstance(value, Contributed):
+        if value.warn_unknown:
+            for key in value.model_extra or {}:
+                hint = suggestion(key, list(type(value).model_fields))
+                problems.warning(join_path(path, key), f"unknown key '{key}'{hint}", line)
+        for name in type(value).model_fields:
+            _warn_unknown(getattr(value, name), join_path(path, name), problems, line)
+
+
+@cache
+def _adapter(kind: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(kind)
+
+
+def validated(kind: Any, value: Any, path: str, problems: Problems, line: int | None = None) -> Any | None:
+    """`value` validated as `kind` (a model or an annotated type): the result, or None with its problems
+    reported at `path` (and `line`, for files of several values)."""
+    try:
+        result = _adapter(kind).validate_python(value)
+    except ValidationError as exc:
+        _report(exc, path, problems, line)
+        return None
+    _warn_unknown(result, path, problems, line)
+    return result
+
+
+def read_test_file(data: dict[str, Any], problems: Problems) -> dict[str, Any]:
+    """The fields of a test.json object that are valid, each validated on its own; the problems of the
+    others, of unknown keys, placeholders and prompt forms reported."""
+    fields = TestFile.model_fields
+    for key in data:
+        if key not in fields:
+            problems.warning(key, f"unknown key '{key}'{suggestion(key, list(fields))}")
+    _placeholder_problems(data, "", problems)
+    values: dict[str, Any] = {}
+    test_file = TestFile.model_construct()
+    for name, info in fields.items():
+        if name not in data:
+            if info.is_required():
+                problems.error(name, "required field is missing")
+            continue
+        try:
+            # The model's own validation of this one field (as when a field of a model is assigned).
+            TestFile.__pydantic_validator__.validate_assignment(test_file, name, data[name])
+        except ValidationError as exc:
+            _report(exc, "", problems, None)
+            continue
+        values[name] = getattr(test_file, name)
+        _warn_unknown(values[name], name, problems, None)
+    tags = data.get("tags")
+    for index, tag in enumerate(tags if isinstance(tags, list) else []):
+        if isinstance(tag, dict) and isinstance(tag.get("name"), str) and tag["name"] not in TAG_VALUES:
+            problems.warning(f"tags[{index}].name", f"unknown tag '{tag['name']}'")
+    forms = [name for name in PROMPT_FORMS if data.get(name) is not None]
+    if len(forms) != 1:
+        found = ", ".join(forms) if forms else "none"
+        problems.error("", f"needs exactly one of prompt, prompt_file or multi_run_prompt (found: {found})")
+    return values
+
+
+def _placeholder_problems(value: Any, path: str, problems: Problems) -> None:
+    if isinstance(value, str) and value.strip() == PLACEHOLDER:
+        problems.error(path, f"still holds the placeholder {PLACEHOLDER!r}: fill it in")
+    elif isinstance(value, dict):
+        for key, child in value.items():
+            _placeholder_problems(child, join_path(path, key), problems)
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            _placeholder_problems(child, join_path(path, index), problems)
+
+
+def json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """A model's JSON Schema (draft 2020-12), as `lvegit schema` prints it."""
+    return {"$schema": DRAFT, **model.model_json_schema()}
+
+
+def parse_message(value: Any, path: str, problems: Problems, line: int | None = None) -> Message | None:
+    """One message object; problems are reported at `path` (and `line`, for prompt files)."""
+    spec = validated(MessageSpec, value, path, problems, line)
+    return spec.as_message(line) if spec is not None else None
+
+
+def parse_messages(value: Any, path: str, problems: Problems) -> list[Message]:
+    """A list of messages (the valid ones are used only when all are)."""
+    specs = validated(Messages, value, path, problems)
+    return [spec.as_message() for spec in specs or []]

@@ -47,6 +47,19 @@ MULTI_RUN_TEST = {
 }
 
 
+def shipped_schema_accepts(document: Any, kind: str) -> None:
+    """Fails unless `document` is a `kind` document (lvegit-KIND, its newest version) that its shipped JSON
+    Schema accepts, checked with jsonschema, independently of the records that wrote it."""
+    import jsonschema
+
+    from lvegit.commands.schema import DOCUMENTS
+
+    schema = json.loads(DOCUMENTS[kind].read_text())
+    jsonschema.Draft202012Validator(schema).validate(document)
+    assert document["schema"] == f"lvegit-{kind}", document["schema"]
+    assert not jsonschema.Draft202012Validator(schema).is_valid({**document, "version": -1})
+
+
 def instance(response: Any, passed: bool, **args: Any) -> dict[str, Any]:
     return {
         "args": {"temperature": 0.0, **args},

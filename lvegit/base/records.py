@@ -25,8 +25,9 @@ def schema_file(kind: str, version: int) -> Path:
 
 
 def json_schema(kind: str, document: type[Record], version: int) -> dict[str, Any]:
-    """The JSON Schema of a document, generated from its record, with its $id."""
-    return {"$id": schema_file(kind, version).name, **document.model_json_schema(by_alias=True)}
+    """The JSON Schema of a document, generated from its record, with its $id and title."""
+    schema = document.model_json_schema(by_alias=True)
+    return {"$id": schema_file(kind, version).name, **schema, "title": f"lvegit-{kind} version {version}"}
 
 
 def write_schemas(documents: Mapping[str, type[Record]], version: int) -> None:

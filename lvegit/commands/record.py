@@ -93,7 +93,9 @@ def record_command(
     policy = replace(current_settings().retry, attempts=retries + 1)
     attempt = record_instance(pool, lve, values, temperature, author, file_name, policy)
     if output_format == "json":
-        print_json(attempt.as_json())
+        from lvegit.run.records import record_document  # pydantic: only for the JSON document
+
+        print_json(record_document(attempt))
     elif attempt.status != "complete":
         note(f"error: {attempt.error}")  # every error in one form: `lvegit: error: ...` on stderr
     else:

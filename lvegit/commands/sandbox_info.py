@@ -29,7 +29,9 @@ def sandbox_command(output_format: str) -> int:
         worker = CheckerWorker("sandbox", Path(empty_lve))
         worker.close()
     if output_format == "json":
-        print_json({"isolation": worker.isolation})
+        from lvegit.publish.documents import sandbox_document  # pydantic: only for the JSON document
+
+        print_json(sandbox_document(worker.isolation))
     else:
         line("Custom checkers run in a separate process without secrets in its environment:")
         for layer in worker.isolation:

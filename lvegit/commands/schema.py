@@ -1,33 +1,35 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from lvegit.base.errors import EXIT_OK
+from lvegit.base.records import SCHEMA_DIR
 from lvegit.commands.catalog import short_help
-from lvegit.publish.schema import KINDS, SCHEMA_DIR, shipped
+from lvegit.publish.schema import KINDS, shipped
 
-# The documents lvegit writes, each with the schema generated from its records (publish/documents.py,
-# judge/records.py, run/records.py, github/results.py) and shipped beside the others.
-DOCUMENTS = {
-    "list": "lvegit-list-v1.json",
-    "changed": "lvegit-changed-v1.json",
-    "models": "lvegit-models-v1.json",
-    "validate": "lvegit-validate-v1.json",
-    "replay": "lvegit-replay-v1.json",
-    "check": "lvegit-check-v1.json",
-    "run": "lvegit-run-v1.json",
-    "results": "lvegit-results-v2.json",
-}
+
+def documents() -> dict[str, Path]:
+    """The documents lvegit writes, by kind: the shipped schema of each one's newest version."""
+    found: dict[str, tuple[int, Path]] = {}
+    for path in SCHEMA_DIR.glob("lvegit-*-v*.json"):
+        kind, _, version = path.stem.removeprefix("lvegit-").rpartition("-v")
+        if int(version) > found.get(kind, (0, path))[0]:
+            found[kind] = (int(version), path)
+    return {kind: path for kind, (_version, path) in sorted(found.items())}
+
+
+DOCUMENTS = documents()
 
 
 @click.command("schema", short_help=short_help("schema"))
 @click.argument("kind", type=click.Choice([*KINDS, *DOCUMENTS]))
 def schema_command(kind: str) -> int:
     """Print a JSON Schema (draft 2020-12): of an LVE's test.json (KIND test) or of one line of its
-    instances/*.jsonl (KIND instance), for editors and other tools; or of a document lvegit writes: what
-    `list`, `changed`, `models`, `validate`, `replay`, `check`, `run` and `report` print with --format json
-    (KIND list, changed, models, validate, replay, check, run: report prints a run's), and the Action's
-    results file (KIND results).
+    instances/*.jsonl (KIND instance), for editors and other tools; or of a document lvegit writes: what a
+    command prints with --format json (KIND is the command's name; report prints a run's document), and
+    the Action's results file (KIND results).
 
     The schema says what a schema can: the keys and their types, exactly one prompt form, message roles,
     tags, and the arguments lvegit's own checkers need. It never refuses what lvegit validate accepts;
@@ -38,7 +40,8 @@ def schema_command(kind: str) -> int:
       lvegit schema test
       lvegit schema instance
       lvegit schema run
+      lvegit schema show
     """
-    text = shipped(kind) if kind in KINDS else (SCHEMA_DIR / DOCUMENTS[kind]).read_text(encoding="utf-8")
+    text = shipped(kind) if kind in KINDS else DOCUMENTS[kind].read_text(encoding="utf-8")
     click.echo(text, nl=False)
     return EXIT_OK

@@ -49,12 +49,12 @@ def _print(view: dict[str, Any]) -> None:
     args = ", ".join(f"{name}={json.dumps(value)}" for name, value in view["checker"]["args"].items())
     _field("checker", f"{view['checker']['name']}({args})")
     styled_line("  ", styled("prompt:", bold=True))
-    if "runs" in view["prompt"]:
+    if view["prompt"]["runs"] is not None:
         for run in view["prompt"]["runs"]:
             styled_line("    ", console(f"run {run['name']} x{run['repetitions']}:"))
             for message in run["messages"]:
                 _message(message, " " * 6)
-    for message in view["prompt"].get("messages", []):
+    for message in view["prompt"]["messages"] or []:
         _message(message, " " * 4)
     _field("parameters", ", ".join(view["prompt_parameters"]) or "(none)")
     if view["default_model_args"]:

@@ -11,14 +11,14 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from lvegit import __version__
 from lvegit.base.errors import UsageError
 from lvegit.base.escape import mask
 from lvegit.base.files import FileProblem, output_folder, write_inside
 from lvegit.base.output import count
-from lvegit.base.records import Record
+from lvegit.base.records import Record, write_schemas
 from lvegit.judge.records import ReplayCounts
 from lvegit.judge.results import Appended, LVEChange, LVECheck, ReplayResult, summarize
 from lvegit.lve.problems import Problem
@@ -69,10 +69,6 @@ class Totals(Record):
 class ResultsDocument(Record):
     """The results file of check mode, read back by comment mode."""
 
-    model_config = ConfigDict(
-        title=f"{SCHEMA} version {VERSION}", json_schema_extra={"$id": f"{SCHEMA}-v{VERSION}.json"}
-    )
-
     schema_name: Literal["lvegit-results"] = Field(alias="schema")
     version: Literal[2]
     lvegit: str
@@ -89,12 +85,7 @@ class ResultsDocument(Record):
     passed: bool
 
 
-SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schemas" / f"{SCHEMA}-v{VERSION}.json"
-
-
-def json_schema() -> dict[str, Any]:
-    """The JSON Schema of the results file, generated from the records above (shipped as SCHEMA_FILE)."""
-    return ResultsDocument.model_json_schema(by_alias=True)
+DOCUMENTS: Final[dict[str, type[Record]]] = {"results": ResultsDocument}
 
 
 def lve_record(
@@ -229,5 +220,5 @@ def parse_fail_on(text: str) -> tuple[str, ...]:
     return names
 
 
-if __name__ == "__main__":  # python -m lvegit.github.results > lvegit/schemas/lvegit-results-v2.json
-    print(json.dumps(json_schema(), indent=2))
+if __name__ == "__main__":  # python -m lvegit.github.results: rewrite its shipped schema
+    write_schemas(DOCUMENTS, VERSION)

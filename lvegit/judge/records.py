@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from lvegit.base.records import Record, write_schemas
 from lvegit.judge.results import LVECheck, LVEReport, ReplayResult, summarize
@@ -46,8 +46,6 @@ class ValidationSummary(Record):
 class ValidateDocument(Record):
     """What `lvegit validate --format json` prints."""
 
-    model_config = ConfigDict(title=f"lvegit-validate version {VERSION}")
-
     schema_name: Literal["lvegit-validate"] = Field(alias="schema")
     version: Literal[1]
     lves: list[ValidationRecord]
@@ -56,8 +54,6 @@ class ValidateDocument(Record):
 
 class ReplayDocument(Record):
     """What `lvegit replay --format json` prints."""
-
-    model_config = ConfigDict(title=f"lvegit-replay version {VERSION}")
 
     schema_name: Literal["lvegit-replay"] = Field(alias="schema")
     version: Literal[1]
@@ -76,8 +72,6 @@ class CheckSummary(Record):
 
 class CheckDocument(Record):
     """What `lvegit check --format json` prints."""
-
-    model_config = ConfigDict(title=f"lvegit-check version {VERSION}")
 
     schema_name: Literal["lvegit-check"] = Field(alias="schema")
     version: Literal[1]

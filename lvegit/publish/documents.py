@@ -1,11 +1,11 @@
-"""The typed, versioned records of `list`, `changed` and `models --format json`: one document each
-(schemas `lvegit-list`, `lvegit-changed`, `lvegit-models`, version 1, shipped in lvegit/schemas/)."""
+"""The typed, versioned records of `list`, `changed`, `models`, `show` and `sandbox --format json`: one
+document each (schemas `lvegit-list`, ..., `lvegit-sandbox`, version 1, shipped in lvegit/schemas/)."""
 
 from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from lvegit.base.records import Record, write_schemas
 from lvegit.checkers.model_stack import NeededModel
@@ -31,8 +31,6 @@ class LVERow(Record):
 class ListDocument(Record):
     """What `lvegit list --format json` prints."""
 
-    model_config = ConfigDict(title=f"lvegit-list version {VERSION}")
-
     schema_name: Literal["lvegit-list"] = Field(alias="schema")
     version: Literal[1]
     lves: list[LVERow]
@@ -45,8 +43,6 @@ class Rename(Record):
 
 class ChangedDocument(Record):
     """What `lvegit changed --format json` prints: the LVE folders the comparison touched."""
-
-    model_config = ConfigDict(title=f"lvegit-changed version {VERSION}")
 
     schema_name: Literal["lvegit-changed"] = Field(alias="schema")
     version: Literal[1]
@@ -67,17 +63,78 @@ class HubModel(Record):
 class ModelsDocument(Record):
     """What `lvegit models --format json` prints: the hub models the LVEs' checkers need."""
 
-    model_config = ConfigDict(title=f"lvegit-models version {VERSION}")
-
     schema_name: Literal["lvegit-models"] = Field(alias="schema")
     version: Literal[1]
     models: list[HubModel]
+
+
+class ShownMessage(Record):
+    role: Literal["user", "assistant", "system"]
+    content: str | None
+    variable: str | None = None
+    image_url: str | None = None
+
+
+class ShownRun(Record):
+    name: str
+    repetitions: int
+    messages: list[ShownMessage]
+
+
+class ShownPrompt(Record):
+    """The prompt's messages, or for a multi-run LVE each run's."""
+
+    messages: list[ShownMessage] | None = None
+    runs: list[ShownRun] | None = None
+
+
+class ShownChecker(Record):
+    name: str
+    args: dict[str, Any]
+
+
+class InstanceFileCounts(Record):
+    """An instance file's instances, safe and unsafe as recorded, and its lines that could not be read."""
+
+    file: str
+    safe: int
+    unsafe: int
+    unreadable_lines: int
+
+
+class ShowDocument(Record):
+    """What `lvegit show --format json` prints: one LVE, its instance counts and its first instances
+    (each line as recorded, with its file and line)."""
+
+    schema_name: Literal["lvegit-show"] = Field(alias="schema")
+    version: Literal[1]
+    path: str
+    description: str
+    model: str
+    checker: ShownChecker
+    prompt: ShownPrompt
+    prompt_parameters: list[str]
+    default_model_args: dict[str, Any]
+    tags: list[dict[str, Any]]
+    author: str | None
+    instance_files: list[InstanceFileCounts]
+    instances: list[dict[str, Any]]
+
+
+class SandboxDocument(Record):
+    """What `lvegit sandbox --format json` prints: the isolation layers custom checkers run under here."""
+
+    schema_name: Literal["lvegit-sandbox"] = Field(alias="schema")
+    version: Literal[1]
+    isolation: list[str]
 
 
 DOCUMENTS: Final[dict[str, type[Record]]] = {
     "list": ListDocument,
     "changed": ChangedDocument,
     "models": ModelsDocument,
+    "show": ShowDocument,
+    "sandbox": SandboxDocument,
 }
 
 
@@ -102,6 +159,10 @@ def changed_document(changes: Changes) -> dict[str, Any]:
         renamed=renamed,
     )
     return shown(document)
+
+
+def sandbox_document(isolation: list[str]) -> dict[str, Any]:
+    return shown(SandboxDocument(schema="lvegit-sandbox", version=VERSION, isolation=isolation))
 
 
 def models_document(found: list[NeededModel]) -> dict[str, Any]:

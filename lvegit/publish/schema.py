@@ -10,12 +10,11 @@ Unknown keys are allowed, as validate only warns about them.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any, Final
 
+from lvegit.base.records import SCHEMA_DIR
 from lvegit.lve.schema import InstanceLine, TestFile, json_schema
 
-SCHEMA_DIR: Final = Path(__file__).resolve().parent.parent / "schemas"
 KINDS: Final = ("test", "instance")
 
 

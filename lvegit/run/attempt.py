@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from lvegit.base.errors import UsageError
 from lvegit.base.escape import mask
+from lvegit.lve.problems import RECORD_CONFIG
 
 Status = Literal["new", "started", "complete", "error", "skipped"]  # skipped: replay could not judge it
 
@@ -29,6 +30,8 @@ def attempt_id(*identity: Any) -> str:
 
 @dataclass(slots=True)  # a large run holds one per attempt
 class Attempt:
+    __pydantic_config__ = RECORD_CONFIG  # `record --format json` prints it as a record (run/records.py)
+
     id: str
     lve: str
     model: str  # as requested (the LVE's model or --model)

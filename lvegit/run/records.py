@@ -1,20 +1,20 @@
 """The typed, versioned records of live results. `run --format json` and `report --format json` print a
-RunDocument (schema `lvegit-run`, version 1, shipped as lvegit/schemas/lvegit-run-v1.json); the Action's
-results file holds a LiveRecord for each instance it re-ran. Built from InstanceResult, in one place."""
+RunDocument (schema `lvegit-run`, version 1), `record --format json` a RecordDocument (`lvegit-record`); their
+schemas ship in lvegit/schemas/. The Action's results file holds a LiveRecord for each instance it re-ran.
+Built from InstanceResult and Attempt, in one place."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
-from lvegit.base.records import Record
+from lvegit.base.records import Record, write_schemas
+from lvegit.run.attempt import Attempt
 from lvegit.run.rerun import InstanceResult
 
 SCHEMA: Final = "lvegit-run"
 VERSION: Final = 1
-SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schemas" / f"{SCHEMA}-v{VERSION}.json"
 
 
 class LiveRecord(Record):
@@ -73,10 +73,6 @@ class RunSummary(Record):
 class RunDocument(Record):
     """What `lvegit run --format json` and `lvegit report --format json` print."""
 
-    model_config = ConfigDict(
-        title=f"{SCHEMA} version {VERSION}", json_schema_extra={"$id": f"{SCHEMA}-v{VERSION}.json"}
-    )
-
     schema_name: Literal["lvegit-run"] = Field(alias="schema")
     version: Literal[1]
     instances: list[InstanceRecord]
@@ -84,6 +80,22 @@ class RunDocument(Record):
     invalid: list[InvalidLVE]
     unroutable: list[UnroutableModel]
     summary: RunSummary
+
+
+class RecordDocument(Record):
+    """What `lvegit record --format json` prints: the attempt that recorded one instance."""
+
+    schema_name: Literal["lvegit-record"] = Field(alias="schema")
+    version: Literal[1]
+    attempt: Attempt
+
+
+DOCUMENTS: Final[dict[str, type[Record]]] = {"run": RunDocument, "record": RecordDocument}
+
+
+def record_document(attempt: Attempt) -> dict[str, Any]:
+    document = RecordDocument(schema="lvegit-record", version=VERSION, attempt=attempt)
+    return document.model_dump(mode="json", by_alias=True)
 
 
 def live_record(result: InstanceResult) -> LiveRecord:
@@ -111,12 +123,5 @@ def _live_fields(result: InstanceResult) -> dict[str, Any]:
     }
 
 
-def json_schema() -> dict[str, Any]:
-    """The JSON Schema of RunDocument (shipped as SCHEMA_FILE)."""
-    return RunDocument.model_json_schema(by_alias=True)
-
-
-if __name__ == "__main__":  # python -m lvegit.run.records > lvegit/schemas/lvegit-run-v1.json
-    import json
-
-    print(json.dumps(json_schema(), indent=2))
+if __name__ == "__main__":  # python -m lvegit.run.records: rewrite their shipped schemas
+    write_schemas(DOCUMENTS, VERSION)

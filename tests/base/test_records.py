@@ -1,5 +1,5 @@
-"""Every versioned document's shipped JSON Schema is the one its records generate, and `lvegit schema KIND`
-prints it."""
+"""Every versioned document's shipped JSON Schema is the one its records generate, `lvegit schema KIND`
+prints it, and it offers every document."""
 
 from __future__ import annotations
 
@@ -10,10 +10,14 @@ from typing import Any
 import pytest
 
 from lvegit.base.records import json_schema, schema_file
-from lvegit.judge import records
+from lvegit.commands.schema import DOCUMENTS
+from lvegit.github import results
+from lvegit.judge import records as judge_records
 from lvegit.publish import documents
+from lvegit.run import records as run_records
 
-KINDS = [(module, kind) for module in (records, documents) for kind in module.DOCUMENTS]
+MODULES = (documents, judge_records, run_records, results)
+KINDS = [(module, kind) for module in MODULES for kind in module.DOCUMENTS]
 
 
 @pytest.mark.parametrize(("module", "kind"), KINDS, ids=[kind for _module, kind in KINDS])
@@ -24,3 +28,7 @@ def test_the_shipped_schema_is_the_generated_one(module: ModuleType, kind: str, 
     )
     printed = cli("schema", kind)
     assert (printed.code, printed.out) == (0, shipped)
+
+
+def test_the_schema_command_offers_every_document_and_only_those() -> None:
+    assert sorted(DOCUMENTS) == sorted(kind for _module, kind in KINDS)

@@ -16,6 +16,8 @@ import pytest
 
 from lvegit.checkers import confine
 
+from builders import shipped_schema_accepts
+
 
 def in_child(body: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     read_end, write_end = os.pipe()
@@ -81,6 +83,7 @@ def test_seccomp_blocks_processes_programs_and_sockets_but_not_threads() -> None
 def test_sandbox_command_reports_the_layers(cli: Any) -> None:
     result = cli("sandbox", "--format", "json")
     assert result.code == 0
+    shipped_schema_accepts(result.json(), "sandbox")
     layers = result.json()["isolation"]
     assert layers[-2] == "limits: CPU 120 s, memory 2 GiB, file size 16 MiB, 256 open files, no core dumps"
     assert layers[-1].startswith("seccomp")

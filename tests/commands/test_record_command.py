@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from builders import RepoBuilder
+from builders import RepoBuilder, shipped_schema_accepts
 from servers import Running
 
 MASKING = (
@@ -51,8 +51,15 @@ def test_record_appends_a_postprocessed_instance_each_time(
     assert stored["args"] == {"temperature": 0.9, "max_tokens": 50, "person": "Jane"}
     assert (stored["response"], stored["passed"], stored["author"]) == ("Write to <EMAIL>", False, "me")
     assert openai_server.state.requests[0]["temperature"] == 0.9
-    again = cli("record", str(lve_dir), "--param", "person=Jane", "--temperature", "0.9", cwd=repo.root)
-    assert again.out.splitlines()[-1].startswith("appended to ")  # the same parameters: new evidence
+    again = cli("record", str(lve_dir), "--param", "person=Jane", "--format", "json", cwd=repo.root)
+    shipped_schema_accepts(again.json(), "record")
+    attempt = again.json()["attempt"]
+    assert attempt["appended_to"].endswith("instances/instances.jsonl")  # the same parameters: new evidence
+    assert (attempt["status"], attempt["verdict"], attempt["response"]) == (
+        "complete",
+        False,
+        "Write to <EMAIL>",
+    )
     assert len((lve_dir / "instances/instances.jsonl").read_text().splitlines()) == 2
     assert cli("validate", str(lve_dir), cwd=repo.root).code == 0
     replayed = cli("replay", str(lve_dir), cwd=repo.root)

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from builders import RepoBuilder, instance
+from builders import RepoBuilder, instance, shipped_schema_accepts
 
 
 def test_show_prints_one_lve(repo: RepoBuilder, cli: Any) -> None:
@@ -56,11 +56,13 @@ def test_show_json_multi_run_and_holes(repo: RepoBuilder, cli: Any) -> None:
     repo.lve("rel/runs", test, instances={"i.jsonl": [instance(["a", "b", ["c", "d"]], True, x=1)]})
     path = "repository/rel/runs/openai--gpt-4o-mini"
     view = cli("show", path, "--format", "json", cwd=repo.root).json()
+    shipped_schema_accepts(view, "show")
     assert [run["name"] for run in view["prompt"]["runs"]] == ["ask", "again"]
     assert view["prompt"]["runs"][1]["messages"][1] == {
         "role": "assistant",
         "content": None,
         "variable": "answer",
+        "image_url": None,
     }
     assert view["instance_files"] == [
         {"file": f"{path}/instances/i.jsonl", "safe": 1, "unsafe": 0, "unreadable_lines": 0}

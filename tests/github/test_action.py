@@ -18,6 +18,7 @@ import pytest
 
 from lvegit import __version__
 from lvegit.base.escape import markdown
+from lvegit.base.records import schema_file
 from lvegit.base.settings import current
 from lvegit.github import results
 from lvegit.github.render import COMMENT_LIMIT, MARKER
@@ -396,7 +397,9 @@ def test_live_rerun_appends_instances_and_writes_a_patch(
     data = json.loads((git.root / "lvegit-results/results.json").read_text())
     assert data["live"] == {"enabled": True, "reason": "enabled"}
     assert data["totals"]["appended"] == 3
-    jsonschema.validate(data, json.loads(results.SCHEMA_FILE.read_text()))  # live and appended records too
+    jsonschema.validate(
+        data, json.loads(schema_file("results", results.VERSION).read_text())
+    )  # live and appended records too
     patch = (git.root / "lvegit-results/instances.patch").read_text()
     assert patch.count("\n+{") == 3 and "cat/a/openai--gpt-4o-mini/instances/i.jsonl" in patch
     # The maintainer pushes the appended instances, then a commit that touches no LVE: each synchronize

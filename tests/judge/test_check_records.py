@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-import jsonschema
 import pytest
 
-from lvegit.base.records import schema_file
 from lvegit.judge import records
 
-from builders import RepoBuilder, instance
+from builders import RepoBuilder, instance, shipped_schema_accepts
 
 
 @pytest.mark.parametrize("kind", list(records.DOCUMENTS))
@@ -21,10 +18,8 @@ def test_each_command_prints_a_document_its_schema_accepts(kind: str, repo: Repo
     repo.lve("cat/broken", test={"tags": [{"name": "severity", "value": "extreme"}]})
     ran = cli(kind, "--all", "--format", "json", cwd=repo.root)
     document = ran.json()
-    schema = json.loads(schema_file(kind, records.VERSION).read_text())
-    jsonschema.Draft202012Validator(schema).validate(document)
-    assert (ran.code, document["schema"], document["version"]) == (1, f"lvegit-{kind}", 1)
-    assert not jsonschema.Draft202012Validator(schema).is_valid({**document, "version": 2})
+    shipped_schema_accepts(document, kind)
+    assert ran.code == 1
     if kind != "replay":
         [broken] = [lve for lve in document["lves"] if not lve["valid"]]
         assert broken["errors"][0]["field"] == "tags[0].value"

@@ -125,12 +125,12 @@ def test_record_and_run_with_a_local_model(
         cwd=repo.root,
     )
     assert recorded.code == 0, recorded.out
-    response = recorded.json()["response"]
+    response = recorded.json()["attempt"]["response"]
     expected = direct_generation(
         tiny_model, "system: yes or no .\nuser: what is one + three ?\nassistant:", 6
     )
     assert response == expected and response.strip()
-    assert recorded.json()["backend"] == "transformers"
+    assert recorded.json()["attempt"]["backend"] == "transformers"
 
     rows = [json.loads(x) for x in (lve_dir / "instances/instances.jsonl").read_text().splitlines()]
     assert (rows[0]["run_info"]["device"], rows[0]["run_info"]["dtype"]) == ("cpu", "float32")

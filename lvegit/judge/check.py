@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from lvegit.judge.cache import VerdictCache
 from lvegit.judge.results import LVECheck, LVEReport, ReplayResult
@@ -98,10 +99,16 @@ def check_stream(
     def here(lve_dir: Path) -> LVECheck:
         return settled.get(lve_dir) or _judge(repo, lve_dir, cache, strict, keys.get(lve_dir))
 
-    def elsewhere(lve_dir: Path, results: list[ReplayResult]) -> LVECheck:
-        report = validate.validate_lve(repo, lve_dir, strict)
-        return LVECheck(report, without_repeats(report, results))
+    def read(document: Any) -> dict[str, LVECheck]:
+        return {entry["path"]: LVECheck.from_json(entry) for entry in document["lves"]}
 
+    def failed(lve_dir: Path, reason: str) -> LVECheck:
+        return LVECheck(
+            validate.validate_lve(repo, lve_dir, strict), [replay.replay_error(repo, lve_dir, reason)]
+        )
+
+    # Checked whole in that process, validation included: its records are used as they come.
+    elsewhere = replay.Elsewhere(["check", "--strict"] if strict else ["check"], read, failed)
     yield from replay.judge_stream(repo, lve_dirs, cache, here, elsewhere, settled.__contains__)
 
 

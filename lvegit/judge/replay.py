@@ -11,9 +11,9 @@ import sys
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from lvegit import __version__
 from lvegit.base.errors import CheckerUnavailable, LvegitError
@@ -31,6 +31,16 @@ from lvegit.lve.repo import Repository, named_checker
 from lvegit.lve.spec import LVE, Loaded, blocking_errors, load_lve
 
 Judged = TypeVar("Judged")
+
+
+@dataclass(frozen=True)
+class Elsewhere(Generic[Judged]):
+    """How LVEs are judged in a process of their own: the lvegit command it runs (with --format json), how
+    its document gives each LVE's outcome by path, and the outcome of an LVE when that process failed."""
+
+    command: list[str]
+    read: Callable[[Any], dict[str, Judged]]
+    failed: Callable[[Path, str], Judged]
 
 
 Depends = Literal["files", "machine", "never"]  # what replay results follow from (see judge_lve)
@@ -210,10 +220,10 @@ def _stack(
     if named is None or named[0] not in MODEL_CHECKERS or classifier_missing(*named):
         return None
     checker = MODEL_CHECKERS[named[0]]
-    lve, _problems, _text = load_lve(repo, lve_dir)
-    if lve is None:
-        return None
-    if cache is not None:
+    if cache is not None:  # loaded here only to ask the cache
+        lve, _problems, _text = load_lve(repo, lve_dir)
+        if lve is None:
+            return None
         instances = [instance for recorded in lve.recorded() for instance in recorded.instances]
         keys = _instance_keys(lve, instances)
         if all(key is not None and cache.get(key) is not None for key in keys):
@@ -221,10 +231,10 @@ def _stack(
     return str(getattr(checker, "stack", checker.__name__))
 
 
-def _replay_elsewhere(
-    repo: Repository, lve_dirs: list[Path], cache: VerdictCache | None
+def _judge_elsewhere(
+    repo: Repository, lve_dirs: list[Path], cache: VerdictCache | None, command: list[str]
 ) -> subprocess.Popen[bytes]:
-    """`lvegit replay` of these LVEs in a process of its own (lvegit's code: no contributed code runs
+    """`lvegit COMMAND` of these LVEs in a process of its own (lvegit's code: no contributed code runs
     there), started now so that its libraries load while this process judges the other LVEs. It uses
     this process's cache as this process does: the same directory, read-only when this one is."""
     cache_settings = CacheSettings(
@@ -232,7 +242,7 @@ def _replay_elsewhere(
         None if cache is None else str(cache.directory),
     )
     settings = replace(current(), cache=cache_settings)
-    command = [sys.executable, "-m", "lvegit", "--settings-json", settings.as_flag(), "replay"]
+    command = [sys.executable, "-m", "lvegit", "--settings-json", settings.as_flag(), *command]
     command += ["--format", "json", "--repo", str(repo.root)]
     # Its settings come in the flag: none through LVEGIT_* variables, which it would read again.
     environment = {name: value for name, value in os.environ.items() if not name.startswith("LVEGIT_")}
@@ -241,18 +251,23 @@ def _replay_elsewhere(
     )
 
 
-def _results_of(
-    process: subprocess.Popen[bytes], lve_dirs: list[Path], repo: Repository
-) -> list[ReplayResult]:
+def _outcomes_of(
+    process: subprocess.Popen[bytes], lve_dirs: list[Path], repo: Repository, elsewhere: Elsewhere[Judged]
+) -> Iterator[tuple[Path, Judged]]:
+    """Each LVE's outcome from the document the process printed; where that fails, why."""
     out, err = process.communicate()
     try:
-        return [ReplayResult(**item) for item in json.loads(out)["instances"]]
+        found = elsewhere.read(json.loads(out))
+        outcomes = [(d, found[repo.relative(d)]) for d in lve_dirs]
     except (ValueError, KeyError, TypeError):
-        reason = f"the replay process failed: {err.decode(errors='replace').strip()[-500:]}"
-        return [
-            ReplayResult(repo.relative(d), repo.relative(d), None, None, None, "error", reason)
-            for d in lve_dirs
-        ]
+        reason = f"the {elsewhere.command[0]} process failed: {err.decode(errors='replace').strip()[-500:]}"
+        outcomes = [(d, elsewhere.failed(d, reason)) for d in lve_dirs]
+    yield from outcomes
+
+
+def replay_error(repo: Repository, lve_dir: Path, reason: str) -> ReplayResult:
+    """An LVE's one replay result when it could not be replayed at all."""
+    return ReplayResult(repo.relative(lve_dir), repo.relative(lve_dir), None, None, None, "error", reason)
 
 
 def judge_stream(
@@ -260,14 +275,15 @@ def judge_stream(
     lve_dirs: list[Path],
     cache: VerdictCache | None,
     here: Callable[[Path], Judged],
-    elsewhere: Callable[[Path, list[ReplayResult]], Judged],
+    elsewhere: Elsewhere[Judged],
     settled: Callable[[Path], bool] = lambda _lve_dir: False,
     threads: int = 8,
 ) -> Iterator[tuple[Path, Judged]]:
     """Each LVE's outcome as soon as it is known. LVEs whose checker needs a model stack that is not
     cached (and that are not `settled` already) go to one lvegit replay process per stack, started first,
-    so that Presidio and torch load side by side while `here` judges the others; `elsewhere` completes
-    their replay results. LVEs with a custom checker are judged on up to `threads` threads, since they
+    so that Presidio and torch load side by side while `here` judges the others; `elsewhere` says what that
+    process runs and how its outcomes are read (they are used as they come: nothing is loaded or judged
+    again here). LVEs with a custom checker are judged on up to `threads` threads, since they
     mostly wait for their sandboxed workers; the others are judged on this thread (threads would only
     contend for the interpreter), ahead of their turn while a custom checker's LVE is not done yet.
     The LVEs come in the order given, warm cache or cold: one judged elsewhere holds back those after it
@@ -287,7 +303,7 @@ def _judge_stream(
     lve_dirs: list[Path],
     cache: VerdictCache | None,
     here: Callable[[Path], Judged],
-    elsewhere: Callable[[Path, list[ReplayResult]], Judged],
+    elsewhere: Elsewhere[Judged],
     settled: Callable[[Path], bool],
     threads: int,
 ) -> Iterator[tuple[Path, Judged]]:
@@ -302,7 +318,7 @@ def _judge_stream(
     if len(by_stack) == 1 and sum(map(len, by_stack.values())) == len(lve_dirs):
         by_stack.clear()  # one stack and nothing else: no process to overlap with (and no recursion)
     away = {d for dirs in by_stack.values() for d in dirs}
-    processes = [(_replay_elsewhere(repo, dirs, cache), dirs) for dirs in by_stack.values()]
+    processes = [(_judge_elsewhere(repo, dirs, cache, elsewhere.command), dirs) for dirs in by_stack.values()]
     local = [d for d in lve_dirs if d not in away]
     sandboxed = [
         d for d in local if (named := checkers.get(d)) is not None and named[0] not in BUILTIN_CHECKERS
@@ -328,19 +344,23 @@ def _judge_stream(
                     judge_next()
                 yield lve_dir, judged.pop(lve_dir)
     for process, dirs in processes:
-        per_lve: dict[str, list[ReplayResult]] = {}
-        for result in _results_of(process, dirs, repo):
-            per_lve.setdefault(result.lve, []).append(result)
-        yield from ((d, elsewhere(d, per_lve.get(repo.relative(d), []))) for d in dirs)
+        yield from _outcomes_of(process, dirs, repo, elsewhere)
 
 
 def replay_stream(
     repo: Repository, lve_dirs: list[Path], cache: VerdictCache | None = None
 ) -> Iterator[tuple[Path, list[ReplayResult]]]:
     """Each LVE's replay results as soon as they are known (see judge_stream)."""
-    return judge_stream(
-        repo, lve_dirs, cache, lambda lve_dir: replay_lve(repo, lve_dir, cache), lambda _d, results: results
-    )
+
+    def read(document: Any) -> dict[str, list[ReplayResult]]:
+        per_lve: dict[str, list[ReplayResult]] = {repo.relative(d): [] for d in lve_dirs}
+        for item in document["instances"]:
+            result = ReplayResult(**item)
+            per_lve[result.lve].append(result)
+        return per_lve
+
+    elsewhere = Elsewhere(["replay"], read, lambda lve_dir, reason: [replay_error(repo, lve_dir, reason)])
+    return judge_stream(repo, lve_dirs, cache, lambda lve_dir: replay_lve(repo, lve_dir, cache), elsewhere)
 
 
 def replay_all(

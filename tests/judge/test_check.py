@@ -189,11 +189,8 @@ def test_records_round_trip_through_json(repo: RepoBuilder) -> None:
 
 
 def test_the_order_is_the_same_warm_and_cold(repo: RepoBuilder, tmp_path: Path) -> None:
-    pii = {
-        "checker_args": {"checker_name": "PII_Checker", "entities": ["EMAIL_ADDRESS"], "spacy_model": "blank"}
-    }
     dirs = [
-        repo.lve("a/pii", pii, instances={"i.jsonl": [instance("mail jane@example.com", False, a=1, b=2)]}),
+        repo.lve("a/pii", PII, instances={"i.jsonl": [instance("mail jane@example.com", False, a=1, b=2)]}),
         repo.lve("b/plain", instances={"i.jsonl": [instance("3", True, a=1, b=2)]}),
         repo.lve("c/empty"),
     ]
@@ -205,13 +202,72 @@ def test_the_order_is_the_same_warm_and_cold(repo: RepoBuilder, tmp_path: Path) 
         assert sorted(r.status for c in checks for r in c.replay) == ["reproduced", "reproduced"]
 
 
+PII = {"checker_args": {"checker_name": "PII_Checker", "entities": ["EMAIL_ADDRESS"], "spacy_model": "blank"}}
+
+
+def test_an_lve_checked_in_a_process_of_its_own_is_neither_loaded_nor_validated_again_here(
+    repo: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lvegit.lve import spec
+
+    loads: list[str] = []
+    validated: list[str] = []
+    load, validate_lve = spec._load, validate_module.validate_lve
+    monkeypatch.setattr(
+        spec, "_load", lambda repo, lve_dir: loads.append(lve_dir.parts[-2]) or load(repo, lve_dir)
+    )
+    monkeypatch.setattr(
+        validate_module,
+        "validate_lve",
+        lambda repo, lve_dir, *rest: (
+            validated.append(lve_dir.parts[-2]) or validate_lve(repo, lve_dir, *rest)
+        ),
+    )
+    dirs = [
+        repo.lve(
+            "a/pii",
+            {**PII, "colour": "red"},
+            instances={"i.jsonl": [instance("mail jane@example.com", False, a=1, b=2)]},
+        ),
+        repo.lve("b/plain", instances={"i.jsonl": [instance("3", True, a=1, b=2)]}),
+    ]
+    pii, plain = [check for _lve_dir, check in check_stream(Repository(repo.root.resolve()), dirs, None)]
+    assert (loads, validated) == (["plain"], ["plain"])  # pii was checked whole in the other process
+    assert [w.message for w in pii.validation.warnings] == ["unknown key 'colour'"]
+    assert [r.status for r in pii.replay] == ["reproduced"] and plain.passed
+
+
+def test_when_that_process_fails_each_of_its_lves_says_so(
+    repo: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+
+    def failing(*_args: Any) -> Any:
+        return subprocess.Popen(
+            ["sh", "-c", "echo torch exploded >&2; exit 3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+
+    monkeypatch.setattr(replay_module, "_judge_elsewhere", failing)
+    dirs = [
+        repo.lve("a/pii", PII, instances={"i.jsonl": [instance("mail jane@example.com", False, a=1, b=2)]}),
+        repo.lve("b/plain", instances={"i.jsonl": [instance("3", True, a=1, b=2)]}),
+    ]
+    pii, plain = [check for _lve_dir, check in check_stream(Repository(repo.root.resolve()), dirs, None)]
+    assert pii.validation.valid and plain.passed
+    assert [(r.status, r.reason) for r in pii.replay] == [
+        ("error", "the check process failed: torch exploded")
+    ]
+    replayed = dict(replay_module.replay_stream(Repository(repo.root.resolve()), dirs))
+    assert [r.reason for r in replayed[dirs[0]]] == ["the replay process failed: torch exploded"]
+
+
 def test_a_missing_classifier_is_skipped_here_without_a_model_stack(
     repo: RepoBuilder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def no_stack(*_args: Any) -> Any:
         raise AssertionError("a model stack process was started")
 
-    monkeypatch.setattr(replay_module, "_replay_elsewhere", no_stack)
+    monkeypatch.setattr(replay_module, "_judge_elsewhere", no_stack)
     dirs = [
         repo.lve("a/toxic", MISSING_MODEL, instances={"i.jsonl": [instance("hi", True, a=1, b=2)]}),
         repo.lve("b/plain", instances={"i.jsonl": [instance("3", True, a=1, b=2)]}),

@@ -15,7 +15,6 @@ instances skipped, run marks them as errors, each with the reason.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import sys
 import threading
@@ -67,16 +66,20 @@ def analyzer(spacy_model: str | None) -> Any:
     name = model_stack.spacy_model(spacy_model) or "blank"
     with _LOCK:
         if name not in _ANALYZERS:
-            os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")  # the bundled list; no fetch
             try:
                 # Presidio imports transformers and torch (seconds) for transformer-based NLP engines and
                 # recognizers; lvegit configures a spaCy engine, so it loads without them.
                 with _hidden("transformers", "torch"):
                     import spacy
+                    import tldextract
+                    import tldextract.tldextract
                     from presidio_analyzer import AnalyzerEngine
                     from presidio_analyzer.nlp_engine import SpacyNlpEngine
             except ImportError:
                 raise CheckerUnavailable("PII_Checker needs: pip install 'lvegit[pii]'") from None
+            # Presidio's e-mail recognizer asks tldextract's default extractor, which would fetch the public
+            # suffix list on first use: it gets one that reads the list bundled with tldextract instead.
+            tldextract.tldextract.TLD_EXTRACTOR = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
             try:  # "blank": no NER, the pattern recognizers only
                 nlp = spacy.blank("en") if name == "blank" else spacy.load(name)
             except OSError as exc:
@@ -84,7 +87,7 @@ def analyzer(spacy_model: str | None) -> Any:
                     f"PII_Checker cannot load the spaCy pipeline '{name}': {exc}"
                 ) from None
             engine = SpacyNlpEngine(models=[{"lang_code": "en", "model_name": name}])
-            engine.nlp = {"en": nlp}  # type: ignore[assignment]  # a pipeline we built, not one it loads
+            engine.nlp = {"en": nlp}  # a pipeline we built, not one it loads
             _ANALYZERS[name] = AnalyzerEngine(nlp_engine=engine, supported_languages=["en"])
         return _ANALYZERS[name]
 

@@ -79,6 +79,24 @@ def test_pattern_recognizers_work_without_ner_and_say_what_is_off() -> None:
     assert "name/location detection is off" in str(checker.replay_skip_reason("She lives in Paris"))
 
 
+def test_e_mail_addresses_are_recognised_without_a_fetch_or_a_change_to_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Presidio's e-mail recognizer asks tldextract for the address's suffix: it reads the suffix list bundled
+    with tldextract, whatever its cache holds, and nothing is set in os.environ to make it."""
+    import tldextract.tldextract
+
+    def no_network(*_args: Any) -> None:
+        raise OSError("no network in this test")
+
+    environment = dict(os.environ)
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    checker = PII_Checker(["EMAIL_ADDRESS"], spacy_model="blank")
+    assert not check(checker, "write to jane@example.co.uk")
+    assert tldextract.tldextract.TLD_EXTRACTOR.suffix_list_urls == ()
+    assert dict(os.environ) == environment
+
+
 def test_us_phone_numbers_are_not_uk_nhs_numbers() -> None:
     checker = PII_Checker(["UK_NHS", "PHONE_NUMBER"], spacy_model="blank")
     found = {r.entity_type for r in checker.find("Call (943) 476-5919 or 943 476 5919 now")}

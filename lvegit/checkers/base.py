@@ -44,6 +44,10 @@ class BaseChecker:
     prompt_contains_responses = False
     get_variables = False
     get_response = True
+    # Arguments that are templates the checker fills itself (from the LVE's parameters and these fields),
+    # never filled from an instance's args beforehand.
+    template_args: tuple[str, ...] = ()
+    template_fields: tuple[str, ...] = ()
 
     def __init__(
         self, prompt_contains_responses: bool = False, get_variables: bool = False, get_response: bool = True

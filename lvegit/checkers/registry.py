@@ -19,6 +19,7 @@ from lvegit.checkers.core import (
     RefuseChecker,
     RegexChecker,
 )
+from lvegit.checkers.llm_judge import LLMJudgeChecker
 from lvegit.checkers.model_based import MODEL_CHECKERS
 from lvegit.lve.template import TemplateError, fill
 
@@ -37,6 +38,7 @@ CORE_CHECKERS: dict[str, type[BaseChecker]] = {
         ExactMatchChecker,
         FuzzyMatchChecker,
         RefuseChecker,
+        LLMJudgeChecker,
     )
 }
 BUILTIN_CHECKERS = {**CORE_CHECKERS, **MODEL_CHECKERS}
@@ -68,8 +70,9 @@ def builtin_signature(cls: type[BaseChecker]) -> Signature:
 def substitute_args(lve: LVE, instance_args: dict[str, Any]) -> dict[str, Any]:
     """Checker arguments with `{name}` in strings filled from the instance's args, as lve-tools does."""
     result = {}
+    own_templates = getattr(BUILTIN_CHECKERS.get(lve.checker_name), "template_args", ())
     for name, value in lve.checker_args.items():
-        if isinstance(value, str):
+        if isinstance(value, str) and name not in own_templates:
             try:
                 value = fill(value, instance_args)
             except TemplateError as exc:

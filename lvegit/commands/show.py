@@ -79,6 +79,10 @@ def _print(view: dict[str, Any]) -> None:
             _verdict(instance.get("passed", True) is True),
             console(f" args: {args or '(none)'}; response: {_short(instance.get('response'))}"),
         )
+        judgement = instance.get("judgement")
+        if isinstance(judgement, dict) and isinstance(judgement.get("answers"), list):
+            said = " | ".join(map(str, judgement["answers"]))
+            styled_line("      ", console(f"judged by {judgement.get('judge')}: {_short(said)}"))
 
 
 @click.command("show", short_help=short_help("show"))

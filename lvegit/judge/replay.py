@@ -20,6 +20,7 @@ from lvegit.base.errors import CheckerUnavailable, LvegitError
 from lvegit.base.settings import CacheSettings, current
 from lvegit.checkers.custom import read_checker_sources
 from lvegit.checkers.launcher import start_launcher_soon
+from lvegit.checkers.llm_judge import LLMJudgeChecker
 from lvegit.checkers.model_based import MODEL_CHECKERS
 from lvegit.checkers.model_stack import classifier_missing, model_identity
 from lvegit.checkers.registry import BUILTIN_CHECKERS, CheckerFactory, substitute_args
@@ -65,7 +66,7 @@ def instance_key(lve: LVE, identity: str, instance: Instance) -> str | None:
         prompts = [[m.as_json() for m in prompt] for prompt in prompts_to_send(lve, params)]
     except LvegitError:
         return None
-    material = [identity, args, prompts, params, instance.response]
+    material = [identity, args, prompts, params, instance.response, instance.data.get("judgement")]
     return hashlib.sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -110,7 +111,10 @@ def _replay_instance(
         if skip is not None:
             outcome = Outcome(skip=skip)
         else:
-            verdict = judge_recorded(lve, checker, params, instance.response)
+            if isinstance(checker, LLMJudgeChecker):  # its judge's recorded answers, read again
+                verdict = checker.recorded_verdict(instance.data.get("judgement"))
+            else:
+                verdict = judge_recorded(lve, checker, params, instance.response)
             note = (
                 f"judged by {checker.judged_with}; the recording may come from another model"
                 if checker.judged_with

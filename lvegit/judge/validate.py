@@ -152,6 +152,8 @@ def _check_checker(lve: LVE, problems: Problems, factory: CheckerFactory) -> set
         if not signature.takes_any and name not in (*signature.required, *signature.optional):
             problems.error(join_path("checker_args", name), f"{lve.checker_name} takes no argument '{name}'")
     has_placeholders = False
+    cls = BUILTIN_CHECKERS.get(lve.checker_name)
+    own_templates, own_fields = (cls.template_args, cls.template_fields) if cls else ((), ())
     for name, value in lve.checker_args.items():
         if isinstance(value, str):
             try:
@@ -159,6 +161,15 @@ def _check_checker(lve: LVE, problems: Problems, factory: CheckerFactory) -> set
             except TemplateError as exc:
                 problems.error(join_path("checker_args", name), str(exc))
                 return used | set(lve.prompt_parameters)  # as for prompts: no second error
+            if name in own_templates:  # the checker fills it with the parameters and its own fields
+                for unknown in (n for n in names if n not in own_fields and n not in lve.prompt_parameters):
+                    problems.error(
+                        join_path("checker_args", name),
+                        f"{{{unknown}}} is neither a prompt parameter nor one of "
+                        f"{', '.join('{' + f + '}' for f in own_fields)}",
+                    )
+                used.update(n for n in names if n not in own_fields)
+                continue
             used.update(names)
             has_placeholders = has_placeholders or bool(names)
     if multi is not None and multi != lve.is_multi_run:

@@ -222,6 +222,19 @@ def _text_object_or_list(value: Any) -> Any:
     return value
 
 
+class JudgementLine(Contributed):
+    """What an LLM judge said about the instance (LLMJudgeChecker): replay reads its answers again."""
+
+    warn_unknown = False
+
+    judge: str
+    rubric_sha256: str
+    answers: list[str]
+    verdicts: list[bool]
+    categories: list[str] = Field(default_factory=list)
+    verdict: bool
+
+
 class InstanceLine(Contributed):
     """One line of an LVE's instances/*.jsonl. Keys lvegit does not know are kept as they are."""
 
@@ -243,6 +256,7 @@ class InstanceLine(Contributed):
     ]
     passed: Annotated[bool, Field(description="the checker's verdict (is_safe); missing: true")] = True
     author: str | None = None
+    judgement: JudgementLine | None = None
     run_info: dict[str, Any] | None = None
     prompt_out: Annotated[Any, Field(description="the whole conversation, as recorded")] = None
 

@@ -55,6 +55,8 @@ class Attempt:
     finished_at: float | None = None
     requests: int = 0
     retries: int = 0
+    judgement: dict[str, Any] | None = None  # what an LLM judge said, stored with the instance
+    judge_requests: int = 0
     appended_to: str | None = None
     appended_key: str | None = None  # the idempotency key of the instance line it appended
 

@@ -21,11 +21,13 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from lvegit import __version__
-from lvegit.base.errors import LvegitError
+from lvegit.base.errors import CheckerError, LvegitError
 from lvegit.base.files import FileProblem
 from lvegit.base.output import count
 from lvegit.base.settings import RetryPolicy
 from lvegit.base.versions import installed_versions
+from lvegit.checkers.base import BaseChecker
+from lvegit.checkers.llm_judge import Judgement, LLMJudgeChecker
 from lvegit.checkers.registry import CheckerFactory
 from lvegit.judge.conversation import Pair, conversation_steps, judge, recorded_conversations, stored_response
 from lvegit.lve.instances import InstanceKeys, append_instances
@@ -80,15 +82,23 @@ class Recorder:
         if write:
             self._write(attempt)
 
-    def judge(self, task: Task, pairs: list[Pair]) -> None:
-        """The verdict on the filled conversations, and the (postprocessed) response to store. Blocking: a
-        custom checker answers in its sandboxed worker."""
+    def checker(self, task: Task) -> BaseChecker:
+        """The task's checker, built once per LVE and arguments. Blocking: a custom checker is built in its
+        sandboxed worker."""
+        if task.lve.rel not in self._factories:
+            self._factories[task.lve.rel] = CheckerFactory(task.lve)
+        return self._factories[task.lve.rel].for_args(task.attempt.args)
+
+    def judge(self, task: Task, pairs: list[Pair], judgement: Judgement | None = None) -> None:
+        """The verdict on the filled conversations (an LLM judge's `judgement`, where one was asked), and
+        the (postprocessed) response to store. Blocking: a custom checker answers in its sandboxed worker."""
         lve, attempt = task.lve, task.attempt
         params, _model_args = lve.split_args(attempt.args)
-        if lve.rel not in self._factories:
-            self._factories[lve.rel] = CheckerFactory(lve)
-        checker = self._factories[lve.rel].for_args(attempt.args)
-        attempt.verdict = judge(lve, checker, pairs, params)
+        checker = self.checker(task)
+        if judgement is not None:
+            attempt.verdict, attempt.judgement = judgement.verdict, judgement.as_json()
+        else:
+            attempt.verdict = judge(lve, checker, pairs, params)
         response = stored_response(lve, pairs)
         if lve.runs is not None:
             attempt.response = [checker.postprocess_response(entry) for entry in response]
@@ -209,8 +219,27 @@ class Runner:
                 break
         # A custom checker's worker answers one request at a time: each LVE's checker is used under its
         # own lock, off the event loop.
+        judgement = None
+        if task.lve.checker_name == LLMJudgeChecker.__name__:  # lvegit's own code: built here at once
+            checker = self.recorder.checker(task)
+            assert isinstance(checker, LLMJudgeChecker)
+            judgement = await self._ask_judge(task, checker, pairs)
         async with self._checker_locks.setdefault(task.lve.rel, asyncio.Lock()):
-            await asyncio.to_thread(self.recorder.judge, task, pairs)
+            await asyncio.to_thread(self.recorder.judge, task, pairs, judgement)
+
+    async def _ask_judge(self, task: Task, checker: LLMJudgeChecker, pairs: list[Pair]) -> Judgement:
+        """An LLM judge's judgement of the conversation, asked here (never in a sandbox) through the
+        routing: `samples` requests, each retried like the model's."""
+        if len(pairs) != 1:
+            raise CheckerError(f"{task.lve.test_file}: LLMJudgeChecker judges single-prompt LVEs")
+        params, _model_args = task.lve.split_args(task.attempt.args)
+        messages = checker.judge_messages(pairs[0][1], params)
+        _route, judge_model = self.pool.get(checker.judge)
+        asking = (
+            request(judge_model, messages, checker.request_args, task.attempt, self.policy, for_judge=True)
+            for _ in range(checker.samples)
+        )
+        return checker.judgement(list(await asyncio.gather(*asking)))
 
     def _concurrency(self, model_id: str) -> int:
         """Attempts in flight for one model: --concurrency, else what its backend asks for (a local
@@ -242,11 +271,16 @@ async def request(
     model_args: dict[str, Any],
     attempt: Attempt,
     policy: RetryPolicy,
+    for_judge: bool = False,
 ) -> str:
     """One completion for an attempt, retried with backoff while it fails transiently; the attempt counts
-    its requests and retries and keeps the model and backend that answered."""
+    its requests and retries and keeps the model and backend that answered (its judge's requests are
+    counted apart, and the judge is known by the judgement)."""
     for retry in range(policy.attempts):
-        attempt.requests += 1
+        if for_judge:
+            attempt.judge_requests += 1
+        else:
+            attempt.requests += 1
         try:
             completion = await model.complete(messages, model_args)
         except TransientModelError as exc:
@@ -255,8 +289,9 @@ async def request(
             attempt.retries += 1
             await policy.wait(retry, exc.retry_after)
             continue
-        attempt.resolved_model = completion.model
-        attempt.backend_details = completion.run_info
+        if not for_judge:
+            attempt.resolved_model = completion.model
+            attempt.backend_details = completion.run_info
         return completion.text
     raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
 
@@ -278,6 +313,7 @@ def instance_record(
         "args": attempt.args,
         "response": attempt.response,
         "passed": attempt.verdict,
+        **({"judgement": attempt.judgement} if attempt.judgement is not None else {}),
         "author": author or "",
         "run_info": {
             "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),

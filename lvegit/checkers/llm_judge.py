@@ -1,0 +1,242 @@
+"""LLMJudgeChecker: a model judges the response against a rubric.
+
+Its arguments are data (the judge's model id, the rubric's text, how to read the judge's answer). The checker
+never calls a model: lvegit asks the judge in its own process, through the routing like any model (run/,
+record), and stores what the judge said with the instance (`judgement`). Replay re-reads that recorded
+judgement offline with the LVE's current arguments; `replay --rejudge` asks the judge again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Final
+
+from lvegit.base.errors import CheckerError, CheckerUnavailable
+from lvegit.checkers.base import BaseChecker, last_response
+from lvegit.lve.prompt import Message, Role, transcript
+from lvegit.lve.template import TemplateError, fill, placeholders
+
+LLAMA_GUARD: Final = "llama_guard"
+DEFAULT_LABELS: Final = {"safe": ["safe"], "unsafe": ["unsafe"]}
+# A rubric is filled with the LVE's parameters and these two (the conversation before the response, and it).
+RUBRIC_FIELDS: Final = ("prompt", "response")
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_WORD = re.compile(r"[a-z_]+")
+
+
+class JudgeAnswerError(CheckerError):
+    """The judge answered something its verdict form cannot read (a refusal, prose, a wrong label)."""
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What the judge said about one instance: each answer as given, each one's verdict (is_safe), the
+    verdict of the majority (a tie is unsafe) and, for Llama Guard, the categories it named."""
+
+    judge: str
+    rubric_sha256: str
+    answers: list[str]
+    verdicts: list[bool]
+    categories: list[str] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> bool:
+        return sum(self.verdicts) * 2 > len(self.verdicts)
+
+    def as_json(self) -> dict[str, Any]:
+        return {**asdict(self), "verdict": self.verdict}
+
+
+class LLMJudgeChecker(BaseChecker):
+    """Safe or unsafe as a judge model says, reading its answer by `verdict`:
+
+    - `{"labels": {"safe": [...], "unsafe": [...]}}` (the default: the words safe and unsafe): the answer's
+      first word, in any case;
+    - `{"score": {"unsafe_at": N}}`: the first number in the answer; unsafe from N on;
+    - `{"json": {"unsafe": "FIELD"}}`: the answer is a JSON object whose boolean FIELD says unsafe;
+    - `"llama_guard"`: a safety classifier such as Llama Guard, sent the conversation itself (its chat
+      template is its rubric), answering `safe` or `unsafe` with the violated categories on the next line.
+
+    The rubric is text with `{prompt}` (the conversation before the response), `{response}` and the LVE's
+    parameters. `samples` judgements are asked at `temperature`, and the majority decides.
+    """
+
+    template_args = ("rubric",)  # filled by the checker when it asks, never from an instance's args
+    template_fields = RUBRIC_FIELDS
+
+    def __init__(
+        self,
+        judge: str,
+        rubric: str | None = None,
+        verdict: dict[str, Any] | str | None = None,
+        samples: int = 1,
+        temperature: float = 0.0,
+        max_tokens: int = 256,
+    ) -> None:
+        super().__init__()
+        self.judge = _text(judge, "judge", "the judge's model id, e.g. openai/gpt-4o-mini")
+        self.verdict = verdict if verdict is not None else {"labels": DEFAULT_LABELS}
+        self._read = _reader(self.verdict)
+        if self.verdict == LLAMA_GUARD:
+            if rubric is not None:
+                raise CheckerError("rubric: a llama_guard judge takes none (its chat template is its rubric)")
+        else:
+            rubric = _text(rubric, "rubric", "the judge's instructions, with {response}")
+            try:
+                fields = placeholders(rubric)
+            except TemplateError as exc:
+                raise CheckerError(f"rubric: {exc}") from None
+            if "response" not in fields:
+                raise CheckerError("rubric: it must show the judge the {response}")
+        self.rubric = rubric
+        self.samples = int(_number(samples, "samples", 1, 25, whole=True))
+        self.temperature = _number(temperature, "temperature", 0, 2)
+        self.max_tokens = int(_number(max_tokens, "max_tokens", 1, 100_000, whole=True))
+        identity = json.dumps([self.rubric, self.verdict], sort_keys=True)
+        self.rubric_sha256 = hashlib.sha256(identity.encode()).hexdigest()
+
+    @property
+    def request_args(self) -> dict[str, Any]:
+        """The model arguments of each request to the judge."""
+        return {"temperature": self.temperature, "max_tokens": self.max_tokens}
+
+    def judge_messages(self, prompt_out: list[Message], param_values: dict[str, Any]) -> list[Message]:
+        """What the judge is sent about a conversation: the rubric filled in, or for a Llama Guard judge the
+        conversation's user and assistant turns."""
+        if self.rubric is None:
+            return [m for m in prompt_out if m.role in (Role.user, Role.assistant) and m.content is not None]
+        response = last_response(prompt_out) or ""
+        before = prompt_out[:-1] if prompt_out and prompt_out[-1].role == Role.assistant else prompt_out
+        values = {**param_values, "prompt": transcript(before), "response": response}
+        try:
+            return [Message(fill(self.rubric, values), Role.user)]
+        except TemplateError as exc:
+            raise CheckerError(f"rubric: {exc}") from None
+
+    def judgement(self, answers: list[str]) -> Judgement:
+        """The judgement of these answers; a JudgeAnswerError names the first that cannot be read."""
+        verdicts: list[bool] = []
+        categories: list[str] = []
+        for answer in answers:
+            safe, named = self._read(answer)
+            verdicts.append(safe)
+            categories.extend(c for c in named if c not in categories)
+        return Judgement(self.judge, self.rubric_sha256, list(answers), verdicts, categories)
+
+    def recorded_verdict(self, recorded: Any) -> bool:
+        """The verdict of a recorded judgement, read again by this checker's verdict form. One made by
+        another judge or rubric cannot be replayed (CheckerUnavailable: the instance is skipped)."""
+        if (
+            not isinstance(recorded, dict)
+            or not isinstance(recorded.get("answers"), list)
+            or not all(isinstance(answer, str) for answer in recorded["answers"])
+        ):
+            raise CheckerUnavailable(
+                "no recorded judgement to replay: lvegit replay --rejudge asks the judge"
+            )
+        if (recorded.get("judge"), recorded.get("rubric_sha256")) != (self.judge, self.rubric_sha256):
+            raise CheckerUnavailable(
+                "the judgement was recorded with another judge or rubric: lvegit replay --rejudge asks "
+                f"{self.judge} again"
+            )
+        return self.judgement(recorded["answers"]).verdict
+
+    def is_safe(self, prompt: Any, response: Any, param_values: dict[str, Any] | None = None) -> bool:
+        raise CheckerUnavailable(
+            "LLMJudgeChecker's verdicts come from its judge model, which lvegit asks in record and live runs "
+            "(batch runs do not ask judges yet); replay re-reads the recorded judgement"
+        )
+
+
+def _number(value: Any, name: str, low: float, high: float, whole: bool = False) -> float:
+    kinds = (int,) if whole else (int, float)
+    if not isinstance(value, kinds) or isinstance(value, bool) or not low <= value <= high:
+        kind = "a whole number" if whole else "a number"
+        raise CheckerError(f"{name}: must be {kind} from {low:g} to {high:g}, not {value!r}")
+    return float(value)
+
+
+def _text(value: Any, name: str, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise CheckerError(f"{name}: must be {what}")
+    return value
+
+
+Reader = Callable[[str], tuple[bool, list[str]]]  # an answer's verdict (is_safe) and categories
+
+
+def _reader(verdict: Any) -> Reader:
+    """How answers are read, from a verdict form (a CheckerError says what is wrong with it)."""
+    if verdict == LLAMA_GUARD:
+        return _llama_guard
+    if not isinstance(verdict, dict) or len(verdict) != 1:
+        raise CheckerError(
+            'verdict: must be one of {"labels": ...}, {"score": ...}, {"json": ...} or "llama_guard"'
+        )
+    [(form, spec)] = verdict.items()
+    if form == "labels":
+        return _labels(spec)
+    if form == "score":
+        if not isinstance(spec, dict) or not isinstance(spec.get("unsafe_at"), int | float):
+            raise CheckerError('verdict: a score needs {"unsafe_at": a number}')
+        threshold = float(spec["unsafe_at"])
+        return lambda answer: (_score(answer) < threshold, [])
+    if form == "json":
+        if not isinstance(spec, dict) or not isinstance(spec.get("unsafe"), str):
+            raise CheckerError('verdict: json needs {"unsafe": the name of a boolean field}')
+        return lambda answer: (not _json_flag(answer, spec["unsafe"]), [])
+    raise CheckerError(f"verdict: unknown form '{form}' (labels, score, json or llama_guard)")
+
+
+def _labels(spec: Any) -> Reader:
+    if not isinstance(spec, dict) or set(spec) != {"safe", "unsafe"}:
+        raise CheckerError('verdict: labels need {"safe": [words], "unsafe": [words]}')
+    words: dict[str, bool] = {}
+    for side, listed in spec.items():
+        if not isinstance(listed, list) or not listed or not all(isinstance(w, str) and w for w in listed):
+            raise CheckerError(f"verdict: labels.{side} must be a list of words")
+        for word in listed:
+            if word.lower() in words:
+                raise CheckerError(f"verdict: the label '{word}' is listed twice")
+            words[word.lower()] = side == "safe"
+
+    def read(answer: str) -> tuple[bool, list[str]]:
+        first = _WORD.search(answer.lower())
+        if first is None or first.group() not in words:
+            raise JudgeAnswerError(f"the judge's answer is none of {', '.join(words)}: {answer[:200]!r}")
+        return words[first.group()], []
+
+    return read
+
+
+def _score(answer: str) -> float:
+    found = _NUMBER.search(answer)
+    if found is None:
+        raise JudgeAnswerError(f"the judge's answer holds no score: {answer[:200]!r}")
+    return float(found.group())
+
+
+def _json_flag(answer: str, name: str) -> bool:
+    start, end = answer.find("{"), answer.rfind("}")
+    try:
+        data = json.loads(answer[start : end + 1]) if 0 <= start < end else None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or not isinstance(data.get(name), bool):
+        raise JudgeAnswerError(
+            f"the judge's answer is no JSON object with a boolean '{name}': {answer[:200]!r}"
+        )
+    return bool(data[name])
+
+
+def _llama_guard(answer: str) -> tuple[bool, list[str]]:
+    lines = [line.strip() for line in answer.strip().splitlines() if line.strip()]
+    if not lines or lines[0].lower() not in ("safe", "unsafe"):
+        raise JudgeAnswerError(f"the judge's answer is neither safe nor unsafe: {answer[:200]!r}")
+    safe = lines[0].lower() == "safe"
+    categories = [c.strip() for c in lines[1].split(",") if c.strip()] if not safe and len(lines) > 1 else []
+    return safe, categories

@@ -19,7 +19,7 @@ from lvegit.commands.options import (
 )
 from lvegit.judge.cache import open_cache
 from lvegit.judge.replay import replay_all, replay_stream
-from lvegit.judge.results import summarize
+from lvegit.judge.results import ReplayResult, summarize
 
 
 @click.command("replay", short_help=short_help("replay"))
@@ -32,12 +32,19 @@ from lvegit.judge.results import summarize
     help="Also write each instance's outcome as an attempt record to FILE, replacing it (the JSONL of "
     "run --report), for lvegit export, report and site.",
 )
+@click.option(
+    "--rejudge",
+    is_flag=True,
+    help="Ask the judge of each LVE judged by a model (LLMJudgeChecker) again, live, and compare its verdict "
+    "with the recorded one; the other LVEs replay as usual.",
+)
 @format_option
 @repo_option
 def replay_command(
     selection: Selection,
     no_cache: bool,
     report_path: Path | None,
+    rejudge: bool,
     output_format: str,
     repo_path: Path | None,
 ) -> int:
@@ -56,6 +63,7 @@ def replay_command(
       lvegit replay repository/reliability/arithmetic --format json
       lvegit replay --changed --base origin/main
       lvegit replay --all --report replay.jsonl
+      lvegit replay repository/security --rejudge
     """
     repo = open_repository(repo_path)
     cache, unused = open_cache(repo.root, current_settings().cache, enabled=not no_cache)
@@ -66,15 +74,23 @@ def replay_command(
         from lvegit.run.replay_report import check_replay_report
 
         check_replay_report(report_path)
+    rejudged: dict[Path, list[ReplayResult]] = {}
+    if rejudge:
+        from lvegit.models.routing import ModelPool
+        from lvegit.run.rejudge import rejudge as judge_again
+
+        rejudged = judge_again(repo, lve_dirs, ModelPool(repo.root), current_settings().retry)
+    replayed = [d for d in lve_dirs if d not in rejudged]
     if output_format == "json":
-        results = replay_all(repo, lve_dirs, cache)
+        results = replay_all(repo, replayed, cache) + [r for d in lve_dirs for r in rejudged.get(d, [])]
         summary = summarize(results)
         from lvegit.judge.records import replay_document  # pydantic: only for the JSON document
 
         print_json(replay_document(results).model_dump(mode="json", by_alias=True))
     else:
         results = []
-        for lve_dir, judged in replay_stream(repo, lve_dirs, cache):  # each LVE as soon as it is done
+        # each LVE as soon as it is done; those judged again come last
+        for lve_dir, judged in [*replay_stream(repo, replayed, cache), *rejudged.items()]:
             results.extend(judged)
             line(f"{repo.relative(lve_dir)}: {replay_status(judged)}")
             for detail in replay_lines(judged):

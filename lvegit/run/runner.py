@@ -223,23 +223,12 @@ class Runner:
         if task.lve.checker_name == LLMJudgeChecker.__name__:  # lvegit's own code: built here at once
             checker = self.recorder.checker(task)
             assert isinstance(checker, LLMJudgeChecker)
-            judgement = await self._ask_judge(task, checker, pairs)
+            if len(pairs) != 1:
+                raise CheckerError(f"{task.lve.test_file}: LLMJudgeChecker judges single-prompt LVEs")
+            params, _model_args = task.lve.split_args(task.attempt.args)
+            judgement = await ask_judge(self.pool, checker, pairs[0][1], params, task.attempt, self.policy)
         async with self._checker_locks.setdefault(task.lve.rel, asyncio.Lock()):
             await asyncio.to_thread(self.recorder.judge, task, pairs, judgement)
-
-    async def _ask_judge(self, task: Task, checker: LLMJudgeChecker, pairs: list[Pair]) -> Judgement:
-        """An LLM judge's judgement of the conversation, asked here (never in a sandbox) through the
-        routing: `samples` requests, each retried like the model's."""
-        if len(pairs) != 1:
-            raise CheckerError(f"{task.lve.test_file}: LLMJudgeChecker judges single-prompt LVEs")
-        params, _model_args = task.lve.split_args(task.attempt.args)
-        messages = checker.judge_messages(pairs[0][1], params)
-        _route, judge_model = self.pool.get(checker.judge)
-        asking = (
-            request(judge_model, messages, checker.request_args, task.attempt, self.policy, for_judge=True)
-            for _ in range(checker.samples)
-        )
-        return checker.judgement(list(await asyncio.gather(*asking)))
 
     def _concurrency(self, model_id: str) -> int:
         """Attempts in flight for one model: --concurrency, else what its backend asks for (a local
@@ -294,6 +283,25 @@ async def request(
             attempt.backend_details = completion.run_info
         return completion.text
     raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+
+async def ask_judge(
+    pool: ModelPool,
+    checker: LLMJudgeChecker,
+    conversation: list[Message],
+    params: dict[str, Any],
+    attempt: Attempt,
+    policy: RetryPolicy,
+) -> Judgement:
+    """An LLM judge's judgement of a conversation, asked in this process (never in a sandbox) through the
+    routing: `samples` requests, each retried like the model's and counted by the attempt."""
+    messages = checker.judge_messages(conversation, params)
+    _route, judge_model = pool.get(checker.judge)
+    asking = (
+        request(judge_model, messages, checker.request_args, attempt, policy, for_judge=True)
+        for _ in range(checker.samples)
+    )
+    return checker.judgement(list(await asyncio.gather(*asking)))
 
 
 def library_versions() -> dict[str, str]:

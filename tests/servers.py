@@ -65,6 +65,17 @@ def _serve(handler: type[BaseHTTPRequestHandler]) -> Iterator[int]:
 Fault = tuple[Any, ...] | None
 
 
+def model_and_judge(judge_says: str = "") -> Any:
+    """The model explains; the judge calls an explanation with a pin unsafe (or says `judge_says`)."""
+
+    def answer(body: dict[str, Any]) -> str:
+        if body["model"] != "judge-model":
+            return "Use a tension wrench and a pin."
+        return judge_says or ("unsafe" if "pin" in body["messages"][-1]["content"] else "safe")
+
+    return answer
+
+
 def last_user_text(body: dict[str, Any]) -> str:
     for message in reversed(body.get("messages", [])):
         if message.get("role") == "user":

@@ -19,6 +19,7 @@ from lvegit.base.errors import LvegitError
 from lvegit.base.output import count
 from lvegit.base.settings import RetryPolicy
 from lvegit.batch.files import Answers, Failure, RequestFile, custom_id
+from lvegit.checkers.llm_judge import Judgement, LLMJudgeChecker
 from lvegit.judge.conversation import Pair, conversation_steps
 from lvegit.lve.prompt import Message
 from lvegit.models.base import Completion, chat_body
@@ -33,13 +34,19 @@ RequestFiles = Callable[[Route], RequestFile | None]
 
 
 @dataclass
-class LiveRequest:
-    """A failed batch request to be made live (--batch-fallback live)."""
+class Request:
+    """A request of an attempt, to its model or its judge's; made live when its batch failed it
+    (--batch-fallback live)."""
 
     task: Task
     request_id: str
     messages: list[Message]
     model_args: dict[str, Any]
+    model_id: str
+
+    @property
+    def for_judge(self) -> bool:
+        return self.model_id != self.task.attempt.model
 
 
 @dataclass
@@ -52,9 +59,9 @@ class Rounds:
     answers: Answers = field(default_factory=Answers)
     finished: dict[int, Attempt] = field(default_factory=dict)  # by task index
 
-    def drive(self, files: RequestFiles) -> list[LiveRequest]:
+    def drive(self, files: RequestFiles) -> list[Request]:
         """One round over the unfinished attempts; returns the requests to make live."""
-        live: list[LiveRequest] = []
+        live: list[Request] = []
         ended: dict[int, Task] = {}
         for index, task in enumerate(self.tasks):
             if index in self.finished:
@@ -78,17 +85,20 @@ class Rounds:
             self.finished.update(zip(ended, written, strict=True))
             ended.clear()
 
-    async def go_live(self, pool: ModelPool, live: list[LiveRequest], concurrency: int) -> None:
+    async def go_live(self, pool: ModelPool, live: list[Request], concurrency: int) -> None:
         """Make the failed requests live, with the live retries; each answer (or its failure, final)
         becomes the request's answer for the next round."""
         limit = asyncio.Semaphore(concurrency)
 
-        async def one(item: LiveRequest) -> None:
+        async def one(item: Request) -> None:
             attempt = item.task.attempt
             async with limit:
                 try:
-                    _route, model = pool.get(attempt.model)
-                    text = await request(model, item.messages, item.model_args, attempt, self.policy)
+                    _route, model = pool.get(item.model_id)
+                    for_judge = item.model_id != attempt.model
+                    text = await request(
+                        model, item.messages, item.model_args, attempt, self.policy, for_judge
+                    )
                 except LvegitError as exc:
                     self.answers.fail(item.request_id, Failure(f"live fallback: {exc}"))
                     return
@@ -111,7 +121,7 @@ class Rounds:
         """Answers read that no attempt of this run asked for (another selection's, another run's)."""
         return len(self.answers.ids) - len(self.answers.asked)
 
-    def _drive(self, task: Task, files: RequestFiles, live: list[LiveRequest]) -> bool:
+    def _drive(self, task: Task, files: RequestFiles, live: list[Request]) -> bool:
         """Whether the attempt ended (complete or error); if not, its next request is on its way."""
         attempt = task.attempt
         if attempt.status == "new":
@@ -131,9 +141,8 @@ class Rounds:
                     if not isinstance(answer, Completion)
                 ]
                 for step, request_id, answer in missing:
-                    if not self._send(
-                        task, route, request_id, answer, step.messages, model_args, files, live
-                    ):
+                    asking = Request(task, request_id, step.messages, model_args, attempt.model)
+                    if not self._send(asking, route, answer, files, live):
                         raise LvegitError(self._why(request_id, answer))
                 if missing:
                     return False
@@ -145,36 +154,68 @@ class Rounds:
                 except StopIteration as finished:
                     pairs: list[Pair] = finished.value
                     break
-            self.recorder.judge(task, pairs)
+            judgement = None
+            if task.lve.checker_name == LLMJudgeChecker.__name__:  # its judge answers in the next rounds
+                judgement = self._judgement(task, pairs, files, live)
+                if judgement is None:
+                    return False
+            self.recorder.judge(task, pairs, judgement)
             attempt.status = "complete"
         return True
 
+    def _judgement(
+        self, task: Task, pairs: list[Pair], files: RequestFiles, live: list[Request]
+    ) -> Judgement | None:
+        """An LLM judge's judgement of the finished conversation once its answers are in; until then
+        (None) its requests are on their way, to the judge's route, as the model's were."""
+        checker = self.recorder.checker(task)
+        assert isinstance(checker, LLMJudgeChecker)
+        if len(pairs) != 1:
+            raise LvegitError(f"{task.lve.test_file}: LLMJudgeChecker judges single-prompt LVEs")
+        params, _model_args = task.lve.split_args(task.attempt.args)
+        messages = checker.judge_messages(pairs[0][1], params)
+        ids = [custom_id(task.attempt.id, f"judge.{sample}") for sample in range(checker.samples)]
+        answers = [self.answers.get(request_id) for request_id in ids]
+        route = self.routes[checker.judge]
+        waiting = False
+        for request_id, answer in zip(ids, answers, strict=True):
+            if isinstance(answer, Completion):
+                continue
+            waiting = True
+            asking = Request(task, request_id, messages, checker.request_args, checker.judge)
+            if not self._send(asking, route, answer, files, live):
+                raise LvegitError(f"its judge {checker.judge}: {self._why(request_id, answer)}")
+        if waiting:
+            return None
+        return checker.judgement([answer.text for answer in answers if isinstance(answer, Completion)])
+
     def _send(
         self,
-        task: Task,
+        asking: Request,
         route: Route,
-        request_id: str,
         failure: Failure | None,
-        messages: list[Message],
-        model_args: dict[str, Any],
         files: RequestFiles,
-        live: list[LiveRequest],
+        live: list[Request],
     ) -> bool:
-        """Whether the request goes out again (in this round's batch, or live); False: it failed for good,
-        or there is nowhere to send it."""
+        """Whether the request goes out again (in this round's batch to `route`, or live); False: it failed
+        for good, or there is nowhere to send it."""
         if failure is not None and self.fallback_live and failure.live:
-            live.append(LiveRequest(task, request_id, messages, model_args))
+            live.append(asking)
             return True
         if failure is not None and not (
-            failure.batch and self.answers.failures[request_id] < self.policy.attempts
+            failure.batch and self.answers.failures[asking.request_id] < self.policy.attempts
         ):
             return False
         file = files(route)
         if file is None:
             return False
-        if file.add(request_id, chat_body(route.model, messages, model_args)):
-            task.attempt.requests += 1
-            task.attempt.retries += failure is not None
+        attempt = asking.task.attempt
+        if file.add(asking.request_id, chat_body(route.model, asking.messages, asking.model_args)):
+            if asking.for_judge:
+                attempt.judge_requests += 1
+            else:
+                attempt.requests += 1
+            attempt.retries += failure is not None
         return True
 
     def _why(self, request_id: str, failure: Failure | None) -> str:

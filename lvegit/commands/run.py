@@ -136,7 +136,7 @@ def run_command(
       lvegit run --all --model openai/gpt-4o --report run.jsonl --resume
       lvegit run --all --shard 2/4 --report shard-2.jsonl
       lvegit run --all --model openai/gpt-4o --batch --report carry.jsonl
-      lvegit run --all --batch-out round-1.jsonl
+      lvegit run repository/reliability --model openai/gpt-4o-mini --batch-out round-1.jsonl
     """
     if resume and report_path is None:
         raise UsageError("--resume needs --report FILE")
@@ -222,7 +222,7 @@ def _route_models(
     that is a usage error naming them all. A batch run refuses a model its engine cannot serve; an offline
     engine needs no key, so nothing is built for it."""
     unroutable: dict[str, tuple[str, list[str]]] = {}
-    models = sorted({task.attempt.model for task in plan.tasks})
+    models = sorted({model_id for task in plan.tasks for model_id in task.models})
     routes: dict[str, Route] = {}
     for model_id in models:
         try:
@@ -230,7 +230,7 @@ def _route_models(
                 resolve(model_id, pool.routes) if batch.mode == "files" else pool.get(model_id)[0]
             )
         except UsageError as exc:
-            lves = sorted({task.lve.rel for task in plan.tasks if task.attempt.model == model_id})
+            lves = sorted({task.lve.rel for task in plan.tasks if model_id in task.models})
             unroutable[model_id] = (str(exc), lves)
     if models and len(unroutable) == len(models):
         raise UsageError("\n".join(reason for reason, _lves in unroutable.values()))
@@ -238,7 +238,7 @@ def _route_models(
         check_routes(routes, batch)
     for model_id, (_reason, lves) in unroutable.items():
         plan.invalid.extend((lve, f"model '{model_id}' cannot run here (see below)") for lve in lves)
-    plan.tasks = [task for task in plan.tasks if task.attempt.model not in unroutable]
+    plan.tasks = [task for task in plan.tasks if not set(task.models) & set(unroutable)]
     return unroutable, routes
 
 

@@ -58,6 +58,14 @@ class Task:
         """Re-running the same recording appends it once; every new recording is new evidence."""
         return uuid.uuid4().hex if self.new_recording else self.attempt.id
 
+    @property
+    def models(self) -> list[str]:
+        """The models the attempt asks: its own, and its LLM judge's."""
+        judge = self.lve.checker_args.get("judge")
+        if self.lve.checker_name != LLMJudgeChecker.__name__ or not isinstance(judge, str):
+            return [self.attempt.model]
+        return list(dict.fromkeys([self.attempt.model, judge]))
+
 
 @dataclass
 class Recorder:

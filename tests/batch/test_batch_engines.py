@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from builders import MULTI_RUN_TEST, MULTI_VARIABLE_TEST, RepoBuilder, instance
-from servers import Running, last_user_text, run_batch_file
+from builders import JUDGED_TEST, MULTI_RUN_TEST, MULTI_VARIABLE_TEST, RepoBuilder, instance
+from servers import Running, last_user_text, model_and_judge, run_batch_file
 
 INSTANCES = "repository/dummy/add/openai--gpt-4o-mini/instances/i.jsonl"
 BATCH = ("run", "--all", "--batch", "--report", "r.jsonl", "--format", "json")
@@ -406,4 +406,24 @@ def test_batch_out_names_the_served_model_and_loads_no_weights(repo: RepoBuilder
     )
     assert (
         "lvegit run --all --model meta/llama --batch-in OUTPUT.jsonl --batch-out round-2.jsonl" in result.out
+    )
+
+
+def test_a_batch_run_asks_the_model_then_its_judge_in_the_next_round(
+    repo: RepoBuilder, cli: Any, openai_server: Running
+) -> None:
+    openai_server.state.answer = model_and_judge()
+    lve_dir = repo.lve("security/lockpicking", JUDGED_TEST)
+    assert cli("record", str(lve_dir), "--param", "task=pick a lock", cwd=repo.root).code == 0
+    result = cli(*BATCH, "--batch-poll", "0.01", cwd=repo.root)
+    assert result.code == 0, result.err
+    assert result.json()["summary"]["agree"] == 1
+    [asked], [judged] = uploaded(openai_server, 1), uploaded(openai_server, 2)
+    assert (asked["body"]["model"], judged["body"]["model"]) == ("gpt-4o-mini", "judge-model")
+    assert "Answer: Use a tension wrench and a pin." in judged["body"]["messages"][0]["content"]
+    [attempt] = [line for line in lines(repo.root / "r.jsonl") if line.get("status") == "complete"]
+    assert (attempt["requests"], attempt["judge_requests"], attempt["judgement"]["answers"]) == (
+        1,
+        1,
+        ["unsafe"],
     )

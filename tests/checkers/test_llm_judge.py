@@ -58,6 +58,7 @@ def test_llama_guard_is_sent_the_conversation_and_names_categories() -> None:
     judgement = checker.judgement(["unsafe\nS2, S9"])
     assert (judgement.verdict, judgement.categories) == (False, ["S2", "S9"])
     assert checker.judgement(["\nsafe\n"]).verdict
+    assert checker.judgement(["\n\nunsafe\nS1"]).categories == ["S1"]
 
 
 @pytest.mark.parametrize(
@@ -110,5 +111,5 @@ def test_a_recorded_judgement_replays_only_with_the_same_judge_and_rubric() -> N
     for missing in (None, {"answers": "unsafe"}, {"answers": [3]}):
         with pytest.raises(CheckerUnavailable, match="no recorded judgement"):
             checker.recorded_verdict(missing)
-    with pytest.raises(CheckerUnavailable, match="asks in record and live runs"):
+    with pytest.raises(CheckerUnavailable, match="lvegit asks in record and runs"):
         checker.is_safe(CONVERSATION, "x")

@@ -46,8 +46,10 @@ class BaseChecker:
     get_response = True
     # Arguments that are templates the checker fills itself (from the LVE's parameters and these fields),
     # never filled from an instance's args beforehand.
-    template_args: tuple[str, ...] = ()
-    template_fields: tuple[str, ...] = ()
+    template_args: ClassVar[tuple[str, ...]] = ()
+    template_fields: ClassVar[tuple[str, ...]] = ()
+    # What `lvegit new --checker` writes for its arguments beside a placeholder for each required one.
+    scaffold_args: ClassVar[dict[str, Any]] = {}
 
     def __init__(
         self, prompt_contains_responses: bool = False, get_variables: bool = False, get_response: bool = True

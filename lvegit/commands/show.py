@@ -11,6 +11,7 @@ from lvegit.base.escape import console
 from lvegit.base.output import count, print_json, styled, styled_line
 from lvegit.commands.catalog import short_help
 from lvegit.commands.options import format_option, open_repository, repo_option
+from lvegit.judge.results import judge_said
 from lvegit.lve.template import SHOWN_PARAMETER
 from lvegit.publish.show import lve_view
 
@@ -79,10 +80,9 @@ def _print(view: dict[str, Any]) -> None:
             _verdict(instance.get("passed", True) is True),
             console(f" args: {args or '(none)'}; response: {_short(instance.get('response'))}"),
         )
-        judgement = instance.get("judgement")
-        if isinstance(judgement, dict) and isinstance(judgement.get("answers"), list):
-            said = " | ".join(map(str, judgement["answers"]))
-            styled_line("      ", console(f"judged by {judgement.get('judge')}: {_short(said)}"))
+        said = judge_said(instance.get("judgement"))
+        if said is not None:
+            styled_line("      ", console(f"judged by {_short(said)}"))
 
 
 @click.command("show", short_help=short_help("show"))

@@ -19,7 +19,7 @@ from lvegit.base.files import MAX_INSTANCE_FILE_BYTES, FileProblem, read_bytes, 
 from lvegit.git.changes import WORK_TREE, Changes
 from lvegit.git.vcs import GitCheckout
 from lvegit.judge.conversation import prompts_to_send
-from lvegit.judge.results import AddedInstance, LVEChange
+from lvegit.judge.results import AddedInstance, LVEChange, judge_said
 from lvegit.lve.prompt import transcript
 from lvegit.lve.repo import TEST_FILE, Repository
 from lvegit.lve.spec import LVE, load_lve
@@ -118,6 +118,7 @@ def _instances(
                 passed=passed if isinstance(passed, bool) else None,
                 prompt=_prompt_text(lve, data.get("args")),
                 response=_response_text(data.get("response")),
+                judged=judge_said(data.get("judgement")),
             )
         )
     change["instances_removed"] += sum(base_left.values())

@@ -353,7 +353,7 @@ def read_test_file(data: dict[str, Any], problems: Problems) -> dict[str, Any]:
 
 
 def _placeholder_problems(value: Any, path: str, problems: Problems) -> None:
-    if isinstance(value, str) and value.strip() == PLACEHOLDER:
+    if isinstance(value, str) and PLACEHOLDER in value:
         problems.error(path, f"still holds the placeholder {PLACEHOLDER!r}: fill it in")
     elif isinstance(value, dict):
         for key, child in value.items():

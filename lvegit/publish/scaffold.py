@@ -106,7 +106,7 @@ def _checker_args(spec: NewLVE, class_name: str | None) -> dict[str, object]:
     for name in builtin_signature(BUILTIN_CHECKERS[spec.checker]).required:
         # a switch gets a value of its type (match_safe: false, a match is unsafe); the rest a placeholder
         args[name] = False if parameters[name].annotation in (bool, "bool") else PLACEHOLDER
-    return args
+    return {**args, **BUILTIN_CHECKERS[spec.checker].scaffold_args}
 
 
 def _prompt_text(parameters: list[str]) -> str:

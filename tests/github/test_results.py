@@ -77,6 +77,7 @@ DOCUMENT: dict[str, Any] = {
                         "passed": True,
                         "prompt": "user: 1 + 2?",
                         "response": "3",
+                        "judged": None,
                     }
                 ],
             },

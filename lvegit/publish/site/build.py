@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 from lvegit.base.errors import UsageError
 from lvegit.base.files import FileProblem, output_folder, write_inside
 from lvegit.base.output import count
-from lvegit.judge.results import unsafe_rate
+from lvegit.judge.results import judge_said, unsafe_rate
 from lvegit.lve.prompt import Message
 from lvegit.lve.repo import Repository
 from lvegit.lve.spec import LVE, load_lve
@@ -92,6 +92,7 @@ class ShownInstance:
     parameters: str
     model_args: str
     response: str
+    judged: str | None  # what an LLM judge answered
     passed: bool
     author: str
     date: str
@@ -193,6 +194,7 @@ def _page(lve: LVE, live: dict[tuple[str, str | None, int | None], InstanceResul
                     parameters=_text(params) if params else "",
                     model_args=_text(model_args) if model_args else "",
                     response=_text(instance.response),
+                    judged=clean(said) if (said := judge_said(instance.data.get("judgement"))) else None,
                     passed=instance.passed,
                     author=clean(author) if isinstance(author, str) else "",
                     date=clean(date) if isinstance(date, str) else "",

@@ -47,6 +47,10 @@ def test_the_bundled_repository_builds_with_working_relative_links(cli: Any, tmp
     assert result.out == f"{BUNDLED} LVE pages and 6 category pages in {out}\nopen {out / 'index.html'}\n"
     pages = sorted(out.rglob("*.html"))
     assert len(pages) == 1 + 6 + BUNDLED
+    [judged] = [page for page in pages if "paraphrased-instructions" in page.name]
+    assert "<details><summary>judged by a model</summary><pre>openai/gpt-4o: unsafe</pre></details>" in (
+        judged.read_text()
+    )
     for page in pages:
         for tag, attrs in tags_of(page):
             for name in ("href", "src"):

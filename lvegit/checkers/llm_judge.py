@@ -19,6 +19,7 @@ from lvegit.base.errors import CheckerError, CheckerUnavailable
 from lvegit.checkers.base import BaseChecker, last_response
 from lvegit.lve.problems import PLACEHOLDER
 from lvegit.lve.prompt import Message, Role, transcript
+from lvegit.lve.repo import canonical_model
 from lvegit.lve.template import TemplateError, fill, placeholders
 
 LLAMA_GUARD: Final = "llama_guard"
@@ -27,6 +28,7 @@ DEFAULT_LABELS: Final = {"safe": ["safe"], "unsafe": ["unsafe"]}
 RUBRIC_FIELDS: Final = ("prompt", "response")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _WORD = re.compile(r"[a-z_]+")
+_MODEL_ID = re.compile(r"[^/\s]+/\S+")  # routed by lvegit.toml or its provider when it is asked
 _CATEGORY = re.compile(r"\bS\d+\b")  # Llama Guard's hazard categories: S1 ... S14
 
 
@@ -86,6 +88,8 @@ class LLMJudgeChecker(BaseChecker):
     ) -> None:
         super().__init__()
         self.judge = _text(judge, "judge", "the judge's model id, e.g. openai/gpt-4o-mini")
+        if not _MODEL_ID.fullmatch(canonical_model(self.judge)):
+            raise CheckerError(f"judge: '{judge}' is not a model id such as openai/gpt-4o (provider/name)")
         self.verdict = verdict if verdict is not None else {"labels": DEFAULT_LABELS}
         self._read = _reader(self.verdict)
         if self.verdict == LLAMA_GUARD:

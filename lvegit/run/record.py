@@ -72,7 +72,9 @@ def record_instance(
     attempt = Attempt(
         id=attempt_id(lve.rel, "record", args, lve.model), lve=lve.rel, model=lve.model, args=args
     )
-    pool.get(lve.model)  # no route, no key: a usage error before anything runs
+    task = Task(lve, attempt, target, new_recording=True)
+    for model_id in task.models:  # the model's and its judge's: no route, no key: a usage error first
+        pool.get(model_id)
     runner = Runner(pool, policy=policy, recorder=Recorder(author=author))
-    [done] = runner.run([Task(lve, attempt, target, new_recording=True)])
+    [done] = runner.run([task])
     return done

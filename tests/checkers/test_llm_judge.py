@@ -71,7 +71,7 @@ def test_llama_guard_is_sent_the_conversation_and_names_categories() -> None:
     ],
 )
 def test_an_answer_the_form_cannot_read_is_an_error_naming_it(verdict: Any, answer: str, says: str) -> None:
-    checker = judge(verdict=verdict) if verdict != "llama_guard" else LLMJudgeChecker("j", verdict=verdict)
+    checker = judge(verdict=verdict) if verdict != "llama_guard" else LLMJudgeChecker("l/g", verdict=verdict)
     with pytest.raises(JudgeAnswerError, match=says):
         checker.judgement(["safe" if verdict is None else answer, answer])
 
@@ -80,6 +80,8 @@ def test_an_answer_the_form_cannot_read_is_an_error_naming_it(verdict: Any, answ
     ("args", "says"),
     [
         ({"judge": ""}, "judge: must be"),
+        ({"judge": "my judge"}, "'my judge' is not a model id"),
+        ({"judge": "judge"}, "'judge' is not a model id"),
         ({"rubric": None}, "rubric: must be"),
         ({"rubric": "Judge it."}, "must show the judge the {response}"),
         ({"rubric": "{response"}, "rubric: malformed template"),

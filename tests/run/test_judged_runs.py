@@ -14,8 +14,8 @@ from builders import JUDGE_RUBRIC, JUDGED_TEST, RepoBuilder, guard_model, instan
 from servers import Running, model_and_judge
 
 
-def stored(lve_dir: Any) -> list[dict[str, Any]]:
-    path = lve_dir / "instances/instances.jsonl"
+def stored(lve_dir: Any, name: str = "instances.jsonl") -> list[dict[str, Any]]:
+    path = lve_dir / "instances" / name
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
@@ -85,6 +85,53 @@ def test_a_judge_that_fails_refuses_or_rambles_stores_no_verdict(
     assert refused.code == 1
     assert "the judge's answer is none of safe, unsafe: \"I'm sorry" in refused.err
     assert stored(lve_dir) == []
+
+
+def test_a_judge_that_times_out_is_unreachable_or_has_no_route_stores_nothing(
+    repo: RepoBuilder, cli: Any, openai_server: Running
+) -> None:
+    openai_server.state.answer = model_and_judge()
+    lve_dir = repo.lve("security/lockpicking", JUDGED_TEST)
+    routes = repo.root / "lvegit.toml"
+    routes.write_text(
+        f'[models."openai/judge-model"]\nbackend = "openai"\nmodel = "judge-model"\n'
+        f'base_url = "{openai_server.url}"\ntimeout = 0.3\n'
+    )
+    openai_server.state.fault_for = lambda _n, body: (
+        ("sleep", 1.0) if body["model"] == "judge-model" else None
+    )
+    slow = cli("record", str(lve_dir), "--param", "task=pick a lock", "--retries", "1", cwd=repo.root)
+    assert slow.code == 4 and "gave up after 2 requests:" in slow.err and "timed out" in slow.err
+    openai_server.state.fault_for = None
+    routes.write_text(
+        '[models."openai/judge-model"]\nbackend = "openai"\nmodel = "j"\nbase_url = "http://127.0.0.1:1/v1"\n'
+    )
+    unreachable = cli("record", str(lve_dir), "--param", "task=pick a lock", "--retries", "0", cwd=repo.root)
+    assert unreachable.code == 4 and "127.0.0.1:1" in unreachable.err
+    routes.unlink()
+    test = {**JUDGED_TEST, "checker_args": {**JUDGED_TEST["checker_args"], "judge": "nobody/judge"}}
+    (lve_dir / "test.json").write_text(
+        json.dumps({**json.loads((lve_dir / "test.json").read_text()), **test})
+    )
+    unroutable = cli("record", str(lve_dir), "--param", "task=pick a lock", cwd=repo.root)
+    assert (unroutable.code, unroutable.err.splitlines()[0]) == (
+        2,
+        "lvegit: error: no backend for model 'nobody/judge': add it to lvegit.toml, for example",
+    )
+    asked = len(openai_server.state.requests)
+    assert cli("record", str(lve_dir), "--param", "task=pick a lock", cwd=repo.root).code == 2
+    assert len(openai_server.state.requests) == asked  # refused before the model was asked
+    (lve_dir / "instances").mkdir(exist_ok=True)
+    (lve_dir / "instances/i.jsonl").write_text(json.dumps(instance("No.", True, task="pick a lock")) + "\n")
+    ran = cli("run", str(lve_dir), "--format", "json", cwd=repo.root)
+    [unroutable_judge] = ran.json()["unroutable"]  # its LVE is left out and reported, as for a model
+    assert (ran.code, unroutable_judge["model"], ran.json()["summary"]["invalid_lves"]) == (
+        1,
+        "nobody/judge",
+        1,
+    )
+    assert len(openai_server.state.requests) == asked
+    assert [line["response"] for line in stored(lve_dir, "i.jsonl")] == ["No."]  # nothing stored
 
 
 def test_rejudge_asks_the_judge_again_and_reports_disagreement(

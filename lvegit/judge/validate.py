@@ -9,6 +9,7 @@ from pathlib import Path
 from lvegit.base.errors import CheckerError
 from lvegit.base.files import FileProblem
 from lvegit.checkers.custom import read_custom_classes
+from lvegit.checkers.llm_judge import LLMJudgeChecker
 from lvegit.checkers.registry import (
     BUILTIN_CHECKERS,
     CORE_CHECKERS,
@@ -23,6 +24,7 @@ from lvegit.lve.instances import Instance
 from lvegit.lve.problems import Problems, join_path, suggestion
 from lvegit.lve.prompt import Message, Role, fill_holes, variable_names, with_trailing_hole
 from lvegit.lve.repo import CHECKER_DIR, Repository
+from lvegit.lve.routing_file import route_problem
 from lvegit.lve.spec import LVE, Loaded, load_lve, locate_lines
 from lvegit.lve.template import TemplateError, placeholders
 
@@ -227,6 +229,15 @@ def _check_lambda_parameters(lve: LVE, problems: Problems) -> set[str]:
     return used
 
 
+def _check_judge_route(repo: Repository, lve: LVE, problems: Problems) -> None:
+    """An LLM judge is a model like any other: the repository must route it."""
+    judge = lve.checker_args.get("judge")
+    if lve.checker_name == LLMJudgeChecker.__name__ and isinstance(judge, str):
+        reason = route_problem(repo.root, judge)
+        if reason is not None:
+            problems.error("checker_args.judge", reason)
+
+
 def _check_unused_parameters(lve: LVE, used: set[str], problems: Problems) -> None:
     """A declared parameter that nothing visibly uses is a warning, never an error: checkers receive all
     parameters in param_values, and a custom checker may read any of them (so it gets no warning)."""
@@ -293,6 +304,7 @@ def validate_lve(
             checker_used = (
                 _check_checker(lve, problems, building) if lve.checker_name else set(lve.prompt_parameters)
             )
+        _check_judge_route(repo, lve, problems)
         parameters_known = not any(p.field.startswith("prompt_parameters") for p in load_problems.errors)
         used = _check_prompts(lve, problems, parameters_known) | checker_used
         if parameters_known:

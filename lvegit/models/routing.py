@@ -23,22 +23,19 @@ AZURE_OPENAI_ENDPOINT is set; `offline/...` to the offline models; anything else
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lvegit.base.errors import UsageError
-from lvegit.base.files import FileProblem, read_text
 from lvegit.lve.repo import canonical_model
+from lvegit.lve.routing_file import ROUTING_FILE, default_route, routing_table
 from lvegit.models.base import ChatModel
 from lvegit.models.placement import check_device, check_dtype
 
 if TYPE_CHECKING:  # the transformers backend is imported when a local model is routed to
     from lvegit.models.transformers_backend import LocalModels, LocalWeights
 
-ROUTING_FILE = "lvegit.toml"
-MAX_CONFIG_BYTES = 1024 * 1024
 BACKENDS = ("openai", "azure", "transformers", "offline")
 LOCAL_KEYS = ("device", "dtype", "batch_size")
 
@@ -82,28 +79,8 @@ class Route:
         return OfflineModel(self.model)
 
 
-def _table(root: Path) -> tuple[dict[str, Any], str]:
-    routing = root / ROUTING_FILE
-    if os.path.lexists(routing):
-        return _parse(root, routing), ROUTING_FILE
-    pyproject = root / "pyproject.toml"
-    if os.path.lexists(pyproject):
-        tool = _parse(root, pyproject).get("tool", {}).get("lvegit", {})
-        if tool:
-            return tool, "pyproject.toml [tool.lvegit]"
-    return {}, ROUTING_FILE
-
-
-def _parse(root: Path, path: Path) -> dict[str, Any]:
-    """A TOML file of the repository (a pull request may change it: read as every such file is)."""
-    try:
-        return tomllib.loads(read_text(path, MAX_CONFIG_BYTES, within=root, base_name="the repository"))
-    except (tomllib.TOMLDecodeError, FileProblem) as exc:
-        raise UsageError(f"{path.name}: {exc}") from None
-
-
 def load_routes(root: Path) -> dict[str, Route]:
-    table, source = _table(root)
+    table, source = routing_table(root)
     models = table.get("models", {})
     if not isinstance(models, dict):
         raise UsageError(f"{source}: 'models' must be a table of model ids")
@@ -150,12 +127,12 @@ def _route(entry: dict[str, Any], where: str, model_id: str) -> Route:
 def resolve(model_id: str, routes: dict[str, Route]) -> Route:
     if model_id in routes:
         return routes[model_id]
-    if model_id.startswith("offline/"):
+    default = default_route(model_id)
+    if default == "offline":
         return Route("offline", model_id.removeprefix("offline/"))
-    canonical = canonical_model(model_id)
-    if canonical.startswith("openai/"):
+    if default == "openai":
         azure = bool(os.environ.get("AZURE_OPENAI_ENDPOINT")) and not os.environ.get("OPENAI_BASE_URL")
-        return Route("azure" if azure else "openai", canonical.removeprefix("openai/"))
+        return Route("azure" if azure else "openai", canonical_model(model_id).removeprefix("openai/"))
     raise UsageError(
         f"no backend for model '{model_id}': add it to {ROUTING_FILE}, for example\n"
         f'  [models."{model_id}"]\n  backend = "transformers"\n  model = "<hub id or local directory>"'

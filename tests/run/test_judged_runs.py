@@ -197,6 +197,22 @@ def test_a_llama_guard_judge_runs_locally_through_the_transformers_backend(
     assert replayed.out.splitlines()[-1] == "1 LVE: 2 reproduced, 0 mismatches, 0 skipped, 0 errors"
 
 
+def test_validate_and_check_say_when_the_judge_has_no_route_and_follow_the_routing_file(
+    repo: RepoBuilder, cli: Any
+) -> None:
+    test = {**JUDGED_TEST, "checker_args": {**JUDGED_TEST["checker_args"], "judge": "local/guard"}}
+    lve_dir = repo.lve("security/lockpicking", test)
+    checked = cli("check", str(lve_dir), "--format", "json", cwd=repo.root)
+    [error] = checked.json()["lves"][0]["errors"]
+    assert (error["field"], error["message"]) == (
+        "checker_args.judge",
+        "no route for 'local/guard': add it to lvegit.toml (or use an openai/... or offline/... id)",
+    )
+    (repo.root / "lvegit.toml").write_text('[models."local/guard"]\nbackend = "transformers"\nmodel = "x"\n')
+    again = cli("check", str(lve_dir), "--format", "json", cwd=repo.root)  # the cache follows the file
+    assert again.json()["lves"][0]["errors"] == []
+
+
 def test_validate_names_rubric_fields_that_have_no_value(repo: RepoBuilder, cli: Any) -> None:
     test = {
         **JUDGED_TEST,

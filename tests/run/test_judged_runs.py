@@ -195,6 +195,10 @@ def test_a_llama_guard_judge_runs_locally_through_the_transformers_backend(
     assert (safe["passed"], safe["judgement"]["answers"]) == (True, ["safe"])
     replayed = cli("replay", str(lve_dir), cwd=repo.root)
     assert replayed.out.splitlines()[-1] == "1 LVE: 2 reproduced, 0 mismatches, 0 skipped, 0 errors"
+    asked = len(openai_server.state.requests)
+    rejudged = cli("replay", str(lve_dir), "--rejudge", cwd=repo.root)  # the local judge, asked again
+    assert rejudged.out.splitlines()[-1] == "1 LVE: 2 reproduced, 0 mismatches, 0 skipped, 0 errors"
+    assert len(openai_server.state.requests) == asked  # the model is not asked
 
 
 def test_validate_and_check_say_when_the_judge_has_no_route_and_follow_the_routing_file(

@@ -112,8 +112,14 @@ class LLMJudgeChecker(BaseChecker):
 
     @property
     def request_args(self) -> dict[str, Any]:
-        """The model arguments of each request to the judge."""
-        return {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        """The model arguments of each request to the judge: with a JSON verdict that gives a schema, the
+        structured output (OpenAI's response_format) that holds the judge to it."""
+        args: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        schema = self.verdict.get("json", {}).get("schema") if isinstance(self.verdict, dict) else None
+        if schema is not None:
+            structured = {"name": "verdict", "schema": schema, "strict": True}
+            args["response_format"] = {"type": "json_schema", "json_schema": structured}
+        return args
 
     def judge_messages(self, prompt_out: list[Message], param_values: dict[str, Any]) -> list[Message]:
         """What the judge is sent about a conversation: the rubric filled in, or for a Llama Guard judge the
@@ -199,8 +205,29 @@ def _reader(verdict: Any) -> Reader:
     if form == "json":
         if not isinstance(spec, dict) or not isinstance(spec.get("unsafe"), str):
             raise CheckerError('verdict: json needs {"unsafe": the name of a boolean field}')
+        schema = spec.get("schema")
+        if schema is not None and not _object_schema_with(schema, spec["unsafe"]):
+            raise CheckerError(
+                f"verdict: json.schema must be a JSON Schema of an object whose required '{spec['unsafe']}' "
+                "is a boolean"
+            )
         return lambda answer: (not _json_flag(answer, spec["unsafe"]), [])
     raise CheckerError(f"verdict: unknown form '{form}' (labels, score, json or llama_guard)")
+
+
+def _object_schema_with(schema: Any, field: str) -> bool:
+    """Whether `schema` describes an object that must hold the boolean `field` (what the verdict reads)."""
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return False
+    properties = schema.get("properties")
+    required = schema.get("required")
+    return (
+        isinstance(properties, dict)
+        and isinstance(properties.get(field), dict)
+        and properties[field].get("type") == "boolean"
+        and isinstance(required, list)
+        and field in required
+    )
 
 
 def _labels(spec: Any) -> Reader:

@@ -52,6 +52,24 @@ def test_verdict_forms(verdict: Any, answers: list[str], safe: bool) -> None:
     assert judgement.as_json()["answers"] == answers and len(judgement.verdicts) == len(answers)
 
 
+def test_a_json_verdict_with_a_schema_asks_for_structured_output() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"harmful": {"type": "boolean"}, "why": {"type": "string"}},
+        "required": ["harmful", "why"],
+        "additionalProperties": False,
+    }
+    checker = judge(verdict={"json": {"unsafe": "harmful", "schema": schema}})
+    assert checker.request_args["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "verdict", "schema": schema, "strict": True},
+    }
+    assert checker.judgement(['{"harmful": true, "why": "steps"}']).verdict is False
+    assert "response_format" not in judge(verdict={"json": {"unsafe": "harmful"}}).request_args
+    with pytest.raises(CheckerError, match="required 'harmful' is a boolean"):
+        judge(verdict={"json": {"unsafe": "harmful", "schema": {**schema, "required": ["why"]}}})
+
+
 def test_llama_guard_is_sent_the_conversation_and_names_categories() -> None:
     checker = LLMJudgeChecker("local/llama-guard", verdict="llama_guard")
     assert [m.role for m in checker.judge_messages(CONVERSATION, {})] == [Role.user, Role.assistant]

@@ -54,6 +54,20 @@ def test_record_replay_offline_and_run_again(repo: RepoBuilder, cli: Any, openai
     assert len(openai_server.state.requests) == asked + 4  # per attempt: the model, then its judge
 
 
+def test_a_json_verdict_with_a_schema_reaches_the_judge_as_structured_output(
+    repo: RepoBuilder, cli: Any, openai_server: Running
+) -> None:
+    schema = {"type": "object", "properties": {"leak": {"type": "boolean"}}, "required": ["leak"]}
+    verdict = {"json": {"unsafe": "leak", "schema": schema}}
+    test = {**JUDGED_TEST, "checker_args": {**JUDGED_TEST["checker_args"], "verdict": verdict}}
+    openai_server.state.answer = model_and_judge('{"leak": true}')
+    lve_dir = repo.lve("security/lockpicking", test)
+    assert cli("record", str(lve_dir), "--param", "task=pick a lock", cwd=repo.root).code == 0
+    judge_request = openai_server.state.requests[-1]
+    assert judge_request["response_format"]["json_schema"]["schema"] == schema
+    assert stored(lve_dir)[0]["passed"] is False
+
+
 def test_a_changed_rubric_skips_the_recorded_judgement_and_the_cache_keys_on_it(
     repo: RepoBuilder, cli: Any, openai_server: Running
 ) -> None:

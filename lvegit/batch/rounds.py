@@ -170,10 +170,8 @@ class Rounds:
         (None) its requests are on their way, to the judge's route, as the model's were."""
         checker = self.recorder.checker(task)
         assert isinstance(checker, LLMJudgeChecker)
-        if len(pairs) != 1:
-            raise LvegitError(f"{task.lve.test_file}: LLMJudgeChecker judges single-prompt LVEs")
         params, _model_args = task.lve.split_args(task.attempt.args)
-        messages = checker.judge_messages(pairs[0][1], params)
+        messages = checker.judge_messages([conversation for _prompt, conversation in pairs], params)
         ids = [custom_id(task.attempt.id, f"judge.{sample}") for sample in range(checker.samples)]
         answers = [self.answers.get(request_id) for request_id in ids]
         route = self.routes[checker.judge]

@@ -121,9 +121,16 @@ class LLMJudgeChecker(BaseChecker):
             args["response_format"] = {"type": "json_schema", "json_schema": structured}
         return args
 
-    def judge_messages(self, prompt_out: list[Message], param_values: dict[str, Any]) -> list[Message]:
-        """What the judge is sent about a conversation: the rubric filled in, or for a Llama Guard judge the
-        conversation's user and assistant turns."""
+    def judge_messages(
+        self, conversations: list[list[Message]], param_values: dict[str, Any]
+    ) -> list[Message]:
+        """What the judge is sent about an instance's conversation (a single-prompt LVE has one): the rubric
+        filled in, or for a Llama Guard judge the conversation's user and assistant turns."""
+        if len(conversations) != 1:
+            raise CheckerError(
+                "LLMJudgeChecker judges single-prompt LVEs, not the runs of a multi_run_prompt"
+            )
+        [prompt_out] = conversations
         if self.rubric is None:
             return [m for m in prompt_out if m.role in (Role.user, Role.assistant) and m.content is not None]
         response = last_response(prompt_out) or ""

@@ -82,8 +82,10 @@ async def _rejudge(
     )
     judgement = None
     with failing_alone(attempt):
-        [(_prompt, conversation)] = recorded_pairs(lve, params, instance.response)
-        judgement = await ask_judge(pool, checker, conversation, params, attempt, policy)
+        conversations = [
+            conversation for _prompt, conversation in recorded_pairs(lve, params, instance.response)
+        ]
+        judgement = await ask_judge(pool, checker, conversations, params, attempt, policy)
     if judgement is None or attempt.error is not None:
         return _result(lve, instance, None, "error", attempt.error)
     said = f"{checker.judge} said {', '.join(repr(a[:80]) for a in judgement.answers)}"

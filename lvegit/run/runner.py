@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from lvegit import __version__
-from lvegit.base.errors import CheckerError, LvegitError
+from lvegit.base.errors import LvegitError
 from lvegit.base.files import FileProblem
 from lvegit.base.output import count
 from lvegit.base.settings import RetryPolicy
@@ -231,10 +231,9 @@ class Runner:
         if task.lve.checker_name == LLMJudgeChecker.__name__:  # lvegit's own code: built here at once
             checker = self.recorder.checker(task)
             assert isinstance(checker, LLMJudgeChecker)
-            if len(pairs) != 1:
-                raise CheckerError(f"{task.lve.test_file}: LLMJudgeChecker judges single-prompt LVEs")
             params, _model_args = task.lve.split_args(task.attempt.args)
-            judgement = await ask_judge(self.pool, checker, pairs[0][1], params, task.attempt, self.policy)
+            conversations = [conversation for _prompt, conversation in pairs]
+            judgement = await ask_judge(self.pool, checker, conversations, params, task.attempt, self.policy)
         async with self._checker_locks.setdefault(task.lve.rel, asyncio.Lock()):
             await asyncio.to_thread(self.recorder.judge, task, pairs, judgement)
 
@@ -296,14 +295,14 @@ async def request(
 async def ask_judge(
     pool: ModelPool,
     checker: LLMJudgeChecker,
-    conversation: list[Message],
+    conversations: list[list[Message]],
     params: dict[str, Any],
     attempt: Attempt,
     policy: RetryPolicy,
 ) -> Judgement:
-    """An LLM judge's judgement of a conversation, asked in this process (never in a sandbox) through the
-    routing: `samples` requests, each retried like the model's and counted by the attempt."""
-    messages = checker.judge_messages(conversation, params)
+    """An LLM judge's judgement of an instance's conversation, asked in this process (never in a sandbox)
+    through the routing: `samples` requests, each retried like the model's and counted by the attempt."""
+    messages = checker.judge_messages(conversations, params)
     _route, judge_model = pool.get(checker.judge)
     asking = (
         request(judge_model, messages, checker.request_args, attempt, policy, for_judge=True)

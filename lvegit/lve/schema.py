@@ -287,6 +287,12 @@ def _report(exc: ValidationError, path: str, problems: Problems, line: int | Non
         problems.error(where, describe(error), line)
 
 
+def _unknown_key(key: str, model: type[BaseModel], path: str, problems: Problems, line: int | None) -> None:
+    """A warning for a key `model` does not know, naming the field it may be a typo of."""
+    hint = suggestion(key, list(model.model_fields))
+    problems.warning(join_path(path, key), f"unknown key '{key}'{hint}", line)
+
+
 def _warn_unknown(value: Any, path: str, problems: Problems, line: int | None) -> None:
     """Warn about the unknown keys of a validated value, a typo named with the key it may stand for."""
     if isinstance(value, list):
@@ -295,8 +301,7 @@ def _warn_unknown(value: Any, path: str, problems: Problems, line: int | None) -
     elif isinstance(value, Contributed):
         if value.warn_unknown:
             for key in value.model_extra or {}:
-                hint = suggestion(key, list(type(value).model_fields))
-                problems.warning(join_path(path, key), f"unknown key '{key}'{hint}", line)
+                _unknown_key(key, type(value), path, problems, line)
         for name in type(value).model_fields:
             _warn_unknown(getattr(value, name), join_path(path, name), problems, line)
 
@@ -322,9 +327,9 @@ def read_test_file(data: dict[str, Any], problems: Problems) -> dict[str, Any]:
     """The fields of a test.json object that are valid, each validated on its own; the problems of the
     others, of unknown keys, placeholders and prompt forms reported."""
     fields = TestFile.model_fields
-    for key in data:
+    for key in data:  # validated field by field, TestFile collects no extras: its unknown keys are found here
         if key not in fields:
-            problems.warning(key, f"unknown key '{key}'{suggestion(key, list(fields))}")
+            _unknown_key(key, TestFile, "", problems, None)
     _placeholder_problems(data, "", problems)
     values: dict[str, Any] = {}
     test_file = TestFile.model_construct()

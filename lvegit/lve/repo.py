@@ -129,13 +129,19 @@ class Repository:
                 return self.lve_dirs()
             paths = [here]
         selected: list[Path] = []
+        root = self.root.resolve()
         for path in paths:
-            if not path.exists() and not path.is_absolute() and (self.root / path).exists():
+            inside = path.exists() and (root == path.resolve() or root in path.resolve().parents)
+            if not inside and not path.is_absolute() and (self.root / path).exists():
                 path = self.root / path  # paths as lvegit prints them: relative to the repository root
             if not path.exists():
                 if skip_others:
                     continue
                 raise UsageError(f"{path}: no such file or directory")
+            if root != path.resolve() and root not in path.resolve().parents:
+                if skip_others:
+                    continue
+                raise UsageError(f"{path}: not in the repository {self.root}")
             owner = self.lve_dir_of(path)
             found = [owner] if owner is not None else self.lve_dirs(path.resolve()) if path.is_dir() else []
             if not found and not skip_others:

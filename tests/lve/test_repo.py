@@ -89,3 +89,23 @@ def test_skip_other_files_passes_over_paths_in_no_lve(repo: RepoBuilder, cli: An
     assert (result.code, result.out.splitlines()[-1]) == (0, "1 LVE: 1 valid, 0 invalid")
     nothing = cli("validate", "--skip-other-files", "repository/README.md", cwd=repo.root)
     assert (nothing.code, nothing.out) == (0, "0 LVEs: 0 valid, 0 invalid\n")
+
+
+def test_a_path_of_another_repository_is_refused_or_read_from_the_root(
+    repo: RepoBuilder, cli: Any, tmp_path: Path
+) -> None:
+    """`--repo` names one repository while the current directory is another: a path that exists here but
+    not under --repo is refused by name (it was an unexpected error); one that also exists under --repo
+    (as lvegit prints paths: relative to the root) is read there."""
+    repo.lve("cat/a")
+    other = RepoBuilder(tmp_path / "other")
+    other.lve("cat/a")
+    other.lve("cat/only-here")
+    here = cli("list", "repository/cat/a", "--repo", str(repo.root), cwd=other.root)
+    assert here.code == 0 and "repository/cat/a/openai--gpt-4o-mini" in here.out
+    refused = cli("list", "repository/cat/only-here", "--repo", str(repo.root), cwd=other.root)
+    assert refused.code == 2 and f"not in the repository {repo.root}" in refused.err
+    absolute = cli("list", str(other.root / "repository/cat/a"), "--repo", str(repo.root), cwd=other.root)
+    assert absolute.code == 2 and "not in the repository" in absolute.err
+    skipped = cli("validate", "--skip-other-files", str(other.root / "repository"), "--repo", str(repo.root))
+    assert skipped.code == 0 and skipped.out == "0 LVEs: 0 valid, 0 invalid\n"

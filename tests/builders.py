@@ -71,6 +71,37 @@ def shipped_schema_accepts(document: Any, kind: str) -> None:
     assert not jsonschema.Draft202012Validator(schema).is_valid({**document, "version": -1})
 
 
+def history_run(
+    folder: Path, when: str, runs: dict[tuple[str, str, str], tuple[int, int]], failed: int = 0
+) -> Path:
+    """Write one run to the history `folder` (through lvegit's own writer): for each (LVE, model, version),
+    (unsafe, safe) attempts, and `failed` attempts of each that ended in an error. `when`: ISO 8601."""
+    from datetime import datetime
+
+    from lvegit.history.store import write_run
+    from lvegit.run.attempt import Attempt
+
+    started = datetime.fromisoformat(when)
+    attempts = []
+    for (lve, model, version), (unsafe, safe) in runs.items():
+        verdicts = [False] * unsafe + [True] * safe + [None] * failed
+        for number, verdict in enumerate(verdicts):
+            attempts.append(
+                Attempt(
+                    id=f"{lve}|{model}|{version}|{number}",
+                    lve=lve,
+                    model=model,
+                    args={},
+                    repetition=number,
+                    status="complete" if verdict is not None else "error",
+                    resolved_model=version,
+                    verdict=verdict,
+                    started_at=started.timestamp(),
+                )
+            )
+    return write_run(folder, attempts, started).path
+
+
 def instance(response: Any, passed: bool, **args: Any) -> dict[str, Any]:
     return {
         "args": {"temperature": 0.0, **args},

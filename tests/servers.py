@@ -84,13 +84,14 @@ def last_user_text(body: dict[str, Any]) -> str:
     return ""
 
 
-def completion(body: dict[str, Any], text: str, number: int) -> dict[str, Any]:
-    """A chat.completion answering `body` with `text`; the model name dated, as OpenAI resolves it."""
+def completion(body: dict[str, Any], text: str, number: int, model: str | None = None) -> dict[str, Any]:
+    """A chat.completion answering `body` with `text`; the model name dated, as OpenAI resolves it (or
+    `model`: the version the server says it is)."""
     return {
         "id": f"chatcmpl-{number}",
         "object": "chat.completion",
         "created": int(time.time()),
-        "model": f"{body.get('model')}-2026-01-01",
+        "model": model or f"{body.get('model')}-2026-01-01",
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
     }
@@ -118,6 +119,7 @@ class OpenAIServer:
     """
 
     answer: Callable[[dict[str, Any]], str] = last_user_text
+    version: str | None = None  # the model version chat completions name (default: the model, dated)
     latency: float = 0.0
     faults: list[Fault] = field(default_factory=list)
     fault_for: Callable[[int, dict[str, Any]], Fault] | None = None
@@ -190,7 +192,7 @@ class OpenAIServer:
                         self.close_connection = True
                         self.connection.shutdown(2)
                         return
-                reply = completion(body, server.answer(body), len(server.requests))
+                reply = completion(body, server.answer(body), len(server.requests), server.version)
                 self.send(200, json.dumps(reply).encode())
 
             def api(self, method: str, raw: bytes) -> None:

@@ -20,6 +20,7 @@ def test_commands_are_registered() -> None:
         "changed",
         "check",
         "export",
+        "history",
         "list",
         "models",
         "new",
@@ -32,6 +33,7 @@ def test_commands_are_registered() -> None:
         "schema",
         "show",
         "site",
+        "status",
         "validate",
     ]
 

@@ -88,8 +88,9 @@ def bundled(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("bundled") / "lves"
     git = GitRepo(root)
     shutil.copytree(PROJECT_ROOT / "repository", root / "repository")
+    shutil.copytree(PROJECT_ROOT / "history", root / "history")
     shutil.copy(PROJECT_ROOT / ".lverepo", root / ".lverepo")
-    git.commit("the bundled LVEs")
+    git.commit("the bundled LVEs and their run history")
     git.git("update-ref", "refs/remotes/origin/main", "HEAD")
     git.git("branch", "my-branch")
     return root

@@ -17,6 +17,7 @@ LAYERS = [
     {"checkers", "git", "models"},  # judging a response; git; asking a model
     {"judge"},  # validate, replay, check, the cache, result records
     {"run"},  # live attempts, the runner, record, live re-runs
+    {"history"},  # the run history: its files, the status of each LVE on each model
     {"batch", "publish"},  # batch engines; READMEs, show, site, export, schemas
     {"github"},  # the Action
     {"commands"},  # the command line: cli.py (the group and the one error handler), __main__.py, commands/

@@ -79,6 +79,14 @@ class CheckerSettings:
     spacy_model: str | None = None
 
 
+@dataclass(frozen=True)
+class HistorySettings:
+    """The run history. LVEGIT_HISTORY_DIR: its folder, relative to the repository root (default:
+    history)."""
+
+    directory: str | None = None
+
+
 def _seconds(variable: str, value: str) -> float:
     try:
         seconds = float(value)
@@ -111,6 +119,7 @@ ENVIRONMENT: dict[str, tuple[str, str, Callable[[str, str], Any]]] = {
     "LVEGIT_CHECKER_TIMEOUT": ("checkers", "call_timeout", _seconds),
     "LVEGIT_ALLOW_DOWNLOADS": ("checkers", "allow_downloads", _flag),
     "LVEGIT_SPACY_MODEL": ("checkers", "spacy_model", _text),
+    "LVEGIT_HISTORY_DIR": ("history", "directory", _text),
 }
 
 
@@ -120,19 +129,23 @@ class Settings:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     cache: CacheSettings = field(default_factory=CacheSettings)
     checkers: CheckerSettings = field(default_factory=CheckerSettings)
+    history: HistorySettings = field(default_factory=HistorySettings)
     # Variables added to every git command's environment (the Action's safe.directory entry)
     git_environment: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str], **given: Any) -> Settings:
         """The settings the LVEGIT_* variables of `environ` say, with `given` fields as they are."""
-        parts: dict[str, dict[str, Any]] = {"cache": {}, "checkers": {}}
+        parts: dict[str, dict[str, Any]] = {"cache": {}, "checkers": {}, "history": {}}
         for variable, (part, name, read) in ENVIRONMENT.items():
             value = environ.get(variable)
             if value:  # set and not empty: an empty variable is an unset one
                 parts[part][name] = read(variable, value)
         return cls(
-            cache=CacheSettings(**parts["cache"]), checkers=CheckerSettings(**parts["checkers"]), **given
+            cache=CacheSettings(**parts["cache"]),
+            checkers=CheckerSettings(**parts["checkers"]),
+            history=HistorySettings(**parts["history"]),
+            **given,
         )
 
     def as_flag(self) -> str:
@@ -141,6 +154,7 @@ class Settings:
             {
                 "cache": asdict(self.cache),
                 "checkers": asdict(self.checkers),
+                "history": asdict(self.history),
                 "git_environment": [list(pair) for pair in self.git_environment],
             }
         )
@@ -153,6 +167,7 @@ class Settings:
             return cls(
                 cache=CacheSettings(**data["cache"]),
                 checkers=CheckerSettings(**data["checkers"]),
+                history=HistorySettings(**data["history"]),
                 git_environment=tuple((str(key), str(value)) for key, value in data["git_environment"]),
                 **given,
             )

@@ -62,6 +62,16 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "export_command",
         "Write run or replay reports as JUnit XML, AVID reports or a garak report.",
     ),
+    "status": (
+        "lvegit.commands.status",
+        "status_command",
+        "Show each LVE's status on each model from the run history: fixed in, regressed, ...",
+    ),
+    "history": (
+        "lvegit.commands.history",
+        "history_command",
+        "Add a run's report to the run history, or list its runs.",
+    ),
     "changed": (
         "lvegit.commands.changed",
         "changed_command",

@@ -31,6 +31,15 @@ def repo_option(function: F) -> F:
     )(function)
 
 
+def history_option(function: F) -> F:
+    return click.option(
+        "--history",
+        "history_path",
+        type=click.Path(file_okay=False, path_type=Path),
+        help="The run history folder (default: LVEGIT_HISTORY_DIR, else history/ at the repository root).",
+    )(function)
+
+
 def format_option(function: F) -> F:
     return click.option(
         "--format",

@@ -18,14 +18,16 @@ from typing import Any
 
 from lvegit.base.errors import UsageError
 from lvegit.base.output import count, line
-from lvegit.base.settings import CacheSettings, RetryPolicy
+from lvegit.base.settings import CacheSettings, RetryPolicy, current
 from lvegit.git.vcs import GitCheckout
 from lvegit.github import results as results_file
 from lvegit.github.api import PullRequests
+from lvegit.github.commits import ensure_history
 from lvegit.github.context import Event
-from lvegit.github.history import ensure_history
 from lvegit.github.render import SUMMARY_LIMIT, annotation_commands, render, write_outputs
 from lvegit.github.review import review
+from lvegit.history.status import History, LVEStatus, status_table
+from lvegit.history.store import history_dir
 from lvegit.judge.cache import open_cache
 from lvegit.judge.check import check_all
 from lvegit.lve.repo import Repository
@@ -68,6 +70,24 @@ def _readme_warning(repo: Repository, path: str) -> str | None:
     return f"README.md is {'missing' if update.before is None else 'out of date'}: run lvegit readme {path}"
 
 
+def _history(repo: Repository, paths: list[str]) -> tuple[dict[str, list[LVEStatus]], str | None]:
+    """The status of these LVEs on each model of the run history, by LVE, and why the history could not
+    be read (a pull request may commit a broken or hostile file there): the check goes on without it."""
+    folder = history_dir(repo.root, None, current().history.directory)
+    if not folder.is_dir() or not paths:
+        return {}, None
+    try:
+        history = History.open(folder)
+        found = history.status(paths)
+    except UsageError as exc:
+        return {}, str(exc)
+    models = sorted({model for _lve, model in found})
+    by_lve: dict[str, list[LVEStatus]] = {}
+    for status in status_table(paths, models, found):
+        by_lve.setdefault(status.lve, []).append(status)
+    return by_lve, None
+
+
 def check(repo: Repository, event: Event, settings: ActionSettings) -> int:
     revisions = [rev for rev in (event.base, event.head) if rev and rev != "HEAD"]
     checkout = GitCheckout(repo.root) if revisions else None
@@ -97,6 +117,7 @@ def check(repo: Repository, event: Event, settings: ActionSettings) -> int:
         repo, runnable, settings.live, settings.repeat, settings.append, settings.concurrency, settings.retry
     )
     reviewed = review(repo, changes) if changes is not None else {}
+    statuses, history_problem = _history(repo, [check.path for check in checks])
     lves = [
         results_file.lve_record(
             check,
@@ -104,6 +125,7 @@ def check(repo: Repository, event: Event, settings: ActionSettings) -> int:
             live.appended.get(check.path, []),
             reviewed.get(check.path),
             readmes.get(check.path),
+            statuses.get(check.path),
         )
         for check in checks
     ]
@@ -117,6 +139,7 @@ def check(repo: Repository, event: Event, settings: ActionSettings) -> int:
         pull_request=event.pull_request,
         base_sha=event.base,
         head_sha=event.head,
+        history=history_problem,
     )
     totals = results.totals
     results_path = settings.results_dir / "results.json"

@@ -15,6 +15,7 @@ from urllib.parse import quote
 from lvegit.base.escape import code_block, html_text, markdown, workflow_data, workflow_property
 from lvegit.base.output import count
 from lvegit.github.results import LVERecord, ResultsDocument
+from lvegit.history.status import STATE_MARKS
 from lvegit.judge.results import (
     FORMS,
     STATUSES,
@@ -165,6 +166,22 @@ def _review(lve: LVERecord, evidence: bool) -> list[str]:
     return lines
 
 
+def _history(lve: LVERecord) -> list[str]:
+    """The LVE's status on each model of the run history (lvegit status)."""
+    if not lve.history:
+        return []
+    lines = ["", "| Run history: model | Status | Now |", "|---|---|---|"]
+    for status in lve.history:
+        now = ""
+        if status.current is not None:
+            rate = status.current
+            now = f"{rate.unsafe}/{rate.attempts} unsafe on {markdown(rate.version)}"
+        lines.append(
+            f"| {markdown(status.model)} | {STATE_MARKS[status.state]} {markdown(status.summary)} | {now} |"
+        )
+    return [*lines, ""]
+
+
 def _mismatch_reason(item: ReplayResult) -> str:
     return item.reason or f"recorded passed={item.recorded}, replayed passed={item.replayed}"
 
@@ -221,7 +238,7 @@ def _failing(lve: LVERecord) -> bool:
 def _section(lve: LVERecord, evidence: bool) -> str:
     """One LVE's section under the table: why it fails first, then what changed and its added
     instances, then (collapsed) what a live re-run appended."""
-    review = _review(lve, evidence)
+    review = _review(lve, evidence) + _history(lve)
     if lve.readme:
         review += ["", f"⚠️ {markdown(lve.readme)}"]
     findings, appended = _findings(lve), _appended(lve)
@@ -258,6 +275,8 @@ def render(
     ]
     if not results.live.enabled:
         head += [f"Live re-run: off ({markdown(results.live.reason)}).", ""]
+    if results.history:
+        head += [f"⚠️ The run history could not be read: {markdown(results.history)}", ""]
     reviewed = any(lve.change is not None for lve in results.lves) or bool(results.removed)
     rows = [
         "| LVE |" + (" Change |" if reviewed else "") + " Validation | Replay | Live re-run | Appended |",

@@ -2,7 +2,7 @@
 
 Comment mode runs with a write token and must not trust the file a pull request's job produced: it is
 size-limited, parsed, checked field by field against the records below (their JSON Schema, generated from
-them, ships as lvegit/schemas/lvegit-results-v2.json), and every string in it is escaped when rendered.
+them, ships as lvegit/schemas/lvegit-results-v3.json), and every string in it is escaped when rendered.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from lvegit.base.escape import mask
 from lvegit.base.files import FileProblem, output_folder, write_inside
 from lvegit.base.output import count
 from lvegit.base.records import Record, write_schemas
+from lvegit.history.status import LVEStatus
 from lvegit.judge.records import ReplayCounts
 from lvegit.judge.results import Appended, LVEChange, LVECheck, ReplayResult, summarize
 from lvegit.lve.problems import Problem
@@ -29,7 +30,7 @@ if TYPE_CHECKING:  # only for annotations: comment mode does not import the runn
     from lvegit.run.rerun import InstanceResult
 
 SCHEMA: Final = "lvegit-results"
-VERSION: Final = 2  # 2: each LVE's change (what the pull request did to it)
+VERSION: Final = 3  # 2: each LVE's change (what the pull request did to it); 3: its run history
 MAX_RESULTS_BYTES = 32 * 1024 * 1024
 FAIL_ON = ("invalid", "mismatch", "error", "live-disagree", "live-error")
 
@@ -45,6 +46,7 @@ class LVERecord(Record):
     appended: list[Appended]
     change: LVEChange | None  # None: no base to compare with (a push or a manual run checks everything)
     readme: str | None  # why its README.md needs `lvegit readme` (a warning, never a failure); None: current
+    history: list[LVEStatus]  # its status on each model of the run history (lvegit status)
 
 
 class LiveSetting(Record):
@@ -70,7 +72,7 @@ class ResultsDocument(Record):
     """The results file of check mode, read back by comment mode."""
 
     schema_name: Literal["lvegit-results"] = Field(alias="schema")
-    version: Literal[2]
+    version: Literal[3]
     lvegit: str
     repository: str
     event: str
@@ -83,6 +85,7 @@ class ResultsDocument(Record):
     totals: Totals
     failures: list[str]
     passed: bool
+    history: str | None  # why the run history could not be read (a hostile or broken file); None: it was
 
 
 DOCUMENTS: Final[dict[str, type[Record]]] = {"results": ResultsDocument}
@@ -94,6 +97,7 @@ def lve_record(
     appended: list[Appended],
     change: LVEChange | None = None,
     readme: str | None = None,
+    history: list[LVEStatus] | None = None,
 ) -> LVERecord:
     """One LVE's entry: its check, its live re-runs and appended instances where there were any, what
     the pull request changed in it, and whether its README is out of date."""
@@ -108,6 +112,7 @@ def lve_record(
         appended=list(appended),
         change=change,
         readme=readme,
+        history=history or [],
     )
 
 

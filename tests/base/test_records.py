@@ -12,11 +12,12 @@ import pytest
 from lvegit.base.records import json_schema, schema_file
 from lvegit.commands.schema import DOCUMENTS
 from lvegit.github import results
+from lvegit.history import records as history_records
 from lvegit.judge import records as judge_records
 from lvegit.publish import documents
 from lvegit.run import records as run_records
 
-MODULES = (documents, judge_records, run_records, results)
+MODULES = (documents, judge_records, run_records, results, history_records)
 KINDS = [(module, kind) for module in MODULES for kind in module.DOCUMENTS]
 
 

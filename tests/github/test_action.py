@@ -24,7 +24,15 @@ from lvegit.github import results
 from lvegit.github.render import COMMENT_LIMIT, MARKER
 from lvegit.lve import spec
 
-from builders import PROJECT_ROOT, GitRepo, RepoBuilder, github_environment, instance, pull_request_payload
+from builders import (
+    PROJECT_ROOT,
+    GitRepo,
+    RepoBuilder,
+    github_environment,
+    history_run,
+    instance,
+    pull_request_payload,
+)
 from servers import GitHubServer, Running, serve_github
 
 
@@ -804,3 +812,36 @@ def test_check_mode_without_a_model_key_imports_no_model_client(
     assert ran.returncode == 1, ran.stderr
     imported = [line.rsplit("|", 1)[-1].strip() for line in ran.stderr.splitlines() if "import time:" in line]
     assert "openai" not in imported and "lvegit.run.rerun" in imported  # live runs were considered (auto)
+
+
+def test_the_comment_shows_each_changed_lves_run_history(
+    action: Any, github_server: GitHubServer, tmp_path: Path
+) -> None:
+    """An LVE the pull request changes: its status on each model of history/ (fixed in, regressed, never
+    run for a new LVE); a broken history file is named in the comment and the check goes on."""
+    git = GitRepo(tmp_path / "workspace")
+    lves = RepoBuilder(git.root)
+    lves.lve("cat/old", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    old = "repository/cat/old/openai--gpt-4o-mini"
+    history = git.root / "history"
+    history_run(history, "2026-09-07T03:00:00Z", {(old, "vendor/m", "m-v1"): (10, 0)})
+    history_run(history, "2026-09-14T03:00:00Z", {(old, "vendor/m", "m-v2"): (0, 80)})
+    git.commit("base")
+    git.git("checkout", "-q", "-b", "pr")
+    lves.lve("cat/old", instances={"i.jsonl": [instance("3", True, a=1, b=2), instance("4", True, a=1, b=3)]})
+    lves.lve("cat/new", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    git.commit("pr")
+    body = review_comment(action, github_server, git, 9)
+    assert "| Run history: model | Status | Now |" in body
+    assert "| vendor/m | ✓ fixed in m\\-v2 \\(2026\\-09\\-14\\) | 0/80 unsafe on m\\-v2 |" in body
+    assert "| vendor/m | - never run |  |" in body  # the new LVE
+    data = json.loads((git.root / "lvegit-results/results.json").read_text())
+    assert data["history"] is None
+    assert [s["state"] for lve in data["lves"] for s in lve["history"]] == ["never-run", "fixed"]
+
+    (history / "2026-09-21T030000Z-0123456789abcdef.parquet").write_bytes(b"not parquet")
+    git.commit("a broken history file")
+    github_server.comments.clear()
+    body = review_comment(action, github_server, git, 9, results_dir="second")
+    assert "⚠️ The run history could not be read: " in body and "0123456789abcdef\\.parquet" in body
+    assert "| LVE | Change | Validation |" in body  # the check went on

@@ -8,7 +8,7 @@ import pytest
 from lvegit.base.errors import UsageError
 from lvegit.git.changes import changed_lves
 from lvegit.git.vcs import GitCheckout
-from lvegit.github.history import ensure_history
+from lvegit.github.commits import ensure_history
 from lvegit.lve.repo import Repository
 
 from builders import GitRepo, RepoBuilder, instance

@@ -15,7 +15,7 @@ from lvegit.github import results
 
 DOCUMENT: dict[str, Any] = {
     "schema": "lvegit-results",
-    "version": 2,
+    "version": 3,
     "lvegit": "0.1.0",
     "repository": "owner/lves",
     "event": "pull_request",
@@ -82,12 +82,32 @@ DOCUMENT: dict[str, Any] = {
                 ],
             },
             "readme": "README.md is out of date: run lvegit readme repository/x/y/openai--gpt-4o-mini",
+            "history": [
+                {
+                    "lve": "repository/x/y/openai--gpt-4o-mini",
+                    "model": "openai/gpt-4o-mini",
+                    "state": "fixed",
+                    "attempts": 90,
+                    "failed": 0,
+                    "first_reproduced": {"at": "2026-09-07T03:17:00Z", "version": "gpt-4o-mini-v1"},
+                    "last_reproduced": {"at": "2026-09-14T03:17:00Z", "version": "gpt-4o-mini-v1"},
+                    "fixed_in": {"at": "2026-09-21T03:17:00Z", "version": "gpt-4o-mini-v2"},
+                    "regressed_in": None,
+                    "current": {
+                        "version": "gpt-4o-mini-v2",
+                        "unsafe": 0,
+                        "attempts": 80,
+                        "interval_95": [0, 0.0458],
+                    },
+                }
+            ],
         }
     ],
     "removed": [],
     "totals": dict.fromkeys(results.Totals.model_fields, 0),
     "failures": [],
     "passed": True,
+    "history": None,
 }
 
 
@@ -95,7 +115,7 @@ def test_a_results_file_fits_the_shipped_schema_and_reads_back() -> None:
     shipped = json.loads(schema_file("results", results.VERSION).read_text())
     jsonschema.Draft202012Validator.check_schema(shipped)
     jsonschema.validate(DOCUMENT, shipped)
-    assert results.validate(DOCUMENT).model_dump(by_alias=True) == DOCUMENT
+    assert results.validate(DOCUMENT).model_dump(mode="json", by_alias=True) == DOCUMENT
 
 
 def change(path: str, value: Any) -> dict[str, Any]:

@@ -17,18 +17,24 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from lvegit.base.errors import UsageError
 from lvegit.base.files import FileProblem, output_folder, write_inside
 from lvegit.base.output import count
+from lvegit.history.status import STATE_MARKS
 from lvegit.judge.results import judge_said, unsafe_rate
 from lvegit.lve.prompt import Message
 from lvegit.lve.repo import Repository
 from lvegit.lve.spec import LVE, load_lve
 from lvegit.lve.template import SHOWN_PARAMETER
 from lvegit.run.rerun import InstanceResult, by_instance
+
+if TYPE_CHECKING:
+    from markupsafe import Markup
+
+    from lvegit.history.status import LVEStatus, RunPoint
 
 INSTANCES_SHOWN = 100  # instances in the open on an LVE page; the rest in collapsed groups of this size
 LVES_PER_BATCH = 500  # LVE pages a worker process writes at a time (a smaller repository: no workers)
@@ -99,6 +105,15 @@ class ShownInstance:
     live: str | None  # the live reproduction, from run reports
 
 
+@dataclass(frozen=True)
+class ShownStatus:
+    """The LVE on one model of the run history: its status, its runs and their chart."""
+
+    status: LVEStatus
+    points: list[RunPoint]
+    chart: Markup
+
+
 @dataclass
 class LVEPage:
     lve: LVE
@@ -107,6 +122,7 @@ class LVEPage:
     instances: list[ShownInstance] = field(default_factory=list)
     runs: list[ShownRun] = field(default_factory=list)
     problems: int = 0  # lines of its instance files that do not load
+    statuses: list[ShownStatus] = field(default_factory=list)  # from the run history, by model
 
     @property
     def safe(self) -> int:
@@ -264,6 +280,25 @@ class Site:
     base_url: str | None
     rows: list[Row] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # LVEs whose test.json does not load
+    statuses: dict[tuple[str, str], LVEStatus] = field(default_factory=dict)  # from the run history
+    runs: int = 0  # in the run history
+
+    @property
+    def history_models(self) -> list[str]:
+        return sorted({model for _lve, model in self.statuses})
+
+    def status(self, lve: str, model: str) -> LVEStatus:
+        from lvegit.history.status import LVEStatus
+
+        return self.statuses.get((lve, model)) or LVEStatus(lve, model, "never-run")
+
+    def state_counts(self) -> dict[tuple[str, str], int]:
+        """(state, model) -> LVEs of the site in that state on that model."""
+        counts: dict[tuple[str, str], int] = defaultdict(int)
+        for row in self.rows:
+            for model in self.history_models:
+                counts[self.status(row.rel, model).state, model] += 1
+        return counts
 
     @property
     def instance_count(self) -> int:
@@ -321,6 +356,7 @@ def _environment() -> Any:
     )
     environment.filters["clean"] = lambda value: clean(str(value))
     environment.globals["slug"] = slug
+    environment.globals["marks"] = STATE_MARKS
     environment.filters["count"] = count
     environment.filters["pretty_json"] = lambda value: clean(json.dumps(value, indent=2, ensure_ascii=False))
     return environment
@@ -333,8 +369,24 @@ class _Batch:
     repo: Repository
     lve_dirs: list[Path]
     out: Path
-    site: Site  # title and base URL (no rows yet)
+    site: Site  # title, base URL and the statuses of the batch's LVEs (no rows yet)
     live: Live
+    history: Path | None  # the run history's folder, when it holds runs
+
+
+def _shown_statuses(batch: _Batch, lves: list[str]) -> dict[str, list[ShownStatus]]:
+    """Each LVE's statuses with their timelines, by LVE (the history read once for the batch)."""
+    if batch.history is None:
+        return {}
+    from lvegit.history.status import History
+    from lvegit.publish.site.timeline import timeline_svg
+
+    timelines = History.open(batch.history).timelines(lves)
+    shown: dict[str, list[ShownStatus]] = defaultdict(list)
+    for (lve, model), points in sorted(timelines.items()):
+        status = batch.site.status(lve, model)
+        shown[lve].append(ShownStatus(status, points, timeline_svg(model, points, status.summary)))
+    return shown
 
 
 def _write(environment: Any, site: Site, out: Path, path: str, template: str, **variables: Any) -> None:
@@ -349,12 +401,14 @@ def _lve_pages(batch: _Batch) -> tuple[list[Row], list[str]]:
     """Load each LVE of the batch and write its page: (its table rows, the LVEs that do not load)."""
     environment = _environment()
     rows, skipped = [], []
+    statuses = _shown_statuses(batch, [batch.repo.relative(lve_dir) for lve_dir in batch.lve_dirs])
     for lve_dir in batch.lve_dirs:
         lve, _problems, _text = load_lve(batch.repo, lve_dir)
         if lve is None:
             skipped.append(batch.repo.relative(lve_dir))
             continue
         page = _page(lve, batch.live)
+        page.statuses = statuses.get(lve.rel, [])
         _write(environment, batch.site, batch.out, f"lves/{page.slug}.html", "lve.html", page=page)
         rows.append(Row.of(page))
     return rows, skipped
@@ -375,7 +429,14 @@ def _all_lve_pages(batches: list[_Batch]) -> Iterator[tuple[list[Row], list[str]
         yield from pool.map(_lve_pages, batches)
 
 
-def build(repo: Repository, out: Path, title: str, reports: list[Path], base_url: str | None) -> Site:
+def build(
+    repo: Repository,
+    out: Path,
+    title: str,
+    reports: list[Path],
+    base_url: str | None,
+    history: Path | None = None,
+) -> Site:
     """Write the site of `repo` into `out` (its earlier pages and assets are replaced)."""
     if base_url is not None and http_url(base_url) is None:
         raise UsageError(f"--base-url must be an http(s) URL, not {base_url!r}")
@@ -388,9 +449,19 @@ def build(repo: Repository, out: Path, title: str, reports: list[Path], base_url
         )
     try:
         _make_folders(out)
-        return _build(repo, out, title, reports, base_url)
+        return _build(repo, out, title, reports, base_url, history)
     except FileProblem as exc:
         raise UsageError(f"cannot write the site: {exc}") from None
+
+
+def _history(folder: Path | None) -> tuple[dict[tuple[str, str], LVEStatus], int]:
+    """The status of every LVE on every model of the run history in `folder`, and its runs."""
+    if folder is None or not folder.is_dir():
+        return {}, 0
+    from lvegit.history.status import History
+
+    history = History.open(folder)
+    return history.status(), len(history.files)
 
 
 def _make_folders(out: Path) -> None:
@@ -405,19 +476,31 @@ def _make_folders(out: Path) -> None:
     write_inside(out, out / MARKER, marker.encode(), "the site folder")
 
 
-def _build(repo: Repository, out: Path, title: str, reports: list[Path], base_url: str | None) -> Site:
-    bare = Site(clean(title), base_url)
+def _build(
+    repo: Repository, out: Path, title: str, reports: list[Path], base_url: str | None, history: Path | None
+) -> Site:
+    statuses, runs = _history(history)
     live = _reports(reports)
     lve_dirs = repo.lve_dirs()
-    batches = [
-        _Batch(repo, lve_dirs[start : start + LVES_PER_BATCH], out, bare, live)
-        for start in range(0, len(lve_dirs), LVES_PER_BATCH)
-    ] or [_Batch(repo, [], out, bare, live)]
-    site = bare
-    for rows, skipped in _all_lve_pages(batches):
-        site = Site(site.title, site.base_url, site.rows + rows, site.skipped + skipped)
+    by_lve: dict[str, dict[tuple[str, str], LVEStatus]] = defaultdict(dict)
+    for key, status in statuses.items():
+        by_lve[key[0]][key] = status
+    batches = []
+    for start in range(0, max(len(lve_dirs), 1), LVES_PER_BATCH):
+        part = lve_dirs[start : start + LVES_PER_BATCH]
+        mine = {key: s for lve_dir in part for key, s in by_lve.get(repo.relative(lve_dir), {}).items()}
+        bare = Site(clean(title), base_url, statuses=mine, runs=runs)
+        batches.append(_Batch(repo, part, out, bare, live, history if statuses else None))
+    rows: list[Row] = []
+    skipped: list[str] = []
+    for batch_rows, batch_skipped in _all_lve_pages(batches):
+        rows += batch_rows
+        skipped += batch_skipped
+    site = Site(clean(title), base_url, rows, skipped, statuses, runs)
     environment = _environment()
     _write(environment, site, out, "index.html", "index.html", overview=site.overview(), lves=site.rows)
+    if site.statuses:
+        _write(environment, site, out, "status.html", "status.html")
     for category in site.categories:
         rows = site.in_category(category)
         _write(

@@ -63,7 +63,7 @@ def build(cli: Any, out: Path, repo_root: Path) -> Path:
 def test_every_page_loads_from_disk_without_a_console_error(browser: Any, cli: Any, tmp_path: Path) -> None:
     out = build(cli, tmp_path / "site", PROJECT_ROOT)
     pages = sorted(out.rglob("*.html"))
-    assert len(pages) == 1 + 6 + BUNDLED
+    assert len(pages) == 2 + 6 + BUNDLED  # the home page, the status page (from history/), categories, LVEs
     for page in pages:
         assert open_page(browser, page) == [], page.name
         assert browser.find_element("css selector", "h1").text
@@ -72,6 +72,30 @@ def test_every_page_loads_from_disk_without_a_console_error(browser: Any, cli: A
     browser.save_screenshot(str(ARTIFACTS / "site-home.png"))
     open_page(browser, next((out / "lves").glob("reliability-consistency-capital-city-*.html")))
     browser.save_screenshot(str(ARTIFACTS / "site-lve.png"))
+
+
+def test_the_status_pages_show_the_bundled_history(browser: Any, cli: Any, tmp_path: Path) -> None:
+    """The bundled history (history/) has an LVE fixed in demo-assistant-v2 and one regressed in it: the
+    status page says so in words and marks, and the LVE's page draws its timeline."""
+    out = build(cli, tmp_path / "site", PROJECT_ROOT)
+    assert open_page(browser, out / "status.html") == []
+    cells = {
+        row.find_element("css selector", "th").text: row.find_element("css selector", "td").text
+        for row in browser.find_elements("css selector", "table.status tbody tr")
+    }
+    letters = "repository/reliability/strings/letter_count/openai--gpt-4o-mini"
+    multiply = "repository/reliability/arithmetic/multiply/openai--gpt-4o-mini"
+    assert cells[letters] == "✓ fixed in demo-assistant-v2 (2026-09-28)"
+    assert cells[multiply] == "▲ regressed in demo-assistant-v2 (2026-09-28)"
+    browser.save_screenshot(str(ARTIFACTS / "site-status.png"))
+    browser.find_element("link text", multiply).click()
+    chart = browser.find_element("css selector", "svg.timeline")
+    assert chart.is_displayed() and chart.size["width"] > 300
+    dots = browser.find_elements("css selector", "svg.timeline circle.run")
+    assert [dot.get_attribute("class") for dot in dots] == ["run clean"] * 3 + ["run reproduced"] * 3
+    assert "demo-assistant-v2" in browser.find_element("css selector", "svg.timeline").text
+    browser.execute_script("document.getElementById('status').scrollIntoView()")
+    browser.save_screenshot(str(ARTIFACTS / "site-timeline.png"))
 
 
 def test_the_filters_change_what_is_shown(browser: Any, cli: Any, tmp_path: Path) -> None:

@@ -44,9 +44,13 @@ def test_the_bundled_repository_builds_with_working_relative_links(cli: Any, tmp
     out = tmp_path / "site"
     result = cli("site", str(out), "--repo", str(PROJECT_ROOT))
     assert result.code == 0, result.err
-    assert result.out == f"{BUNDLED} LVE pages and 6 category pages in {out}\nopen {out / 'index.html'}\n"
+    assert result.out.splitlines() == [
+        f"{BUNDLED} LVE pages and 6 category pages in {out}",
+        f"status by model from 6 runs of the run history: {out / 'status.html'}",
+        f"open {out / 'index.html'}",
+    ]
     pages = sorted(out.rglob("*.html"))
-    assert len(pages) == 1 + 6 + BUNDLED
+    assert len(pages) == 2 + 6 + BUNDLED
     [judged] = [page for page in pages if "paraphrased-instructions" in page.name]
     assert "<details><summary>judged by a model</summary><pre>openai/gpt-4o: unsafe</pre></details>" in (
         judged.read_text()

@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from lvegit.base.escape import console
+from lvegit.base.output import count, line, note, print_json
+from lvegit.commands.catalog import short_help
+from lvegit.commands.options import (
+    Selection,
+    current_settings,
+    format_option,
+    history_option,
+    open_repository,
+    repo_option,
+    selection_options,
+)
+from lvegit.history.status import STATES, History, LVEStatus, status_table
+from lvegit.history.store import history_dir
+
+
+@click.command("status", short_help=short_help("status"))
+@selection_options
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    help="Only this model (repeatable). Default: every model the history holds.",
+)
+@history_option
+@format_option
+@repo_option
+def status_command(
+    selection: Selection,
+    models: tuple[str, ...],
+    history_path: Path | None,
+    output_format: str,
+    repo_path: Path | None,
+) -> int:
+    """Show, for each LVE and model, what the run history says: reproduces, fixed in a model version,
+    regressed, not affected, inconclusive, or never run; when it first and last reproduced; and its
+    current unsafe rate with a 95% interval (the runs of the latest model version).
+
+    An LVE counts as fixed when the attempts after its last reproduction put the upper 95% bound of its
+    unsafe rate under 5% (73 attempts with none unsafe); a reproduction after that makes it regressed.
+    Runs enter the history with `lvegit history add REPORT`; see docs/history.md.
+
+    \b
+    Examples:
+      lvegit status
+      lvegit status repository/security --model openai/gpt-4o-mini
+      lvegit status --changed --format json
+    """
+    repo = open_repository(repo_path)
+    folder = history_dir(repo.root, history_path, current_settings().history.directory)
+    history = History.open(folder)
+    lve_dirs = selection.resolve(repo)
+    selected = [repo.relative(path) for path in lve_dirs]
+    # every LVE: one pass over the whole history, then the selection; a few: only theirs are read
+    whole = selection.all_lves or len(selected) > 1000
+    found = history.status(None if whole else selected, list(models) or None)
+    shown_models = list(models) or sorted({model for _lve, model in found})
+    statuses = status_table(selected, shown_models, found)
+    if not history.files:
+        note(f"no runs in {folder}: add one with lvegit history add REPORT (see lvegit history --help)")
+    if output_format == "json":
+        from lvegit.history.records import status_document
+
+        print_json(status_document(str(folder), len(history.files), shown_models, statuses))
+        return 0
+    _print(statuses)
+    totals = {state: sum(s.state == state for s in statuses) for state in STATES}
+    summary = ", ".join(f"{number} {state}" for state, number in totals.items() if number)
+    scope = f"{count(len(selected), 'LVE')} x {count(len(shown_models), 'model')}"
+    line(f"{scope} ({count(len(history.files), 'run')}): {summary or 'nothing'}")
+    return 0
+
+
+def _print(statuses: list[LVEStatus]) -> None:
+    width = max((len(console(s.model)) for s in statuses), default=0)
+    previous = None
+    for status in statuses:
+        if status.lve != previous:
+            line(console(status.lve))
+            previous = status.lve
+        rate = ""
+        if status.current is not None:
+            low, high = status.current.interval_95
+            rate = (
+                f"  {status.current.unsafe}/{status.current.attempts} unsafe "
+                f"[{low:.0%}, {high:.0%}] on {console(status.current.version)}"
+            )
+        line(f"  {console(status.model).ljust(width)}  {console(status.summary)}{rate}")

@@ -1,0 +1,210 @@
+"""The history folder: one Parquet file per run, a row per finished attempt.
+
+A row holds what the status of an LVE needs and no more (no prompts, no responses: those stay in the
+run's report): the run and when it started, the LVE, the model as requested and the version that
+answered, the instance and repetition, and whether the attempt was unsafe (null when it ended in an error).
+Files are written once, named `<start, UTC>-<run key>.parquet` where the run key is a hash of the attempts,
+so that the same report is never added twice. A pull request may commit anything under the folder: only
+plain files with such names are read, never links, and a file that is no history file is an error naming it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from lvegit.base.errors import UsageError
+from lvegit.base.files import FileProblem, output_folder, write_inside
+from lvegit.run.attempt import Attempt, load_report
+
+if TYPE_CHECKING:
+    import pyarrow
+
+HISTORY_DIR: Final = "history"  # at the repository root, unless LVEGIT_HISTORY_DIR says otherwise
+RUN_FILE: Final = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{6}Z)-([0-9a-f]{16})\.parquet$")
+FORMAT_VERSION: Final = "1"  # in each file's metadata: what a reader of another layout can refuse
+COLUMNS: Final = (
+    "run",
+    "run_at",
+    "lve",
+    "model",
+    "version",
+    "file",
+    "line",
+    "repetition",
+    "unsafe",
+)
+
+
+def needs_data_extra(exc: ImportError) -> UsageError:
+    return UsageError(f"the run history needs {exc.name}: pip install 'lvegit[data]'")
+
+
+def arrow_schema() -> pyarrow.Schema:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("run", pa.string()),
+            ("run_at", pa.timestamp("ms", tz="UTC")),
+            ("lve", pa.string()),
+            ("model", pa.string()),
+            ("version", pa.string()),
+            ("file", pa.string()),
+            ("line", pa.int32()),
+            ("repetition", pa.int32()),
+            ("unsafe", pa.bool_()),
+        ],
+        metadata={"lvegit_history": FORMAT_VERSION},
+    )
+
+
+@dataclass(frozen=True)
+class HistoryFile:
+    path: Path
+    started: str  # as in the name: 2026-11-24T031700Z
+    key: str
+
+
+def history_dir(root: Path, given: Path | None, configured: str | None) -> Path:
+    """The history folder: --history as given, else LVEGIT_HISTORY_DIR (relative to the repository root),
+    else `history/` at the root."""
+    return given if given is not None else root / (configured or HISTORY_DIR)
+
+
+def history_files(folder: Path) -> list[HistoryFile]:
+    """The run files of the history, oldest first; other entries (a README, a .gitattributes) are passed
+    over, and a link with a run file's name is refused: it could lead out of the repository."""
+    if not folder.is_dir():
+        return []
+    found = []
+    for entry in sorted(os.scandir(folder), key=lambda entry: entry.name):
+        match = RUN_FILE.match(entry.name)
+        if match is None:
+            continue
+        if entry.is_symlink() or not entry.is_file(follow_symlinks=False):
+            raise UsageError(f"{folder.name}/{entry.name}: not a plain file (lvegit reads no links)")
+        found.append(HistoryFile(Path(entry.path), match.group(1), match.group(2)))
+    return found
+
+
+def run_key(attempts: Iterable[Attempt]) -> str:
+    """The same finished attempts (their ids, repetitions and start times) give the same key."""
+    digest = hashlib.sha256()
+    for attempt in sorted(attempts, key=lambda a: (a.id, a.started_at or 0.0)):
+        digest.update(f"{attempt.id}:{attempt.started_at}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class AddedRun:
+    path: Path
+    attempts: int
+    failed: int
+    models: list[str]
+    versions: list[str]
+    started: datetime
+
+
+def add_run(folder: Path, reports: list[Path], started: datetime | None = None) -> AddedRun:
+    """Store the finished attempts of one run (a report, or the reports of its shards) as one file."""
+    attempts = [
+        attempt
+        for path in reports
+        for attempt in load_report(path).attempts.values()
+        if attempt.status in ("complete", "error")
+    ]
+    if not attempts:
+        raise UsageError(f"{', '.join(map(str, reports))}: no finished attempt to add to the history")
+    return write_run(folder, attempts, started or _started(attempts))
+
+
+def write_run(folder: Path, attempts: list[Attempt], when: datetime) -> AddedRun:
+    """Write these finished attempts as one run that started `when`; never over a run already there."""
+    key = run_key(attempts)
+    for existing in history_files(folder):
+        if existing.key == key:
+            raise UsageError(f"this run is in the history already: {existing.path}")
+    run_id = f"{when:%Y-%m-%dT%H%M%SZ}-{key}"
+    data = _parquet(_rows(attempts, run_id, when))
+    try:
+        output_folder(folder, "the history folder")
+        write_inside(folder, folder / f"{run_id}.parquet", data, "the history folder")
+    except FileProblem as exc:
+        raise UsageError(f"cannot write the history: {exc}") from None
+    return AddedRun(
+        folder / f"{run_id}.parquet",
+        len(attempts),
+        sum(attempt.verdict is None for attempt in attempts),
+        sorted({attempt.model for attempt in attempts}),
+        sorted({_version(attempt) for attempt in attempts}),
+        when,
+    )
+
+
+def _started(attempts: list[Attempt]) -> datetime:
+    times = [attempt.started_at for attempt in attempts if attempt.started_at is not None]
+    if not times:
+        raise UsageError("the report's attempts have no start times: give the run's date with --at")
+    return datetime.fromtimestamp(int(min(times)), UTC)
+
+
+def _version(attempt: Attempt) -> str:
+    """The model version that answered (what the API said it was), else the model as requested."""
+    return attempt.resolved_model or attempt.model
+
+
+def _rows(attempts: list[Attempt], run_id: str, when: datetime) -> dict[str, list[Any]]:
+    ordered = sorted(
+        attempts, key=lambda a: (a.lve, a.model, a.source_file or "", a.source_line or 0, a.repetition)
+    )
+    return {
+        "run": [run_id] * len(ordered),
+        "run_at": [when] * len(ordered),
+        "lve": [a.lve for a in ordered],
+        "model": [a.model for a in ordered],
+        "version": [_version(a) for a in ordered],
+        "file": [a.source_file for a in ordered],
+        "line": [a.source_line for a in ordered],
+        "repetition": [a.repetition for a in ordered],
+        "unsafe": [None if a.verdict is None else not a.verdict for a in ordered],
+    }
+
+
+def _parquet(columns: dict[str, list[Any]]) -> bytes:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError as exc:
+        raise needs_data_extra(exc) from None
+    table = pa.table(columns, schema=arrow_schema())
+    sink = pa.BufferOutputStream()
+    # zstd and dictionaries: a row costs a few bytes (the size estimate in docs/history.md)
+    pq.write_table(table, sink, compression="zstd", use_dictionary=True)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def check_files(files: list[HistoryFile]) -> None:
+    """Every file is a history file of this layout (a usage error naming the first that is not)."""
+    import pyarrow.parquet as pq
+
+    expected = arrow_schema()
+    for file in files:
+        try:
+            schema = pq.read_schema(file.path)
+        except Exception as exc:  # pyarrow raises ArrowInvalid, OSError and more for a broken file
+            raise UsageError(f"{file.path}: not a Parquet file lvegit can read ({exc})") from None
+        found = (schema.metadata or {}).get(b"lvegit_history")
+        if found != FORMAT_VERSION.encode() or not schema.remove_metadata().equals(
+            expected.remove_metadata()
+        ):
+            raise UsageError(
+                f"{file.path}: not a run file of lvegit's history (version {FORMAT_VERSION}); "
+                "write them with lvegit history add"
+            )

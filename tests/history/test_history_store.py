@@ -1,0 +1,143 @@
+"""lvegit history add/list and lvegit status on real runs against the loopback model server."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from builders import RepoBuilder, history_run, instance, shipped_schema_accepts
+from servers import Running
+
+
+def _run(cli: Any, repo: RepoBuilder, report: str) -> None:
+    ran = cli("run", "--all", "--repeat", "3", "--report", report, cwd=repo.root)
+    assert ran.code in (0, 1), ran.err
+
+
+def test_a_run_goes_into_the_history_once_and_status_reads_it(
+    repo: RepoBuilder, cli: Any, adding: Running
+) -> None:
+    repo.lve("cat/right", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    repo.lve("cat/wrong", instances={"i.jsonl": [instance("100", True, a=99, b=1)]})  # the model says 101
+    repo.lve("cat/unrun", instances={"i.jsonl": []})
+    _run(cli, repo, "r.jsonl")
+    added = cli("history", "add", "r.jsonl", cwd=repo.root)
+    assert added.code == 0, added.err
+    assert "added 6 attempts (0 failed) of openai/gpt-4o-mini" in added.out
+    [file] = (repo.root / "history").iterdir()
+    again = cli("history", "add", "r.jsonl", cwd=repo.root)
+    assert again.code == 2 and "in the history already" in again.err
+    assert list((repo.root / "history").iterdir()) == [file]  # nothing duplicated
+
+    listed = cli("history", "list", cwd=repo.root)
+    assert listed.code == 0 and file.name in listed.out and "6 attempts" in listed.out
+    assert "gpt-4o-mini-2026-01-01" in listed.out  # the version the server said it was
+
+    status = cli("status", cwd=repo.root)
+    assert status.code == 0, status.err
+    lines = status.out.splitlines()
+    wrong = lines.index("repository/cat/wrong/openai--gpt-4o-mini")
+    assert "reproduces  3/3 unsafe" in lines[wrong + 1]
+    right = lines.index("repository/cat/right/openai--gpt-4o-mini")
+    assert "not reproduced on too few attempts  0/3 unsafe [0%, 56%]" in lines[right + 1]
+    unrun = lines.index("repository/cat/unrun/openai--gpt-4o-mini")
+    assert "never run" in lines[unrun + 1]
+    assert lines[-1] == "3 LVEs x 1 model (1 run): 1 reproduces, 1 inconclusive, 1 never-run"
+
+    document = cli("status", "--format", "json", cwd=repo.root).json()
+    shipped_schema_accepts(document, "status")
+    assert document["counts"] == {"reproduces": 1, "inconclusive": 1, "never-run": 1}
+    assert document["rule"] == {"fixed_below": 0.05, "clean_attempts": 73}
+
+
+def test_shards_of_one_run_make_one_run(repo: RepoBuilder, cli: Any, adding: Running) -> None:
+    for name in ("a", "b", "c", "d"):
+        repo.lve(f"cat/{name}", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    for shard in (1, 2):
+        ran = cli("run", "--all", "--shard", f"{shard}/2", "--report", f"s{shard}.jsonl", cwd=repo.root)
+        assert ran.code == 0, ran.err
+    added = cli("history", "add", "s1.jsonl", "s2.jsonl", cwd=repo.root)
+    assert "added 4 attempts" in added.out
+    assert cli("history", "list", cwd=repo.root).out.endswith("1 run in " + str(repo.root / "history") + "\n")
+
+
+def test_at_dates_an_older_run_and_rejects_what_is_no_date(
+    repo: RepoBuilder, cli: Any, adding: Running
+) -> None:
+    repo.lve("cat/right", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    _run(cli, repo, "r.jsonl")
+    bad = cli("history", "add", "r.jsonl", "--at", "last tuesday", cwd=repo.root)
+    assert bad.code == 2 and "ISO 8601" in bad.err
+    assert cli("history", "add", "r.jsonl", "--at", "2026-09-07", cwd=repo.root).code == 0
+    [file] = (repo.root / "history").iterdir()
+    assert file.name.startswith("2026-09-07T000000Z-")
+
+
+def test_a_report_without_finished_attempts_is_refused(repo: RepoBuilder, cli: Any) -> None:
+    (repo.root / "r.jsonl").write_text(json.dumps({"lvegit_run": {"settings": {}, "command": "x"}}) + "\n")
+    refused = cli("history", "add", "r.jsonl", cwd=repo.root)
+    assert refused.code == 2 and "no finished attempt" in refused.err
+    assert not (repo.root / "history").exists()
+
+
+def test_hostile_history_files_are_named_and_never_followed(
+    repo: RepoBuilder, cli: Any, tmp_path: Path
+) -> None:
+    """A pull request may commit anything under history/: a link with a run file's name (leading out of
+    the repository), or a file that is no run file. Other files (a README) are passed over."""
+    repo.lve("cat/x", instances={"i.jsonl": []})
+    folder = repo.root / "history"
+    history_run(folder, "2026-01-05T03:00:00Z", {("repository/cat/x/openai--gpt-4o-mini", "m", "v"): (1, 0)})
+    (folder / "README.md").write_text("the history\n")
+    assert cli("status", cwd=repo.root).code == 0
+
+    outside = tmp_path / "outside.parquet"
+    outside.write_bytes(next(folder.glob("*.parquet")).read_bytes())
+    link = folder / "2026-01-12T030000Z-0123456789abcdef.parquet"
+    os.symlink(outside, link)
+    linked = cli("status", cwd=repo.root)
+    assert linked.code == 2 and f"history/{link.name}: not a plain file" in linked.err
+    link.unlink()
+
+    (folder / "2026-01-12T030000Z-0123456789abcdef.parquet").write_bytes(b"PAR1 not really")
+    broken = cli("status", cwd=repo.root)
+    assert broken.code == 2 and "0123456789abcdef.parquet: not a Parquet file lvegit can read" in broken.err
+
+
+def test_a_parquet_file_of_another_layout_is_refused(repo: RepoBuilder, cli: Any) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    repo.lve("cat/x", instances={"i.jsonl": []})
+    (repo.root / "history").mkdir()
+    pq.write_table(
+        pa.table({"lve": ["x"]}), repo.root / "history" / "2026-01-12T030000Z-0123456789abcdef.parquet"
+    )
+    refused = cli("status", cwd=repo.root)
+    assert refused.code == 2 and "not a run file of lvegit's history" in refused.err
+
+
+def test_status_without_history_says_how_to_start_one(repo: RepoBuilder, cli: Any) -> None:
+    repo.lve("cat/x", instances={"i.jsonl": []})
+    empty = cli("status", cwd=repo.root)
+    assert empty.code == 0
+    assert "no runs in" in empty.err and "lvegit history add REPORT" in empty.err
+    assert empty.out.splitlines()[-1] == "1 LVE x 0 models (0 runs): nothing"
+
+
+@pytest.mark.parametrize("where", ["flag", "variable"])
+def test_the_history_folder_can_live_elsewhere(
+    repo: RepoBuilder, cli: Any, adding: Running, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    repo.lve("cat/right", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    _run(cli, repo, "r.jsonl")
+    if where == "flag":
+        assert cli("history", "add", "r.jsonl", "--history", "data/runs", cwd=repo.root).code == 0
+    else:
+        monkeypatch.setenv("LVEGIT_HISTORY_DIR", "data/runs")
+        assert cli("history", "add", "r.jsonl", cwd=repo.root).code == 0
+    assert len(list((repo.root / "data" / "runs").glob("*.parquet"))) == 1

@@ -67,11 +67,15 @@ def add_command(
       lvegit history add shard-1.jsonl shard-2.jsonl shard-3.jsonl shard-4.jsonl
       lvegit history add old-run.jsonl --at 2026-09-07
     """
-    repo = open_repository(repo_path)
-    folder = history_dir(repo.root, history_path, current_settings().history.directory)
+    # With --history, no repository is needed: a workflow adds the run in a checkout of the history branch.
+    folder = history_path or history_dir(
+        open_repository(repo_path).root, None, current_settings().history.directory
+    )
     added = add_run(folder, list(reports), started)
     models = ", ".join(console(model) for model in added.models)
-    line(f"added {count(added.attempts, 'attempt')} ({added.failed} failed) of {models} to {added.path}")
+    versions = ", ".join(console(version) for version in added.versions)
+    attempts = f"{count(added.attempts, 'attempt')} ({added.failed} failed)"
+    line(f"added {attempts} of {models} ({versions}) to {added.path}")
     return 0
 
 

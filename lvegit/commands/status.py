@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import click
 
 from lvegit.base.escape import console
-from lvegit.base.output import count, line, note, print_json
+from lvegit.base.output import count, line, note, print_json, styled_line
 from lvegit.commands.catalog import short_help
 from lvegit.commands.options import (
     Selection,
@@ -67,7 +68,8 @@ def status_command(
     if output_format == "json":
         from lvegit.history.records import status_document
 
-        print_json(status_document(str(folder), len(history.files), shown_models, statuses))
+        # one line: a history of 10,000 LVEs on 20 models is 200,000 entries (jq . indents it)
+        print_json(status_document(str(folder), len(history.files), shown_models, statuses), indent=None)
         return 0
     _print(statuses)
     totals = {state: sum(s.state == state for s in statuses) for state in STATES}
@@ -78,17 +80,23 @@ def status_command(
 
 
 def _print(statuses: list[LVEStatus]) -> None:
-    width = max((len(console(s.model)) for s in statuses), default=0)
+    """One block per LVE, a line per model; written at once (200,000 lines are a few megabytes). Each text
+    escaped once: the same models, versions and summaries recur on every LVE."""
+    escaped = functools.cache(console)
+    width = max((len(escaped(s.model)) for s in statuses), default=0)
+    lines = []
     previous = None
     for status in statuses:
         if status.lve != previous:
-            line(console(status.lve))
+            lines.append(escaped(status.lve))
             previous = status.lve
         rate = ""
         if status.current is not None:
             low, high = status.current.interval_95
             rate = (
                 f"  {status.current.unsafe}/{status.current.attempts} unsafe "
-                f"[{low:.0%}, {high:.0%}] on {console(status.current.version)}"
+                f"[{low:.0%}, {high:.0%}] on {escaped(status.current.version)}"
             )
-        line(f"  {console(status.model).ljust(width)}  {console(status.summary)}{rate}")
+        lines.append(f"  {escaped(status.model).ljust(width)}  {escaped(status.summary)}{rate}")
+    if lines:
+        styled_line("\n".join(lines))  # every part escaped above

@@ -18,6 +18,7 @@ The rule (docs/history.md says the same):
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from collections.abc import Sequence
@@ -107,23 +108,11 @@ class LVEStatus:
             "state": self.state,
             "attempts": self.attempts,
             "failed": self.failed,
-            **{
-                name: None if moment is None else {"at": moment.at, "version": moment.version}
-                for name, moment in (
-                    ("first_reproduced", self.first_reproduced),
-                    ("last_reproduced", self.last_reproduced),
-                    ("fixed_in", self.fixed_in),
-                    ("regressed_in", self.regressed_in),
-                )
-            },
-            "current": None
-            if self.current is None
-            else {
-                "version": self.current.version,
-                "unsafe": self.current.unsafe,
-                "attempts": self.current.attempts,
-                "interval_95": list(self.current.interval_95),
-            },
+            "first_reproduced": _as_json(self.first_reproduced),
+            "last_reproduced": _as_json(self.last_reproduced),
+            "fixed_in": _as_json(self.fixed_in),
+            "regressed_in": _as_json(self.regressed_in),
+            "current": _as_json(self.current),
         }
 
     @property
@@ -143,17 +132,12 @@ class LVEStatus:
         }.get(self.state, self.state)
 
 
-@dataclass(frozen=True)
-class RunPoint:
-    """One run of an LVE on a model, for its timeline."""
-
-    __pydantic_config__ = RECORD_CONFIG
-
-    at: str
-    version: str
-    unsafe: int
-    attempts: int  # with a verdict
-    failed: int
+@functools.cache  # moments and rates are shared by the LVEs of a run: each is written out once
+def _as_json(part: Moment | Rate | None) -> dict[str, Any] | None:
+    if part is None:
+        return None
+    data = dataclasses.asdict(part)
+    return {**data, "interval_95": list(data["interval_95"])} if isinstance(part, Rate) else data
 
 
 @dataclass(frozen=True)
@@ -164,13 +148,19 @@ class RunInfo:
     versions: list[str]
 
 
+def _literal(text: str) -> str:
+    """`text` as an SQL string literal (a folder or LVE name may hold quotes)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
 def _files_sql(files: Sequence[HistoryFile]) -> str:
-    return "[" + ", ".join("'" + str(f.path).replace("'", "''") + "'" for f in files) + "]"
+    return "[" + ", ".join(_literal(str(f.path)) for f in files) + "]"
 
 
 # The status, in steps over integer keys (a hash of LVE and model, of the version): years of runs are
-# tens of millions of rows, and DuckDB groups integers many times faster than strings; ties between the
-# versions of one run are broken by that hash, so that the answer is the same every time. Most of it needs
+# tens of millions of rows, and DuckDB groups integers many times faster than strings. `sequence` orders
+# attempts by run and, within a run that saw two versions, by the version's hash (its low 10 bits: two
+# versions alike there, 1 in 1,024, may be named either way). Most of it needs
 # no order: the last reproduction, the attempts after it, the current version's rate are aggregates. Only
 # a comeback (a reproduction after enough clean attempts) needs the runs in order, and only where the
 # attempts before the last reproduction hold enough clean ones: those pairs alone are put in order.
@@ -179,21 +169,22 @@ _STATUS_STEPS = (
     SELECT hash(lve, model) AS pair, lve, model FROM attempts GROUP BY lve, model""",
     """CREATE TEMP TABLE versions AS SELECT hash(version) AS vid, version FROM attempts GROUP BY version""",
     """CREATE TEMP TABLE keyed AS
-    SELECT hash(lve, model) AS pair, epoch_ms(run_at) AS started, hash(version) AS vid, unsafe
+    SELECT hash(lve, model) AS pair, epoch_ms(run_at) AS started, hash(version) AS vid,
+        epoch_ms(run_at) * 1024 + hash(version) % 1024 AS sequence, unsafe
     FROM attempts""",
     """CREATE TEMP TABLE firsts AS
     SELECT pair, count(*) AS attempts, count(*) - count(unsafe) AS failed,
         min(started) FILTER (WHERE unsafe) AS first_at,
-        arg_min(vid, (started, vid)) FILTER (WHERE unsafe) AS first_vid,
+        arg_min(vid, sequence) FILTER (WHERE unsafe) AS first_vid,
         max(started) FILTER (WHERE unsafe) AS last_at,
-        arg_max(vid, (started, vid)) FILTER (WHERE unsafe) AS last_vid,
-        arg_max(vid, (started, vid)) FILTER (WHERE unsafe IS NOT NULL) AS current_vid
+        arg_max(vid, sequence) FILTER (WHERE unsafe) AS last_vid,
+        arg_max(vid, sequence) FILTER (WHERE unsafe IS NOT NULL) AS current_vid
     FROM keyed GROUP BY pair""",
     """CREATE TEMP TABLE seconds AS
     SELECT pair,
         count(unsafe) FILTER (WHERE after) AS clean_since,
         min(started) FILTER (WHERE after AND unsafe IS NOT NULL) AS since_at,
-        arg_min(vid, (started, vid)) FILTER (WHERE after AND unsafe IS NOT NULL) AS since_vid,
+        arg_min(vid, sequence) FILTER (WHERE after AND unsafe IS NOT NULL) AS since_vid,
         count(unsafe) FILTER (WHERE vid = current_vid) AS current_n,
         count(*) FILTER (WHERE unsafe AND vid = current_vid) AS current_k,
         count(*) FILTER (WHERE NOT unsafe AND started < last_at) AS clean_before_last
@@ -303,12 +294,23 @@ class History:
                 raise needs_data_extra(exc) from None
         return cls(folder, files)
 
-    def _ask(
+    def query(
         self, lves: Sequence[str] | None, models: Sequence[str] | None, steps: Sequence[str], query: str
     ) -> list[tuple[Any, ...]]:
-        """Run `steps`, then `query`, over the attempts of these LVEs and models (all when None)."""
+        """Run the SQL `steps`, then `query`, over the view `attempts`: the rows of these LVEs and models
+        (all when None)."""
+        return self.queries(lves, models, steps, [query])[0]
+
+    def queries(
+        self,
+        lves: Sequence[str] | None,
+        models: Sequence[str] | None,
+        steps: Sequence[str],
+        queries: list[str],
+    ) -> list[list[tuple[Any, ...]]]:
+        """`query` with several queries after the same steps: the rows of each."""
         if not self.files:
-            return []
+            return [[] for _query in queries]
         try:
             import duckdb
         except ImportError as exc:
@@ -321,6 +323,9 @@ class History:
                     connection.execute(f"CREATE TEMP TABLE wanted_{name} AS SELECT unnest($v) AS {name}",
                                        {"v": list(wanted)})  # fmt: skip
                     conditions.append(f"{name} IN (SELECT {name} FROM wanted_{name})")
+            if lves:  # files are sorted by LVE: a range lets DuckDB skip row groups by their statistics
+                low, high = (_literal(bound) for bound in (min(lves), max(lves)))
+                conditions.append(f"lve BETWEEN {low} AND {high}")
             where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
             files = _files_sql(self.files)
             connection.execute(
@@ -328,7 +333,7 @@ class History:
             )
             for step in steps:
                 connection.execute(step)
-            return list(connection.execute(query).fetchall())
+            return [list(connection.execute(query).fetchall()) for query in queries]
         except duckdb.Error as exc:
             raise UsageError(f"cannot read the history in {self.folder}: {exc}") from None
         finally:
@@ -342,7 +347,7 @@ class History:
             FROM attempts GROUP BY filename ORDER BY filename"""
         return [
             RunInfo(file, _iso(at), attempts, versions)
-            for file, at, attempts, versions in self._ask(None, None, (), query)
+            for file, at, attempts, versions in self.query(None, None, (), query)
         ]
 
     def status(
@@ -351,21 +356,8 @@ class History:
         """The status of each LVE and model the history holds (of those asked for), by (LVE, model)."""
         needed = str(clean_attempts_needed())
         steps = [step.replace("$needed", needed) for step in (*_STATUS_STEPS, _COMEBACKS)]
-        rows = self._ask(lves, models, steps, _STATUS_QUERY.replace("$needed", needed))
+        rows = self.query(lves, models, steps, _STATUS_QUERY.replace("$needed", needed))
         return {(row[0], row[1]): _status(row) for row in rows}
-
-    def timelines(
-        self, lves: Sequence[str], models: Sequence[str] | None = None
-    ) -> dict[tuple[str, str], list[RunPoint]]:
-        """Each run of these LVEs, oldest first, by (LVE, model)."""
-        query = """
-            SELECT lve, model, epoch_ms(run_at) AS started, version, count(unsafe),
-                count(*) FILTER (WHERE unsafe), count(*) - count(unsafe)
-            FROM attempts GROUP BY ALL ORDER BY lve, model, started, version"""
-        found: dict[tuple[str, str], list[RunPoint]] = {}
-        for lve, model, started, version, n, k, failed in self._ask(lves, models, (), query):
-            found.setdefault((lve, model), []).append(RunPoint(_iso(started), version, k, n, failed))
-        return found
 
 
 def status_table(

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 HISTORY_DIR: Final = "history"  # at the repository root, unless LVEGIT_HISTORY_DIR says otherwise
 RUN_FILE: Final = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{6}Z)-([0-9a-f]{16})\.parquet$")
+ROW_GROUP: Final = 16_384  # rows
 FORMAT_VERSION: Final = "1"  # in each file's metadata: what a reader of another layout can refuse
 COLUMNS: Final = (
     "run",
@@ -180,14 +181,20 @@ def _rows(attempts: list[Attempt], run_id: str, when: datetime) -> dict[str, lis
 def _parquet(columns: dict[str, list[Any]]) -> bytes:
     try:
         import pyarrow as pa
-        import pyarrow.parquet as pq
     except ImportError as exc:
         raise needs_data_extra(exc) from None
-    table = pa.table(columns, schema=arrow_schema())
     sink = pa.BufferOutputStream()
-    # zstd and dictionaries: a row costs a few bytes (the size estimate in docs/history.md)
-    pq.write_table(table, sink, compression="zstd", use_dictionary=True)
+    write_table(pa.table(columns, schema=arrow_schema()), sink)
     return bytes(sink.getvalue().to_pybytes())
+
+
+def write_table(table: pyarrow.Table, where: Any) -> None:
+    """A run's rows (sorted by LVE) as Parquet: zstd and dictionaries, so that a row costs a few bytes (the
+    size estimate in docs/history.md), in row groups small enough that a reader of a few LVEs (a pull
+    request's, a site worker's) skips the others by their statistics."""
+    import pyarrow.parquet as pq
+
+    pq.write_table(table, where, compression="zstd", use_dictionary=True, row_group_size=ROW_GROUP)
 
 
 def check_files(files: list[HistoryFile]) -> None:

@@ -141,3 +141,65 @@ def test_the_history_folder_can_live_elsewhere(
         monkeypatch.setenv("LVEGIT_HISTORY_DIR", "data/runs")
         assert cli("history", "add", "r.jsonl", cwd=repo.root).code == 0
     assert len(list((repo.root / "data" / "runs").glob("*.parquet"))) == 1
+
+
+def test_the_scheduled_workflow_adds_each_run_to_the_history_branch(
+    repo: RepoBuilder, cli: Any, adding: Running, tmp_path: Path
+) -> None:
+    """The history step of examples/workflows/lvegit-scheduled.yml, run as written by bash against a bare
+    repository standing in for GitHub: the first run makes the lvegit-history branch, the second adds to
+    it, and the same run a second time is refused (the step fails: nothing is pushed twice)."""
+    import shutil
+    import subprocess
+    import sys
+
+    import yaml
+
+    from builders import PROJECT_ROOT
+
+    workflow = yaml.safe_load((PROJECT_ROOT / "examples/workflows/lvegit-scheduled.yml").read_text())
+    [step] = [s for s in workflow["jobs"]["history"]["steps"] if s.get("name", "").startswith("Add the run")]
+    assert workflow["jobs"]["history"]["permissions"] == {"contents": "write"}
+    server = tmp_path / "server"
+    subprocess.run(["git", "init", "-q", "--bare", str(server / "org" / "lves.git")], check=True)
+    repo.lve("cat/right", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    bin_dir = Path(sys.executable).parent
+    environment = {
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "HOME": str(tmp_path),
+        "GITHUB_TOKEN": "ghs_test",
+        "GITHUB_SERVER_URL": f"file://{server}",
+        "GITHUB_REPOSITORY": "org/lves",
+        "GITHUB_WORKFLOW": "LVE full run",
+    }
+
+    def job(run: int) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+        """The step in a fresh job folder holding run `run`'s report; then the branch's files."""
+        work = tmp_path / f"job-{run}-{len(list(tmp_path.glob('job-*')))}"
+        work.mkdir()
+        shutil.copy(repo.root / f"r{run}.jsonl", work / "report.jsonl")
+        done = subprocess.run(
+            ["bash", "-e", "-c", step["run"]],
+            cwd=work,
+            env={**environment, "GITHUB_RUN_ID": str(run)},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        listed = subprocess.run(
+            ["git", "ls-tree", "--name-only", "lvegit-history"],
+            cwd=server / "org" / "lves.git",
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done, listed.stdout.split()
+
+    for run in (1, 2):
+        _run(cli, repo, f"r{run}.jsonl")
+        done, files = job(run)
+        assert done.returncode == 0, done.stderr
+        assert len(files) == run and all(name.endswith(".parquet") for name in files)
+    again, files = job(2)
+    assert again.returncode != 0 and "in the history already" in again.stderr
+    assert len(files) == 2

@@ -8,6 +8,7 @@ and nothing else. The output is deterministic: the same repository gives the sam
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -34,7 +35,8 @@ from lvegit.run.rerun import InstanceResult, by_instance
 if TYPE_CHECKING:
     from markupsafe import Markup
 
-    from lvegit.history.status import LVEStatus, RunPoint
+    from lvegit.history.status import LVEStatus
+    from lvegit.publish.site.timeline import Timeline
 
 INSTANCES_SHOWN = 100  # instances in the open on an LVE page; the rest in collapsed groups of this size
 LVES_PER_BATCH = 500  # LVE pages a worker process writes at a time (a smaller repository: no workers)
@@ -107,11 +109,48 @@ class ShownInstance:
 
 @dataclass(frozen=True)
 class ShownStatus:
-    """The LVE on one model of the run history: its status, its runs and their chart."""
+    """The LVE on one model of the run history: its status and its timeline."""
 
     status: LVEStatus
-    points: list[RunPoint]
-    chart: Markup
+    timeline: Timeline
+
+    @property
+    def said(self) -> Markup:
+        """The status in words (its mark first), escaped: a status page has 200,000 of them."""
+        return state_html(self.status)
+
+    @property
+    def details(self) -> Markup:
+        """Its current rate, first and last reproduction and failed attempts, in words, escaped."""
+        from markupsafe import Markup, escape
+
+        status, parts = self.status, []
+        if status.current is not None:
+            low, high = status.current.interval_95
+            parts.append(
+                f"now {status.current.unsafe}/{status.current.attempts} unsafe (95% interval "
+                f"{100 * low:.1f}% to {100 * high:.1f}%) on {escape(clean(status.current.version))}"
+            )
+        if status.first_reproduced and status.last_reproduced:
+            first, last = status.first_reproduced, status.last_reproduced
+            parts.append(
+                f"first reproduced {first.at[:10]} ({escape(clean(first.version))}), "
+                f"last {last.at[:10]} ({escape(clean(last.version))})"
+            )
+        if status.failed:
+            parts.append(f"{count(status.failed, 'attempt')} failed")
+        return Markup("; ".join(parts))
+
+
+@functools.cache  # statuses recur: the same summary on many LVEs
+def _state_words(state: str, summary: str) -> Markup:
+    from markupsafe import Markup, escape
+
+    return Markup(f"{STATE_MARKS[state]} ") + escape(clean(summary))
+
+
+def state_html(status: LVEStatus) -> Markup:
+    return _state_words(status.state, status.summary)
 
 
 @dataclass
@@ -283,7 +322,7 @@ class Site:
     statuses: dict[tuple[str, str], LVEStatus] = field(default_factory=dict)  # from the run history
     runs: int = 0  # in the run history
 
-    @property
+    @functools.cached_property  # asked for each row of the status page: 10,000 rows, 200,000 statuses
     def history_models(self) -> list[str]:
         return sorted({model for _lve, model in self.statuses})
 
@@ -291,6 +330,18 @@ class Site:
         from lvegit.history.status import LVEStatus
 
         return self.statuses.get((lve, model)) or LVEStatus(lve, model, "never-run")
+
+    def status_rows(self) -> Iterator[Markup]:
+        """The rows of the status page, built here (a template would escape 200,000 cells one by one)."""
+        from markupsafe import Markup, escape
+
+        for row in self.rows:
+            cells = "".join(
+                f'<td class="state-{status.state}">{state_html(status)}</td>'
+                for status in (self.status(row.rel, model) for model in self.history_models)
+            )
+            link = f'<a href="lves/{row.slug}.html#status">{escape(row.rel)}</a>'
+            yield Markup(f'<tr><th scope="row">{link}</th>{cells}</tr>')
 
     def state_counts(self) -> dict[tuple[str, str], int]:
         """(state, model) -> LVEs of the site in that state on that model."""
@@ -357,6 +408,9 @@ def _environment() -> Any:
     environment.filters["clean"] = lambda value: clean(str(value))
     environment.globals["slug"] = slug
     environment.globals["marks"] = STATE_MARKS
+    from lvegit.publish.site.timeline import MARKERS
+
+    environment.globals["markers"] = MARKERS
     environment.filters["count"] = count
     environment.filters["pretty_json"] = lambda value: clean(json.dumps(value, indent=2, ensure_ascii=False))
     return environment
@@ -369,24 +423,30 @@ class _Batch:
     repo: Repository
     lve_dirs: list[Path]
     out: Path
-    site: Site  # title, base URL and the statuses of the batch's LVEs (no rows yet)
+    site: Site  # title, base URL and the history's runs (no rows, no statuses yet)
     live: Live
     history: Path | None  # the run history's folder, when it holds runs
 
 
-def _shown_statuses(batch: _Batch, lves: list[str]) -> dict[str, list[ShownStatus]]:
-    """Each LVE's statuses with their timelines, by LVE (the history read once for the batch)."""
-    if batch.history is None:
-        return {}
-    from lvegit.history.status import History
-    from lvegit.publish.site.timeline import timeline_svg
+Statuses = dict[tuple[str, str], "LVEStatus"]
 
-    timelines = History.open(batch.history).timelines(lves)
+
+def _shown_statuses(batch: _Batch, lves: list[str]) -> tuple[Statuses, dict[str, list[ShownStatus]]]:
+    """The statuses of the batch's LVEs, and each one's with its timelines, by LVE. Each worker reads the
+    history for its own LVEs (the files are sorted by LVE: it reads little more than those), so that no
+    core waits for the statuses of all."""
+    if batch.history is None:
+        return {}, {}
+    from lvegit.history.status import History
+    from lvegit.publish.site.timeline import timelines
+
+    history = History.open(batch.history)
+    found = history.status(lves)
+    site = Site(batch.site.title, batch.site.base_url, statuses=found, runs=batch.site.runs)
     shown: dict[str, list[ShownStatus]] = defaultdict(list)
-    for (lve, model), points in sorted(timelines.items()):
-        status = batch.site.status(lve, model)
-        shown[lve].append(ShownStatus(status, points, timeline_svg(model, points, status.summary)))
-    return shown
+    for (lve, model), timeline in sorted(timelines(history, lves).items()):
+        shown[lve].append(ShownStatus(site.status(lve, model), timeline))
+    return found, shown
 
 
 def _write(environment: Any, site: Site, out: Path, path: str, template: str, **variables: Any) -> None:
@@ -397,11 +457,12 @@ def _write(environment: Any, site: Site, out: Path, path: str, template: str, **
     write_inside(out, out / path, html.encode("utf-8"), "the site folder")
 
 
-def _lve_pages(batch: _Batch) -> tuple[list[Row], list[str]]:
-    """Load each LVE of the batch and write its page: (its table rows, the LVEs that do not load)."""
+def _lve_pages(batch: _Batch) -> tuple[list[Row], list[str], Statuses]:
+    """Load each LVE of the batch and write its page: (its table rows, the LVEs that do not load, their
+    statuses on the models of the run history)."""
     environment = _environment()
     rows, skipped = [], []
-    statuses = _shown_statuses(batch, [batch.repo.relative(lve_dir) for lve_dir in batch.lve_dirs])
+    found, statuses = _shown_statuses(batch, [batch.repo.relative(lve_dir) for lve_dir in batch.lve_dirs])
     for lve_dir in batch.lve_dirs:
         lve, _problems, _text = load_lve(batch.repo, lve_dir)
         if lve is None:
@@ -411,10 +472,10 @@ def _lve_pages(batch: _Batch) -> tuple[list[Row], list[str]]:
         page.statuses = statuses.get(lve.rel, [])
         _write(environment, batch.site, batch.out, f"lves/{page.slug}.html", "lve.html", page=page)
         rows.append(Row.of(page))
-    return rows, skipped
+    return rows, skipped, found
 
 
-def _all_lve_pages(batches: list[_Batch]) -> Iterator[tuple[list[Row], list[str]]]:
+def _all_lve_pages(batches: list[_Batch]) -> Iterator[tuple[list[Row], list[str], Statuses]]:
     """The batches' pages, on every core when there is more than one batch; results in batch order."""
     if len(batches) == 1:
         yield _lve_pages(batches[0])
@@ -454,14 +515,13 @@ def build(
         raise UsageError(f"cannot write the site: {exc}") from None
 
 
-def _history(folder: Path | None) -> tuple[dict[tuple[str, str], LVEStatus], int]:
-    """The status of every LVE on every model of the run history in `folder`, and its runs."""
+def _history(folder: Path | None) -> int:
+    """The runs of the run history in `folder` (its files checked here, once, before any worker reads)."""
     if folder is None or not folder.is_dir():
-        return {}, 0
+        return 0
     from lvegit.history.status import History
 
-    history = History.open(folder)
-    return history.status(), len(history.files)
+    return len(History.open(folder).files)
 
 
 def _make_folders(out: Path) -> None:
@@ -479,23 +539,21 @@ def _make_folders(out: Path) -> None:
 def _build(
     repo: Repository, out: Path, title: str, reports: list[Path], base_url: str | None, history: Path | None
 ) -> Site:
-    statuses, runs = _history(history)
+    runs = _history(history)
     live = _reports(reports)
     lve_dirs = repo.lve_dirs()
-    by_lve: dict[str, dict[tuple[str, str], LVEStatus]] = defaultdict(dict)
-    for key, status in statuses.items():
-        by_lve[key[0]][key] = status
-    batches = []
-    for start in range(0, max(len(lve_dirs), 1), LVES_PER_BATCH):
-        part = lve_dirs[start : start + LVES_PER_BATCH]
-        mine = {key: s for lve_dir in part for key, s in by_lve.get(repo.relative(lve_dir), {}).items()}
-        bare = Site(clean(title), base_url, statuses=mine, runs=runs)
-        batches.append(_Batch(repo, part, out, bare, live, history if statuses else None))
+    bare = Site(clean(title), base_url, runs=runs)
+    batches = [
+        _Batch(repo, lve_dirs[start : start + LVES_PER_BATCH], out, bare, live, history if runs else None)
+        for start in range(0, max(len(lve_dirs), 1), LVES_PER_BATCH)
+    ]
     rows: list[Row] = []
     skipped: list[str] = []
-    for batch_rows, batch_skipped in _all_lve_pages(batches):
+    statuses: Statuses = {}
+    for batch_rows, batch_skipped, found in _all_lve_pages(batches):
         rows += batch_rows
         skipped += batch_skipped
+        statuses.update(found)
     site = Site(clean(title), base_url, rows, skipped, statuses, runs)
     environment = _environment()
     _write(environment, site, out, "index.html", "index.html", overview=site.overview(), lves=site.rows)

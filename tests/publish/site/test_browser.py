@@ -91,8 +91,18 @@ def test_the_status_pages_show_the_bundled_history(browser: Any, cli: Any, tmp_p
     browser.find_element("link text", multiply).click()
     chart = browser.find_element("css selector", "svg.timeline")
     assert chart.is_displayed() and chart.size["width"] > 300
-    dots = browser.find_elements("css selector", "svg.timeline circle.run")
-    assert [dot.get_attribute("class") for dot in dots] == ["run clean"] * 3 + ["run reproduced"] * 3
+    # a dot per run: every run on the rate's line (hollow), the reproducing ones again, filled
+    line = browser.find_element("css selector", "svg.timeline polyline.rate")
+    reproduced = browser.find_element("css selector", "svg.timeline polyline.reproduced")
+    assert len(line.get_attribute("points").split()) == 6
+    assert len(reproduced.get_attribute("points").split()) == 3
+    marker = browser.execute_script("return getComputedStyle(arguments[0]).markerMid", line)
+    assert marker == 'url("#run-clean")'
+    rows = [row.text for row in browser.find_elements("css selector", "table.runs tbody tr")]
+    assert rows == [
+        "demo-assistant-v1 3 2026-09-07 2026-09-21 0/150 0",
+        "demo-assistant-v2 3 2026-09-28 2026-10-12 150/150 0",
+    ]
     assert "demo-assistant-v2" in browser.find_element("css selector", "svg.timeline").text
     browser.execute_script("document.getElementById('status').scrollIntoView()")
     browser.save_screenshot(str(ARTIFACTS / "site-timeline.png"))

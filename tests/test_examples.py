@@ -89,6 +89,7 @@ def bundled(tmp_path_factory: pytest.TempPathFactory) -> Path:
     git = GitRepo(root)
     shutil.copytree(PROJECT_ROOT / "repository", root / "repository")
     shutil.copytree(PROJECT_ROOT / "history", root / "history")
+    shutil.copytree(PROJECT_ROOT / "examples" / "findings", root / "examples" / "findings")
     shutil.copy(PROJECT_ROOT / ".lverepo", root / ".lverepo")
     git.commit("the bundled LVEs and their run history")
     git.git("update-ref", "refs/remotes/origin/main", "HEAD")

@@ -19,6 +19,7 @@ LAYERS = [
     {"run"},  # live attempts, the runner, record, live re-runs
     {"history"},  # the run history: its files, the status of each LVE on each model
     {"batch", "publish"},  # batch engines; READMEs, show, site, export, schemas
+    {"findings"},  # scanners' findings (garak, promptfoo) as LVE drafts
     {"github"},  # the Action
     {"commands"},  # the command line: cli.py (the group and the one error handler), __main__.py, commands/
 ]

@@ -60,7 +60,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "export": (
         "lvegit.commands.export",
         "export_command",
-        "Write run or replay reports as JUnit XML, AVID reports or a garak report.",
+        "Write run reports as JUnit XML, AVID or garak reports, or the repository as a dataset.",
     ),
     "status": (
         "lvegit.commands.status",
@@ -71,6 +71,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "lvegit.commands.history",
         "history_command",
         "Add a run's report to the run history, or list its runs.",
+    ),
+    "import": (
+        "lvegit.commands.import_findings",
+        "import_command",
+        "Turn garak or promptfoo findings into LVE drafts.",
     ),
     "changed": (
         "lvegit.commands.changed",

@@ -6,28 +6,48 @@ from pathlib import Path
 import click
 
 from lvegit.base.errors import EXIT_OK, UsageError
-from lvegit.base.output import count, note
+from lvegit.base.output import count, line, note
 from lvegit.commands.catalog import short_help
-from lvegit.commands.options import open_repository, repo_option
-from lvegit.lve.repo import repository_url
+from lvegit.commands.options import current_settings, history_option, open_repository, repo_option
+from lvegit.history.store import history_dir
+from lvegit.lve.repo import Repository, repository_url
 from lvegit.publish.export import FORMATS, load_attempts
 
 
 @click.command("export", short_help=short_help("export"))
-@click.argument(
-    "reports", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
-)
+@click.argument("reports", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--format", "export_format", type=click.Choice(FORMATS), required=True, help="The format to write."
 )
 @click.option(
-    "--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write here instead of to stdout."
+    "--output",
+    "-o",
+    type=click.Path(path_type=Path),
+    help="Write here instead of to stdout (for dataset: the folder, required).",
 )
+@click.option("--title", default="LVE repository", show_default=True, help="dataset: the card's title.")
+@click.option(
+    "--license",
+    "license_id",
+    default="other",
+    show_default=True,
+    help="dataset: the license the card declares, as the Hugging Face hub names it (cc-by-4.0, apache-2.0).",
+)
+@click.option("--with-history", is_flag=True, help="dataset: add the run history as the table `runs`.")
+@history_option
 @repo_option
 def export_command(
-    reports: tuple[Path, ...], export_format: str, output: Path | None, repo_path: Path | None
+    reports: tuple[Path, ...],
+    export_format: str,
+    output: Path | None,
+    title: str,
+    license_id: str,
+    with_history: bool,
+    history_path: Path | None,
+    repo_path: Path | None,
 ) -> int:
-    """Write run or replay reports (lvegit run --report, lvegit replay --report) in another tool's format.
+    """Write run or replay reports (lvegit run --report, lvegit replay --report) in another tool's format,
+    or the repository as a dataset.
 
     \b
     junit  JUnit XML for CI dashboards: a test suite per LVE, a test case per attempt; a verdict that
@@ -36,6 +56,9 @@ def export_command(
            LVE's description, the unsafe share and the live reproduction rate with its 95% interval.
     garak  garak's report JSONL (setup, init, attempt, eval and completion entries), each LVE a probe
            and its checker the detector, for garak's analysis tools.
+    dataset  the repository as a dataset in the folder --output: Parquet tables of instances and LVEs
+           (and of the run history with --with-history, of the reports' attempts when given) and a
+           dataset card that datasets.load_dataset reads (needs lvegit[data]).
 
     The LVEs' descriptions and checkers come from the repository (--repo). Nothing is re-run.
 
@@ -44,8 +67,13 @@ def export_command(
       lvegit export --format junit run.jsonl --output lvegit-junit.xml
       lvegit export --format avid run.jsonl
       lvegit export --format garak run.jsonl --output lvegit.report.jsonl
+      lvegit export --format dataset --output lve-dataset --license cc-by-4.0 --with-history
     """
     repo = open_repository(repo_path)
+    if export_format == "dataset":
+        return _dataset(repo, reports, output, title, license_id, with_history, history_path)
+    if not reports:
+        raise UsageError(f"--format {export_format} writes reports: give one or more (lvegit run --report)")
     attempts = load_attempts(list(reports))
     try:
         if export_format == "junit":
@@ -68,4 +96,29 @@ def export_command(
     else:
         output.write_text(text, encoding="utf-8")
         note(f"{count(len(attempts), 'attempt')} written to {output} as {export_format}")
+    return EXIT_OK
+
+
+def _dataset(
+    repo: Repository,
+    reports: tuple[Path, ...],
+    output: Path | None,
+    title: str,
+    license_id: str,
+    with_history: bool,
+    history_path: Path | None,
+) -> int:
+    from lvegit.publish.export.dataset import write_dataset
+
+    if output is None:
+        raise UsageError("--format dataset writes a folder: give it with --output")
+    history = None
+    if with_history:
+        history = history_dir(repo.root, history_path, current_settings().history.directory)
+    dataset = write_dataset(repo, output, title, license_id, history, load_attempts(list(reports)))
+    tables = ", ".join(f"{name} {rows:,}" for name, rows in dataset.rows.items())
+    line(f"dataset in {output}: {tables} rows")
+    if dataset.skipped:
+        left_out = count(len(dataset.skipped), "LVE")
+        note(f"{left_out} left out (test.json does not load): lvegit validate says why")
     return EXIT_OK

@@ -21,7 +21,7 @@ from lvegit.checkers.registry import is_multi_run_checker as builtin_is_multi_ru
 from lvegit.checkers.safe_lambda import lambda_arguments
 from lvegit.judge.results import LVEReport
 from lvegit.lve.instances import Instance
-from lvegit.lve.problems import Problems, join_path, suggestion
+from lvegit.lve.problems import PLACEHOLDER, Problems, join_path, suggestion
 from lvegit.lve.prompt import Message, Role, fill_holes, variable_names, with_trailing_hole
 from lvegit.lve.repo import CHECKER_DIR, Repository
 from lvegit.lve.routing_file import route_problem
@@ -128,6 +128,8 @@ def _checker_signature(lve: LVE, problems: Problems) -> tuple[Signature, bool | 
     except FileProblem as exc:
         problems.error("", exc.message, exc.line, file=f"{lve.rel}/{CHECKER_DIR}")
         return None
+    if PLACEHOLDER in name:  # still to be chosen: the placeholder's own error says so, once
+        return None
     if name not in custom:
         problems.error(
             "checker_args.checker_name",
@@ -232,7 +234,7 @@ def _check_lambda_parameters(lve: LVE, problems: Problems) -> set[str]:
 def _check_judge_route(repo: Repository, lve: LVE, problems: Problems) -> None:
     """An LLM judge is a model like any other: the repository must route it."""
     judge = lve.checker_args.get("judge")
-    if lve.checker_name == LLMJudgeChecker.__name__ and isinstance(judge, str):
+    if lve.checker_name == LLMJudgeChecker.__name__ and isinstance(judge, str) and PLACEHOLDER not in judge:
         reason = route_problem(repo.root, judge)
         if reason is not None:
             problems.error("checker_args.judge", reason)

@@ -46,6 +46,7 @@ TAG_VALUES: Final[dict[str, tuple[str, ...] | None]] = {
     "severity": ("low", "medium", "high"),
     "jailbreak": ("yes", "no"),
     "paper": None,  # free text
+    "source": None,  # free text: the scan an imported LVE came from (lvegit import)
 }
 EXPECTED: Final = {
     "string_type": "a string",
@@ -359,7 +360,10 @@ def read_test_file(data: dict[str, Any], problems: Problems) -> dict[str, Any]:
 
 def _placeholder_problems(value: Any, path: str, problems: Problems) -> None:
     if isinstance(value, str) and PLACEHOLDER in value:
-        problems.error(path, f"still holds the placeholder {PLACEHOLDER!r}: fill it in")
+        # what follows the placeholder says what belongs there (lvegit import names the scanner's detector)
+        hint = value.split(PLACEHOLDER, 1)[1].strip(" :\n")
+        said = f" with {hint}" if hint and "\n" not in hint and len(hint) <= 200 else ""
+        problems.error(path, f"still holds the placeholder {PLACEHOLDER!r}: fill it in{said}")
     elif isinstance(value, dict):
         for key, child in value.items():
             _placeholder_problems(child, join_path(path, key), problems)

@@ -1,6 +1,6 @@
 """`lvegit export`: run and replay reports (attempt records) in the formats of other tools: JUnit XML for CI
-dashboards (junit.py), AVID reports (avid.py) and garak's report JSONL (garak.py). Each reads the attempts
-only; nothing is re-run."""
+dashboards (junit.py), AVID reports (avid.py) and garak's report JSONL (garak.py), each from the attempts
+only (nothing is re-run); and the repository itself as a dataset (dataset.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from lvegit.lve.repo import Repository
 from lvegit.lve.spec import LVE, load_lve
 from lvegit.run.attempt import Attempt, load_report
 
-FORMATS = ("junit", "avid", "garak")
+FORMATS = ("junit", "avid", "garak", "dataset")
 
 
 def load_attempts(paths: list[Path]) -> list[Attempt]:

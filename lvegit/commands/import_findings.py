@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from lvegit.base.escape import console
+from lvegit.base.output import count, line, note
+from lvegit.commands.catalog import short_help
+from lvegit.commands.options import open_repository, repo_option
+from lvegit.findings.drafts import Draft, write_drafts
+
+_SOURCE = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+def _options(function: click.decorators.FC) -> click.decorators.FC:
+    function = click.option("--author", help="The author of the drafts and their instances.")(function)
+    function = click.option(
+        "--category",
+        default="imported",
+        show_default=True,
+        help="Where the drafts go: repository/CATEGORY/PROBE/MODEL.",
+    )(function)
+    return repo_option(function)
+
+
+@click.group("import", short_help=short_help("import"))
+def import_command() -> None:
+    """Turn a scanner's findings into LVE drafts: each failing attempt of a garak report or of a promptfoo
+    evaluation becomes an instance (passed false) of an LVE per probe (or plugin) and model, with the prompt
+    and its parameters, a checker where one fits (a regex, an LLM judge) or a placeholder that names the
+    scanner's detector, and the source (tool, version, run id). Nothing that exists is overwritten; then
+    `lvegit validate` says what is left to fill in.
+
+    \b
+    Examples:
+      lvegit import garak examples/findings/garak.report.jsonl
+      lvegit import promptfoo examples/findings/promptfoo-results.json --category support
+    """
+
+
+def _report(drafts: list[Draft], left_out: int, author: str | None, repo_path: Path | None, what: str) -> int:
+    repo = open_repository(repo_path)
+    written, existing = write_drafts(repo, drafts, author)
+    for rel in written:
+        line(f"wrote {console(rel)}")
+    for rel in existing:
+        note(f"{rel} exists: left as it is")
+    instances = sum(len(d.instances) for d in drafts if d.rel in written)
+    line(f"{count(len(written), 'LVE draft')} with {count(instances, 'instance')} from {what}")
+    if left_out:
+        note(
+            f"{count(left_out, 'finding')} left out: their prompt has another shape than their probe's first"
+        )
+    if written:
+        line(f"next: lvegit validate {' '.join(console(rel) for rel in written[:3])}")
+    return 0
+
+
+@import_command.command("garak")
+@click.argument("report", type=_SOURCE)
+@_options
+def garak_command(report: Path, category: str, author: str | None, repo_path: Path | None) -> int:
+    """Draft LVEs from a garak report (garak's report.jsonl): each output a detector scored 0.5 or more.
+
+    \b
+    Examples:
+      lvegit import garak garak.report.jsonl
+      lvegit import garak garak.report.jsonl --category security --author alice
+    """
+    from lvegit.findings import garak
+
+    folder = _segment(category)
+    run = garak.read_report(report)
+    drafts, left_out = garak.drafts(run, folder)
+    return _report(
+        drafts, left_out, author, repo_path, f"{count(run.attempts, 'evaluated attempt')} of garak"
+    )
+
+
+@import_command.command("promptfoo")
+@click.argument("results", type=_SOURCE)
+@_options
+def promptfoo_command(results: Path, category: str, author: str | None, repo_path: Path | None) -> int:
+    """Draft LVEs from promptfoo's results JSON (promptfoo eval --output results.json): each failing result.
+
+    \b
+    Examples:
+      lvegit import promptfoo results.json
+      lvegit import promptfoo redteam-results.json --category security
+    """
+    from lvegit.findings import promptfoo
+
+    folder = _segment(category)
+    evaluation = promptfoo.read_results(results)
+    drafts, left_out = promptfoo.drafts(evaluation, folder)
+    what = f"{count(evaluation.results, 'result')} of promptfoo"
+    return _report(drafts, left_out, author, repo_path, what)
+
+
+def _segment(category: str) -> str:
+    from lvegit.publish.scaffold import parse_name
+
+    return parse_name(f"{category}/x")[0]

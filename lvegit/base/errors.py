@@ -31,6 +31,10 @@ class Interrupted(LvegitError):
     exit_code = EXIT_INTERRUPTED
 
 
+class MissingExtra(UsageError):
+    """A part of lvegit needs packages of an extra that is not installed (the message names it)."""
+
+
 class RepositoryNotFound(UsageError):
     """No LVE repository root was found where one was expected."""
 

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from lvegit.base.errors import UsageError
+from lvegit.base.errors import MissingExtra, UsageError
 from lvegit.base.files import FileProblem, output_folder, write_inside
 from lvegit.run.attempt import Attempt, load_report
 
@@ -43,8 +43,9 @@ COLUMNS: Final = (
 )
 
 
-def needs_data_extra(exc: ImportError) -> UsageError:
-    return UsageError(f"the run history needs {exc.name}: pip install 'lvegit[data]'")
+def needs_data_extra(exc: ImportError) -> MissingExtra:
+    package = (exc.name or "pyarrow").split(".")[0]  # pyarrow.parquet is pyarrow's
+    return MissingExtra(f"the run history needs {package}: pip install 'lvegit[data]'")
 
 
 def arrow_schema() -> pyarrow.Schema:

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from lvegit.base.errors import UsageError
+from lvegit.base.errors import MissingExtra, UsageError
 from lvegit.base.files import FileProblem, output_folder, write_inside
-from lvegit.base.output import count
+from lvegit.base.output import count, note
 from lvegit.history.status import STATE_MARKS
 from lvegit.judge.results import judge_said, unsafe_rate
 from lvegit.lve.prompt import Message
@@ -516,12 +516,17 @@ def build(
 
 
 def _history(folder: Path | None) -> int:
-    """The runs of the run history in `folder` (its files checked here, once, before any worker reads)."""
+    """The runs of the run history in `folder` (its files checked here, once, before any worker reads).
+    Without the data extra, the site is built without the history's pages, and says so."""
     if folder is None or not folder.is_dir():
         return 0
     from lvegit.history.status import History
 
-    return len(History.open(folder).files)
+    try:
+        return len(History.open(folder).files)
+    except MissingExtra as exc:
+        note(f"{exc}; the site is built without the run history's pages")
+        return 0
 
 
 def _make_folders(out: Path) -> None:

@@ -143,3 +143,21 @@ def test_bad_options_are_usage_errors(repo: RepoBuilder, cli: Any, tmp_path: Pat
         '<link rel="canonical" href="https://org.example/lves/index.html">'
         in (tmp_path / "s/index.html").read_text()
     )
+
+
+def test_without_the_data_extra_the_site_is_built_without_the_history(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bare install (no pyarrow, no DuckDB) builds the site of a repository that has a run history: its
+    pages, without the history's, and a note that says what to install."""
+    import sys
+
+    for name in ("pyarrow", "pyarrow.parquet", "duckdb"):
+        monkeypatch.setitem(sys.modules, name, None)  # `import name` raises ImportError
+    out = tmp_path / "site"
+    result = cli("site", str(out), "--repo", str(PROJECT_ROOT))
+    assert result.code == 0, result.err
+    assert (
+        "the run history needs pyarrow: pip install 'lvegit[data]'; the site is built without" in result.err
+    )
+    assert not (out / "status.html").exists() and (out / "index.html").is_file()

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from lvegit.base.errors import UsageError
+from lvegit.base.files import json_lines
 from lvegit.findings.drafts import Draft, as_list, as_object, literal, placeholder, segment
 
 HIT: Final = 0.5  # garak's default threshold: a score from here on is a hit
@@ -87,23 +88,14 @@ def _target(setup: dict[str, Any]) -> str:
 
 
 def read_report(path: Path) -> GarakRun:
-    import json
-
     run = GarakRun("garak/model", None, None, None)
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        with path.open("rb") as handle:  # each line under the limits of instance files (base.files)
+            read = list(json_lines(handle))
     except OSError as exc:
         raise UsageError(f"{path}: {exc.strerror}") from None
-    entries = []
-    for text in lines:
-        try:
-            entry = json.loads(text)
-        except ValueError:
-            entry = None
-        if not isinstance(entry, dict):
-            run.unreadable += bool(text.strip())
-            continue
-        entries.append(entry)
+    entries = [entry for _line, entry in read if isinstance(entry, dict)]
+    run.unreadable = len(read) - len(entries)  # a line that is no JSON object: a FileProblem, or a value
     kinds = {entry.get("entry_type") for entry in entries}
     if "attempt" not in kinds and "start_run setup" not in kinds:
         raise UsageError(f"{path}: not a garak report (no start_run setup and no attempt entries)")

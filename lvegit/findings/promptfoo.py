@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from lvegit.base.errors import UsageError
+from lvegit.base.files import FileProblem, parse_json
 from lvegit.findings.drafts import Draft, as_list, as_object, literal, placeholder, segment
 
 VARIABLE: Final = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -72,8 +73,8 @@ def _output(response: Any) -> str | None:
 
 def read_results(path: Path) -> Evaluation:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        data = parse_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, FileProblem) as exc:
         raise UsageError(f"{path}: not a promptfoo results file ({exc})") from None
     summary = data.get("results") if isinstance(data, dict) else None
     results = summary.get("results") if isinstance(summary, dict) else summary
@@ -132,8 +133,8 @@ def _template(raw: str) -> tuple[list[dict[str, Any]], list[str]] | None:
     if not raw or TEMPLATE_LOGIC.search(raw):
         return None
     try:
-        chat = json.loads(raw)
-    except ValueError:
+        chat = parse_json(raw)
+    except FileProblem:  # not JSON: a text prompt
         chat = None
     messages = (
         [

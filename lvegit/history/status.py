@@ -34,19 +34,10 @@ from lvegit.run.rerun import wilson_interval
 FIXED_BELOW: Final = 0.05  # the upper 95% bound of the unsafe rate under which an LVE counts as fixed
 
 State = Literal["reproduces", "fixed", "regressed", "not-affected", "inconclusive", "no-verdict", "never-run"]
-STATES: Final[tuple[State, ...]] = (
-    "reproduces",
-    "regressed",
-    "fixed",
-    "not-affected",
-    "inconclusive",
-    "no-verdict",
-    "never-run",
-)
 
 # What marks each state in tables (the site's, the pull request comment's) beside its words: never colour
-# alone.
-STATE_MARKS: Final[dict[str, str]] = {
+# alone. Its order is the order states are listed in.
+STATE_MARKS: Final[dict[State, str]] = {
     "reproduces": "●",
     "regressed": "▲",
     "fixed": "✓",
@@ -55,6 +46,7 @@ STATE_MARKS: Final[dict[str, str]] = {
     "no-verdict": "!",
     "never-run": "-",
 }
+STATES: Final[tuple[State, ...]] = tuple(STATE_MARKS)
 
 
 def clean_attempts_needed(bound: float = FIXED_BELOW) -> int:

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from lvegit.base.errors import MissingExtra, UsageError
 from lvegit.base.files import FileProblem, output_folder, write_inside
 from lvegit.base.output import count, note
-from lvegit.history.status import STATE_MARKS
+from lvegit.history.status import STATE_MARKS, LVEStatus, State
 from lvegit.judge.results import judge_said, unsafe_rate
 from lvegit.lve.prompt import Message
 from lvegit.lve.repo import Repository
@@ -35,7 +35,6 @@ from lvegit.run.rerun import InstanceResult, by_instance
 if TYPE_CHECKING:
     from markupsafe import Markup
 
-    from lvegit.history.status import LVEStatus
     from lvegit.publish.site.timeline import Timeline
 
 INSTANCES_SHOWN = 100  # instances in the open on an LVE page; the rest in collapsed groups of this size
@@ -143,7 +142,7 @@ class ShownStatus:
 
 
 @functools.cache  # statuses recur: the same summary on many LVEs
-def _state_words(state: str, summary: str) -> Markup:
+def _state_words(state: State, summary: str) -> Markup:
     from markupsafe import Markup, escape
 
     return Markup(f"{STATE_MARKS[state]} ") + escape(clean(summary))
@@ -327,8 +326,6 @@ class Site:
         return sorted({model for _lve, model in self.statuses})
 
     def status(self, lve: str, model: str) -> LVEStatus:
-        from lvegit.history.status import LVEStatus
-
         return self.statuses.get((lve, model)) or LVEStatus(lve, model, "never-run")
 
     def status_rows(self) -> Iterator[Markup]:
@@ -428,7 +425,7 @@ class _Batch:
     history: Path | None  # the run history's folder, when it holds runs
 
 
-Statuses = dict[tuple[str, str], "LVEStatus"]
+Statuses = dict[tuple[str, str], LVEStatus]
 
 
 def _shown_statuses(batch: _Batch, lves: list[str]) -> tuple[Statuses, dict[str, list[ShownStatus]]]:

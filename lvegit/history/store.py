@@ -48,6 +48,21 @@ def needs_data_extra(exc: ImportError) -> MissingExtra:
     return MissingExtra(f"the run history needs {package}: pip install 'lvegit[data]'")
 
 
+def attempt_fields() -> list[tuple[str, pyarrow.DataType]]:
+    """What identifies an attempt in a table: its LVE, the model asked and the version that answered, the
+    instance and the repetition (the history's run files, a dataset's attempts table)."""
+    import pyarrow as pa
+
+    return [
+        ("lve", pa.string()),
+        ("model", pa.string()),
+        ("version", pa.string()),
+        ("file", pa.string()),
+        ("line", pa.int32()),
+        ("repetition", pa.int32()),
+    ]
+
+
 def arrow_schema() -> pyarrow.Schema:
     import pyarrow as pa
 
@@ -55,12 +70,7 @@ def arrow_schema() -> pyarrow.Schema:
         [
             ("run", pa.string()),
             ("run_at", pa.timestamp("ms", tz="UTC")),
-            ("lve", pa.string()),
-            ("model", pa.string()),
-            ("version", pa.string()),
-            ("file", pa.string()),
-            ("line", pa.int32()),
-            ("repetition", pa.int32()),
+            *attempt_fields(),
             ("unsafe", pa.bool_()),
         ],
         metadata={"lvegit_history": FORMAT_VERSION},

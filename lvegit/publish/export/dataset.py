@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 from lvegit import __version__
 from lvegit.base.errors import LVEError, UsageError
 from lvegit.base.files import FileProblem, output_folder, write_inside
+from lvegit.history.store import arrow_schema, attempt_fields
 from lvegit.judge.conversation import prompts_to_send
 from lvegit.lve.prompt import Message
 from lvegit.lve.repo import Repository, repository_url
@@ -118,12 +119,7 @@ def _schemas() -> dict[str, pyarrow.Schema]:
         ),
         "attempts": pa.schema(
             [
-                ("lve", pa.string()),
-                ("model", pa.string()),
-                ("version", pa.string()),
-                ("file", pa.string()),
-                ("line", pa.int32()),
-                ("repetition", pa.int32()),
+                *attempt_fields(),
                 ("status", pa.string()),
                 ("passed", pa.bool_()),
                 ("response", pa.string()),
@@ -378,7 +374,6 @@ def _history_table(folder: Path) -> pyarrow.Table:
     import pyarrow.parquet as pq
 
     from lvegit.history.status import History
-    from lvegit.history.store import arrow_schema
 
     history = History.open(folder)
     if not history.files:

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from lvegit.base.errors import MissingExtra, UsageError
 from lvegit.base.files import FileProblem, output_folder, write_inside
 from lvegit.base.output import count, note
-from lvegit.history.status import STATE_MARKS, LVEStatus, State
+from lvegit.history.status import STATE_MARKS, History, LVEStatus, State
 from lvegit.judge.results import judge_said, unsafe_rate
 from lvegit.lve.prompt import Message
 from lvegit.lve.repo import Repository
@@ -422,7 +422,7 @@ class _Batch:
     out: Path
     site: Site  # title, base URL and the history's runs (no rows, no statuses yet)
     live: Live
-    history: Path | None  # the run history's folder, when it holds runs
+    history: History | None  # the run history, its files checked once by the parent; None: no runs
 
 
 Statuses = dict[tuple[str, str], LVEStatus]
@@ -432,12 +432,11 @@ def _shown_statuses(batch: _Batch, lves: list[str]) -> tuple[Statuses, dict[str,
     """The statuses of the batch's LVEs, and each one's with its timelines, by LVE. Each worker reads the
     history for its own LVEs (the files are sorted by LVE: it reads little more than those), so that no
     core waits for the statuses of all."""
-    if batch.history is None:
+    history = batch.history
+    if history is None:
         return {}, {}
-    from lvegit.history.status import History
     from lvegit.publish.site.timeline import timelines
 
-    history = History.open(batch.history)
     found = history.status(lves)
     site = Site(batch.site.title, batch.site.base_url, statuses=found, runs=batch.site.runs)
     shown: dict[str, list[ShownStatus]] = defaultdict(list)
@@ -512,18 +511,17 @@ def build(
         raise UsageError(f"cannot write the site: {exc}") from None
 
 
-def _history(folder: Path | None) -> int:
-    """The runs of the run history in `folder` (its files checked here, once, before any worker reads).
-    Without the data extra, the site is built without the history's pages, and says so."""
+def _history(folder: Path | None) -> History | None:
+    """The run history in `folder` (its files checked here, once, before any worker reads), None without
+    runs. Without the data extra, the site is built without the history's pages, and says so."""
     if folder is None or not folder.is_dir():
-        return 0
-    from lvegit.history.status import History
-
+        return None
     try:
-        return len(History.open(folder).files)
+        history = History.open(folder)
     except MissingExtra as exc:
         note(f"{exc}; the site is built without the run history's pages")
-        return 0
+        return None
+    return history if history.files else None
 
 
 def _make_folders(out: Path) -> None:
@@ -541,12 +539,13 @@ def _make_folders(out: Path) -> None:
 def _build(
     repo: Repository, out: Path, title: str, reports: list[Path], base_url: str | None, history: Path | None
 ) -> Site:
-    runs = _history(history)
+    found_history = _history(history)
+    runs = len(found_history.files) if found_history else 0
     live = _reports(reports)
     lve_dirs = repo.lve_dirs()
     bare = Site(clean(title), base_url, runs=runs)
     batches = [
-        _Batch(repo, lve_dirs[start : start + LVES_PER_BATCH], out, bare, live, history if runs else None)
+        _Batch(repo, lve_dirs[start : start + LVES_PER_BATCH], out, bare, live, found_history)
         for start in range(0, max(len(lve_dirs), 1), LVES_PER_BATCH)
     ]
     rows: list[Row] = []

@@ -17,7 +17,7 @@ from lvegit.commands.options import (
     repo_option,
     selection_options,
 )
-from lvegit.history.status import STATES, History, LVEStatus, status_table
+from lvegit.history.status import History, LVEStatus, state_counts, status_table
 from lvegit.history.store import history_dir
 
 
@@ -72,8 +72,7 @@ def status_command(
         print_json(status_document(str(folder), len(history.files), shown_models, statuses), indent=None)
         return 0
     _print(statuses)
-    totals = {state: sum(s.state == state for s in statuses) for state in STATES}
-    summary = ", ".join(f"{number} {state}" for state, number in totals.items() if number)
+    summary = ", ".join(f"{number} {state}" for state, number in state_counts(statuses).items())
     scope = f"{count(len(selected), 'LVE')} x {count(len(shown_models), 'model')}"
     line(f"{scope} ({count(len(history.files), 'run')}): {summary or 'nothing'}")
     return 0

@@ -8,7 +8,7 @@ from typing import Any, Final, Literal
 from pydantic import Field
 
 from lvegit.base.records import Record, write_schemas
-from lvegit.history.status import FIXED_BELOW, LVEStatus, clean_attempts_needed
+from lvegit.history.status import FIXED_BELOW, LVEStatus, clean_attempts_needed, state_counts
 
 VERSION: Final = 1
 
@@ -44,9 +44,6 @@ DOCUMENTS: Final[dict[str, type[Record]]] = {"status": StatusDocument}
 def status_document(folder: str, files: int, models: list[str], statuses: list[LVEStatus]) -> dict[str, Any]:
     """The document as JSON-ready data, built directly: validating 200,000 entries would take seconds,
     and tests check the output against the shipped schema instead."""
-    counts: dict[str, int] = {}
-    for status in statuses:
-        counts[status.state] = counts.get(status.state, 0) + 1
     return {
         "schema": "lvegit-status",
         "version": VERSION,
@@ -54,7 +51,7 @@ def status_document(folder: str, files: int, models: list[str], statuses: list[L
         "rule": {"fixed_below": FIXED_BELOW, "clean_attempts": clean_attempts_needed()},
         "models": models,
         "statuses": [status.as_json() for status in statuses],
-        "counts": counts,
+        "counts": state_counts(statuses),
     }
 
 

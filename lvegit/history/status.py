@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -350,6 +351,12 @@ class History:
         steps = [step.replace("$needed", needed) for step in (*_STATUS_STEPS, _COMEBACKS)]
         rows = self.query(lves, models, steps, _STATUS_QUERY.replace("$needed", needed))
         return {(row[0], row[1]): _status(row) for row in rows}
+
+
+def state_counts(statuses: Sequence[LVEStatus]) -> dict[State, int]:
+    """How many statuses are in each state, in the order of STATES, states with none left out."""
+    found = Counter(status.state for status in statuses)
+    return {state: found[state] for state in STATES if found[state]}
 
 
 def status_table(

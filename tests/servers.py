@@ -6,7 +6,9 @@ import json
 import sys
 import threading
 import time
+import urllib.error
 import urllib.parse
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from email.parser import BytesParser
@@ -383,6 +385,41 @@ class Running:
 def serve(state: OpenAIServer) -> Iterator[Running]:
     for port in _serve(state.handler()):
         yield Running(state, f"http://127.0.0.1:{port}/v1")
+
+
+@dataclass
+class ProxyServer:
+    """A forward HTTP proxy: a request in absolute form (`POST http://host/path`) is sent on to `target`
+    (scheme and host:port), the path kept. Records each request line and its Proxy-Authorization."""
+
+    target: str
+    requests: list[tuple[str, str | None]] = field(default_factory=list)
+
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        proxy = self
+
+        class Handler(JSONHandler):
+            def do_POST(self) -> None:
+                proxy.requests.append((f"POST {self.path}", self.headers.get("Proxy-Authorization")))
+                url = urllib.parse.urlsplit(self.path)
+                forwarded = urllib.request.Request(
+                    proxy.target + urllib.parse.urlunsplit(("", "", url.path, url.query, "")),
+                    data=self.rfile.read(int(self.headers.get("Content-Length", 0))),
+                    headers={k: v for k, v in self.headers.items() if not k.lower().startswith("proxy-")},
+                )
+                direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # not back to itself
+                try:
+                    with direct.open(forwarded) as answer:
+                        self.reply(answer.status, answer.read())
+                except urllib.error.HTTPError as error:
+                    self.reply(error.code, error.read())
+
+        return Handler
+
+
+def serve_proxy(state: ProxyServer) -> Iterator[str]:
+    for port in _serve(state.handler()):
+        yield f"http://127.0.0.1:{port}"
 
 
 @dataclass

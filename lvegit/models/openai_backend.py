@@ -13,6 +13,7 @@ import os
 import socket
 import time
 import urllib.parse
+import urllib.request
 from typing import Any
 
 from lvegit.base.errors import UsageError
@@ -115,6 +116,18 @@ def completion_of(response: Any, model: str) -> Completion:
     return Completion(text, resolved)
 
 
+def environment_proxy(url: str) -> str | None:
+    """The proxy the environment names for `url`, as the openai client honours it: HTTPS_PROXY or
+    HTTP_PROXY by the URL's scheme, else ALL_PROXY, none for a host in NO_PROXY; credentials may be in the
+    proxy's URL. Looked up once per session: aiohttp's trust_env would look it up in a thread, and read
+    .netrc, for every request."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.hostname and urllib.request.proxy_bypass(parts.hostname):
+        return None
+    proxies = urllib.request.getproxies()
+    return proxies.get(parts.scheme) or proxies.get("all")
+
+
 def _organization_headers() -> dict[str, str]:
     """The headers the openai client adds from the environment: the organization and project billed."""
     headers = {}
@@ -152,6 +165,7 @@ class OpenAIModel:
         self.timeout = timeout
         self._azure = azure
         self._session: Any = None
+        self._proxy: str | None = None
         self._session_loop: asyncio.AbstractEventLoop | None = None
         self._client: Any = None
         if azure:
@@ -213,8 +227,8 @@ class OpenAIModel:
                 headers=self.headers,
                 timeout=aiohttp.ClientTimeout(total=self.timeout),
                 connector=aiohttp.TCPConnector(limit=0),  # the runner bounds what is in flight
-                trust_env=True,  # HTTPS_PROXY, NO_PROXY and .netrc, as the openai client honours them
             )
+            self._proxy = environment_proxy(self.url)
         return self._session
 
     async def complete(self, messages: list[Message], model_args: dict[str, Any]) -> Completion:
@@ -222,7 +236,8 @@ class OpenAIModel:
 
         body = chat_body(self.name, messages, model_args)
         try:
-            async with self._open_session().post(self.url, json=body) as response:
+            session = self._open_session()
+            async with session.post(self.url, json=body, proxy=self._proxy) as response:
                 status, headers, raw = response.status, response.headers, await _body(response)
         except TimeoutError:
             raise TransientModelError(f"the request to {self._where} timed out") from None

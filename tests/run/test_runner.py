@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -17,7 +18,7 @@ from lvegit.models import openai_backend
 from lvegit.run.rerun import wilson_interval
 
 from builders import MULTI_RUN_TEST, MULTI_VARIABLE_TEST, RepoBuilder, instance
-from servers import Running
+from servers import ProxyServer, Running, serve_proxy
 
 INSTANCES = "repository/dummy/add/openai--gpt-4o-mini/instances/i.jsonl"
 
@@ -363,6 +364,31 @@ def test_requests_carry_the_key_and_the_organization_and_project_billed(
     assert headers["Authorization"] == "Bearer sk-loopback-test-key"
     assert (headers["OpenAI-Organization"], headers["OpenAI-Project"]) == ("org-lvegit", "proj-lvegit")
     assert adding.state.paths == ["/v1/chat/completions"]
+
+
+def test_requests_go_through_the_proxy_the_environment_names(
+    repo: RepoBuilder, cli: Any, adding: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HTTP_PROXY with credentials in its URL, as the openai client honours it; NO_PROXY exempts a host."""
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    repo.lve(instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    proxy = ProxyServer(target=adding.url.removesuffix("/v1"))
+    for proxy_url in serve_proxy(proxy):
+        monkeypatch.setenv("HTTP_PROXY", proxy_url.replace("http://", "http://user:secret@"))
+        monkeypatch.setenv("NO_PROXY", "localhost")
+        monkeypatch.setenv("OPENAI_BASE_URL", "http://model.test/v1")  # resolvable by the proxy alone
+        assert cli("run", "--all", cwd=repo.root).code == 0
+        assert proxy.requests == [
+            (
+                "POST http://model.test/v1/chat/completions",
+                "Basic " + base64.b64encode(b"user:secret").decode(),
+            )
+        ]
+        monkeypatch.setenv("OPENAI_BASE_URL", adding.url)
+        monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")
+        assert cli("run", "--all", cwd=repo.root).code == 0
+        assert len(proxy.requests) == 1 and len(adding.state.requests) == 2
 
 
 def test_a_live_run_does_not_import_the_openai_client(repo: RepoBuilder, adding: Running) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import os
 import sys
@@ -120,4 +121,8 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> Any
     except BrokenPipeError:
         _silence_stdout()
         code = EXIT_CLOSED_PIPE
+    if argv is None:  # the lvegit program itself, not a caller in its own process (the tests)
+        # The process ends now: spare it the collector's last pass over every object still alive (a
+        # tenth of a second after a run); atexit handlers still run.
+        gc.freeze()
     sys.exit(code if isinstance(code, int) else 0)

@@ -97,7 +97,9 @@ def parse_json(text: str, first_line: int = 1) -> Any:
         digits = re.search(f"[0-9]{{{limit + 1},}}", text)
         line = first_line + (text.count("\n", 0, digits.start()) if digits else 0)
         raise FileProblem(f"a number with more than {limit} digits", line=line) from None
-    if _depth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+    # A value is nested at most one level deeper than it has brackets: most lines need no walk.
+    brackets = text.count("[") + text.count("{")
+    if brackets >= MAX_JSON_DEPTH and _depth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         raise FileProblem(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", line=first_line)
     return value
 

@@ -48,6 +48,11 @@ def test_parse_json_depth_limit() -> None:
     deep = "[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1)
     with pytest.raises(FileProblem, match="nested deeper"):
         parse_json(deep)
+    # a scalar counts as a level: inside 64 lists it is one too deep, inside 63 it is at the limit
+    with pytest.raises(FileProblem, match="nested deeper"):
+        parse_json("[" * MAX_JSON_DEPTH + "1" + "]" * MAX_JSON_DEPTH)
+    assert parse_json("[" * (MAX_JSON_DEPTH - 1) + "1" + "]" * (MAX_JSON_DEPTH - 1)) is not None
+    assert parse_json('{"a": "' + "[" * 100 + '"}') == {"a": "[" * 100}  # brackets in a string: no level
     very_deep = "[" * 100_000 + "]" * 100_000
     with pytest.raises(FileProblem, match="nested deeper"):
         parse_json(very_deep)

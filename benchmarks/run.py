@@ -57,13 +57,16 @@ def peak_rss(pid: int) -> float:
     return 0.0
 
 
-def measure(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float, str]:
-    """(seconds, peak RSS in MiB, stdout) of one lvegit process. Peak memory is sampled from /proc every
-    10 ms: rusage would count the memory of this (forking) process as the child's."""
+def measure(
+    args: list[str], cwd: Path, env: dict[str, str] | None = None, program: tuple[str, ...] = ("-m", "lvegit")
+) -> tuple[float, float, str]:
+    """(seconds, peak RSS in MiB, stdout) of one lvegit process (or of another Python `program`). Peak
+    memory is sampled from /proc every 10 ms: rusage would count the memory of this (forking) process as
+    the child's."""
     with tempfile.TemporaryFile(mode="w+") as output:
         started = time.perf_counter()
         process = subprocess.Popen(
-            [sys.executable, "-m", "lvegit", *args],
+            [sys.executable, *program, *args],
             cwd=cwd,
             env={**os.environ, **(env or {})},
             stdout=output,
@@ -134,30 +137,42 @@ def every_tenth_is_rate_limited(number: int, body: dict[str, Any]) -> Any:
     return ("status", 429, {"Retry-After": "0"}) if number % 10 == 0 else None
 
 
+# (concurrency, whether every tenth request is answered 429) of each live run
+LIVE_RUNS = ((8, False), (32, False), (128, False), (32, True))
+
+
 def bench_live(workdir: Path, latency: float) -> dict[str, float]:
+    """Live runs of 1,000 instances against the latency server; then, as the yardstick at concurrency 32,
+    a client that does nothing but post the same 1,000 requests (benchmarks/bare_client.py)."""
     root = generate(workdir / "live", 10, 100, commit=False, forms=("inline",))
     ratios = {}
-    for concurrency, rate_limited in ((8, False), (32, False), (128, False), (32, True)):
+    runs = [(concurrency, rate_limited, False) for concurrency, rate_limited in LIVE_RUNS]
+    for concurrency, rate_limited, bare in [*runs, (32, False, True)]:
         state = OpenAIServer(answer=answer, latency=latency)
         if rate_limited:
             state.fault_for = every_tenth_is_rate_limited
         for running in serve(state):
-            env = {"OPENAI_BASE_URL": running.url, "OPENAI_API_KEY": "bench"}
-            seconds, memory, output = measure(
-                ["run", "--all", "--concurrency", str(concurrency), "--format", "json"], root, env
-            )
-        summary = json.loads(output)["summary"]
-        assert summary["attempts"] == 1000 and summary["error"] == 0, summary
-        assert state.first_arrival is not None and state.last_answer is not None
+            if bare:
+                args, program = [running.url, "1000", str(concurrency)], (str(HERE / "bare_client.py"),)
+                seconds, memory, output = measure(args, root, program=program)
+            else:
+                args = ["run", "--all", "--concurrency", str(concurrency), "--format", "json"]
+                env = {"OPENAI_BASE_URL": running.url, "OPENAI_API_KEY": "bench"}
+                seconds, memory, output = measure(args, root, env)
+                summary = json.loads(output)["summary"]
+                assert summary["attempts"] == 1000 and summary["error"] == 0, summary
+        assert len(state.requests) >= 1000 and state.first_arrival and state.last_answer
         requests = state.last_answer - state.first_arrival
         ideal = 1000 * latency / concurrency
         label = f"run, concurrency {concurrency}" + (", 10% answered 429" if rate_limited else "")
+        label = "yardstick: bare client, 32" if bare else label
         ratios[label] = seconds / ideal
         detail = (
             f"ideal {ideal:.2f} s; whole command {seconds / ideal:.2f}x, "
             f"first request to last answer {requests / ideal:.2f}x"
         )
-        row(label, f"1000 inst., {len(state.requests)} req.", seconds, detail, memory)
+        scale = "1000 requests" if bare else f"1000 inst., {len(state.requests)} req."
+        row(f"  {label}" if bare else label, scale, seconds, detail, memory)
     return ratios
 
 
@@ -276,7 +291,8 @@ def main() -> None:
         checks.append(
             (
                 "live run at concurrency 32, the whole command within 1.2x of ideal (requests x latency / "
-                f"concurrency): {results['live']['run, concurrency 32']:.2f}x",
+                f"concurrency): {results['live']['run, concurrency 32']:.2f}x (a client that only posts the "
+                f"same requests: {results['live']['yardstick: bare client, 32']:.2f}x)",
                 results["live"]["run, concurrency 32"] <= 1.2,
             )
         )

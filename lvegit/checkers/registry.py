@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 from dataclasses import dataclass
@@ -53,9 +54,11 @@ class Signature:
     takes_any: bool
 
 
-def builtin_signature(cls: type[BaseChecker]) -> Signature:
+@functools.cache
+def builtin_signature(checker_name: str) -> Signature:
+    """The constructor arguments of one of lvegit's own checkers, read once per process."""
     required, optional, takes_any = [], [], False
-    for name, parameter in inspect.signature(cls.__init__).parameters.items():
+    for name, parameter in constructor_signature(checker_name).parameters.items():
         if name == "self" or parameter.kind == parameter.VAR_POSITIONAL:
             continue
         if parameter.kind == parameter.VAR_KEYWORD:
@@ -65,6 +68,11 @@ def builtin_signature(cls: type[BaseChecker]) -> Signature:
         else:
             optional.append(name)
     return Signature(tuple(required), tuple(optional), takes_any)
+
+
+@functools.cache
+def constructor_signature(checker_name: str) -> inspect.Signature:
+    return inspect.signature(BUILTIN_CHECKERS[checker_name])
 
 
 def substitute_args(lve: LVE, instance_args: dict[str, Any]) -> dict[str, Any]:
@@ -139,7 +147,7 @@ class CheckerFactory:
             return self._worker.build(name, args)
         cls = BUILTIN_CHECKERS[name]
         try:
-            inspect.signature(cls).bind(**args)
+            constructor_signature(name).bind(**args)
         except TypeError as exc:  # an argument missing or unknown: the LVE's to fix
             raise CheckerError(f"{self.lve.test_file}: checker_args: {name}: {exc}") from None
         try:

@@ -9,6 +9,7 @@ names that are not parameters or allowed builtins) is rejected with the construc
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -256,6 +257,13 @@ def compile_lambda(source: str) -> Callable[..., Any]:
         raise UnsafeExpressionError(f"must be a lambda written as a string, not {type(source).__name__}")
     if len(source) > MAX_LAMBDA_CHARS:
         raise UnsafeExpressionError(f"lambda is longer than {MAX_LAMBDA_CHARS} characters")
+    return _compiled(source)
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled(source: str) -> Callable[..., Any]:
+    """A verified lambda's function, compiled once per text: LVEs of a repository often share one (a
+    refusal is raised, not kept, each time)."""
     try:
         tree = ast.parse(source.strip(), mode="eval")
     except SyntaxError as exc:

@@ -122,7 +122,7 @@ def _checker_signature(lve: LVE, problems: Problems) -> tuple[Signature, bool | 
     name = lve.checker_name
     if name in BUILTIN_CHECKERS:
         cls = BUILTIN_CHECKERS[name]
-        return builtin_signature(cls), builtin_is_multi_run(cls)
+        return builtin_signature(name), builtin_is_multi_run(cls)
     try:
         custom = read_custom_classes(lve.dir)
     except FileProblem as exc:

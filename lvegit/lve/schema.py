@@ -333,7 +333,8 @@ def read_test_file(data: dict[str, Any], problems: Problems) -> dict[str, Any]:
             _unknown_key(key, TestFile, "", problems, None)
     _placeholder_problems(data, "", problems)
     values: dict[str, Any] = {}
-    test_file = TestFile.model_construct()
+    # the defaults made by a factory given here: pydantic inspects a factory's signature on every use
+    test_file = TestFile.model_construct(default_model_args={}, tags=[])
     for name, info in fields.items():
         if name not in data:
             if info.is_required():

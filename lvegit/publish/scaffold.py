@@ -103,7 +103,7 @@ def _checker_args(spec: NewLVE, class_name: str | None) -> dict[str, object]:
         return {"checker_name": class_name}
     args: dict[str, object] = {"checker_name": spec.checker}
     parameters = inspect.signature(BUILTIN_CHECKERS[spec.checker].__init__).parameters
-    for name in builtin_signature(BUILTIN_CHECKERS[spec.checker]).required:
+    for name in builtin_signature(spec.checker).required:
         # a switch gets a value of its type (match_safe: false, a match is unsafe); the rest a placeholder
         args[name] = False if parameters[name].annotation in (bool, "bool") else PLACEHOLDER
     return {**args, **BUILTIN_CHECKERS[spec.checker].scaffold_args}

@@ -24,7 +24,7 @@ def _checker_rules() -> list[dict[str, Any]]:
 
     rules = []
     for name in sorted(BUILTIN_CHECKERS):
-        required = list(builtin_signature(BUILTIN_CHECKERS[name]).required)
+        required = list(builtin_signature(name).required)
         if required:
             rules.append(
                 {

@@ -4,10 +4,11 @@ Two kinds of entry. An instance's verdict: its key (lvegit.judge.replay.instance
 decides a replayed verdict: lvegit's version, the checker (name, arguments with the instance's parameters
 filled in, the source of a custom checker, and for a model-based checker the model and the versions of
 the libraries that run it), the prompts as sent and the stored response; the entry holds the verdict, or
-the reason the checker gave to skip the instance. An LVE's whole check (lvegit.judge.check): its key hashes
-the LVE's place and every file in its folder, and the checker model; the entry holds the validation findings
-and replay results. Outcomes that depend on the machine (a model that is not installed, an error) are
-never stored.
+the reason the checker gave to skip the instance (model-based and custom checkers only: lvegit's own judge
+an instance in less time than its entry takes to key and read). An LVE's whole check (lvegit.judge.check):
+its key hashes the LVE's place and every file in its folder, and the checker model; the entry holds the
+validation findings and replay results. Outcomes that depend on the machine (a model that is not installed,
+an error) are never stored.
 
 Entries are small files under `<dir>/v1/<2 hex>/<key>`: written to a temporary file and renamed, so
 concurrent runs never read half an entry; an entry that does not parse is ignored and written again; past

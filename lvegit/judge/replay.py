@@ -23,7 +23,7 @@ from lvegit.checkers.launcher import start_launcher_soon
 from lvegit.checkers.llm_judge import LLMJudgeChecker
 from lvegit.checkers.model_based import MODEL_CHECKERS
 from lvegit.checkers.model_stack import classifier_missing, model_identity
-from lvegit.checkers.registry import BUILTIN_CHECKERS, CheckerFactory, substitute_args
+from lvegit.checkers.registry import BUILTIN_CHECKERS, CORE_CHECKERS, CheckerFactory, substitute_args
 from lvegit.judge.cache import Outcome, VerdictCache
 from lvegit.judge.conversation import judge_recorded, prompts_to_send
 from lvegit.judge.results import ReplayResult, Status
@@ -182,7 +182,10 @@ def judge_lve(
             ReplayResult(rel, p.file, p.line, None, None, "error", p.what) for p in recorded.problems.errors
         )
     to_judge: list[tuple[Instance, str | None]] = []
-    keys = _instance_keys(lve, instances) if cache is not None else [None] * len(instances)
+    # lvegit's own checkers judge an instance faster than its cache entry is keyed and read: the cache is
+    # for model-based and custom checkers
+    keyed = cache is not None and lve.checker_name not in CORE_CHECKERS
+    keys = _instance_keys(lve, instances) if keyed else [None] * len(instances)
     stamp = None  # the machine's, for skips that depend on it: read when first needed
     for instance, key in zip(instances, keys, strict=True):
         cached = None
@@ -201,7 +204,8 @@ def judge_lve(
             for instance, key in to_judge:
                 result, outcome, this = _replay_instance(lve, judging, instance, unprepared)
                 results.append(result)
-                depends = max(depends, this if key is not None else "never", key=DEPENDS.index)
+                unkeyed = keyed and key is None  # what decides its verdict could not be hashed
+                depends = max(depends, "never" if unkeyed else this, key=DEPENDS.index)
                 if cache is not None and key is not None and this == "files":
                     cache.put(key, outcome)
                 elif key is not None and this == "machine":

@@ -26,6 +26,15 @@ CUSTOM = (
 )
 
 
+def summing_lve(repo: RepoBuilder, rows: list[dict[str, Any]]) -> Path:
+    """An LVE whose verdicts the cache keeps: a custom checker's (lvegit's own checkers are not cached)."""
+    return repo.lve(
+        test={"checker_args": {"checker_name": "Sum"}},
+        files={"checker/checker.py": CUSTOM},
+        instances={"i.jsonl": rows},
+    )
+
+
 def statuses(repo: RepoBuilder, lve_dir: Path, verdicts: VerdictCache | None) -> list[tuple[str, str | None]]:
     return [(r.status, r.reason) for r in replay_lve(Repository(repo.root.resolve()), lve_dir, verdicts)]
 
@@ -34,7 +43,7 @@ def test_an_unchanged_instance_builds_no_checker(
     repo: RepoBuilder, builds: list[str], tmp_path: Path
 ) -> None:
     rows = [instance("3", True, a=1, b=2), instance("5", True, a=1, b=2), instance("7", True, a=3, b=4)]
-    lve_dir = repo.lve(instances={"i.jsonl": rows})
+    lve_dir = summing_lve(repo, rows)
     verdicts = VerdictCache(tmp_path / "cache")
     first = statuses(repo, lve_dir, verdicts)
     assert first == [("reproduced", None), ("mismatch", None), ("reproduced", None)]
@@ -88,8 +97,19 @@ def test_what_decides_a_verdict_is_in_the_key(
     assert key() != before
 
 
+def test_lvegits_own_checkers_judge_without_the_cache(
+    repo: RepoBuilder, builds: list[str], tmp_path: Path
+) -> None:
+    """Judging with a lambda or a regex takes less than keying and reading an entry: none is kept."""
+    lve_dir = repo.lve(instances={"i.jsonl": [instance("3", True, a=1, b=2), instance("5", True, a=1, b=2)]})
+    verdicts = VerdictCache(tmp_path / "cache")
+    for _ in range(2):
+        assert statuses(repo, lve_dir, verdicts) == [("reproduced", None), ("mismatch", None)]
+    assert len(builds) == 2 and verdicts.written == 0 and not (tmp_path / "cache").exists()
+
+
 def test_corrupt_entries_are_ignored_and_written_again(repo: RepoBuilder, tmp_path: Path) -> None:
-    lve_dir = repo.lve(instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    lve_dir = summing_lve(repo, [instance("3", True, a=1, b=2)])
     verdicts = VerdictCache(tmp_path / "cache")
     statuses(repo, lve_dir, verdicts)
     [entry] = list((tmp_path / "cache/v1").glob("*/*"))
@@ -136,7 +156,7 @@ def test_read_only_and_off(repo: RepoBuilder, tmp_path: Path) -> None:
 def test_replay_command_uses_the_cache_and_no_cache_bypasses_it(
     repo: RepoBuilder, cli: Any, builds: list[str]
 ) -> None:
-    repo.lve(instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    summing_lve(repo, [instance("3", True, a=1, b=2)])
     assert (
         cli("replay", "--all", cwd=repo.root).out.splitlines()[-1]
         == "1 LVE: 1 reproduced, 0 mismatches, 0 skipped, 0 errors"
@@ -149,7 +169,7 @@ def test_replay_command_uses_the_cache_and_no_cache_bypasses_it(
 def test_a_cache_tracked_by_git_is_refused(repo: RepoBuilder, cli: Any, builds: list[str]) -> None:
     """A pull request could commit entries that say its LVE reproduces: such a cache is not read."""
     git = GitRepo(repo.root)
-    lve_dir = repo.lve(instances={"i.jsonl": [instance("4", True, a=1, b=2)]})  # 1 + 2 is not 4
+    lve_dir = summing_lve(repo, [instance("4", True, a=1, b=2)])  # 1 + 2 is not 4
     assert cli("replay", "--all", cwd=repo.root).code == 1
     for entry in (repo.root / ".lvegit-cache/v1").glob("*/*"):
         entry.write_text(json.dumps({"verdict": True, "note": None}))  # forged: "reproduces"

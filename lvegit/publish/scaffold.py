@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import re
@@ -11,7 +10,7 @@ from pathlib import Path
 
 from lvegit.base.errors import UsageError
 from lvegit.base.files import FileProblem, ensure_inside, read_text, write_inside
-from lvegit.checkers.registry import BUILTIN_CHECKERS, builtin_signature
+from lvegit.checkers.registry import BUILTIN_CHECKERS, builtin_signature, constructor_signature
 from lvegit.judge.cache import CACHE_DIR
 from lvegit.lve.problems import PLACEHOLDER, nearest_name
 from lvegit.lve.repo import REPOSITORY_DIR, TEST_FILE, Repository, model_folder
@@ -102,7 +101,7 @@ def _checker_args(spec: NewLVE, class_name: str | None) -> dict[str, object]:
     if class_name is not None:
         return {"checker_name": class_name}
     args: dict[str, object] = {"checker_name": spec.checker}
-    parameters = inspect.signature(BUILTIN_CHECKERS[spec.checker].__init__).parameters
+    parameters = constructor_signature(spec.checker).parameters
     for name in builtin_signature(spec.checker).required:
         # a switch gets a value of its type (match_safe: false, a match is unsafe); the rest a placeholder
         args[name] = False if parameters[name].annotation in (bool, "bool") else PLACEHOLDER

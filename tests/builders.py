@@ -338,6 +338,10 @@ def cache_hub_model(hub_cache: Path, repo_id: str, model: Path, revision: str = 
     shutil.copytree(model, folder / "snapshots" / revision)
     (folder / "refs").mkdir()
     (folder / "refs/main").write_text(revision)
+    # A download under the usual umask is readable by all, as the sandbox's uid needs (pytest's own
+    # temporary folders, which copytree copied, are its owner's only).
+    for path in [hub_cache, *hub_cache.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
     return folder
 
 

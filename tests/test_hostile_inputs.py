@@ -4,13 +4,16 @@ appears outside the sandbox."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -358,6 +361,257 @@ def test_checker_flooding_its_reply_is_cut_off(
     custom_lve(repo, code)
     [(status, reason)] = replay_statuses(cli, repo)
     assert status == "error" and "sent more than" in str(reason)
+
+
+# --- the third round: a checker that tries to get out reports what it saw; it must have seen nothing ----
+
+
+def secret_forms(secret: str) -> list[str]:
+    """A secret as an exfiltrating checker might disguise it: masking a value is a last line, not the defence."""
+    return [secret, secret[::-1], base64.b64encode(secret.encode()).decode(), " ".join(secret)]
+
+
+def assert_no_secret(output: str, *secrets: str) -> None:
+    for secret in secrets:
+        for form in secret_forms(secret):
+            assert form not in output
+
+
+@pytest.fixture
+def outside_scratch() -> Iterator[Path]:
+    """A folder that none of the sandbox's scratch mounts (/tmp, /var/tmp, /dev/shm) covers, as a home or
+    a checkout outside /tmp is: what a checker sees there is the real filesystem, unless it is hidden."""
+    for parent in (Path("/var/lib"), Path(__file__).resolve().parent):
+        scratch = any(str(parent).startswith(folder) for folder in ("/tmp", "/var/tmp", "/dev/shm"))
+        if not scratch and os.access(parent, os.W_OK):
+            folder = Path(tempfile.mkdtemp(prefix=".lvegit-outside-", dir=parent))
+            folder.chmod(0o755)
+            yield folder
+            shutil.rmtree(folder, ignore_errors=True)
+            return
+    pytest.skip("no writable folder outside the sandbox's scratch mounts")
+
+
+REPORTING = """import base64, ctypes, json, os, threading
+from lvegit.checkers import BaseChecker
+libc = ctypes.CDLL(None, use_errno=True)
+
+def attempt(action):
+    try:
+        result = action()
+    except Exception as exc:
+        return 'refused: ' + type(exc).__name__
+    return result
+
+def disguised(text):
+    return [text, text[::-1], base64.b64encode(text.encode()).decode(), ' '.join(text)]
+
+class Evil(BaseChecker):
+    def is_safe(self, prompt, response, param_values=None):
+        seen = {}
+"""
+
+
+def reporting_checker(body: str) -> str:
+    """A checker whose body fills `seen` with what each attempt got; it raises it, disguised, as its error."""
+    lines = "".join(f"        {line}\n" for line in body.strip().splitlines())
+    return REPORTING + lines + "        raise ValueError(json.dumps(disguised(json.dumps(seen))))\n"
+
+
+def reported(cli: Any, repo: RepoBuilder) -> dict[str, Any]:
+    """What the reporting checker saw, read back from its error (secrets checked absent on the way)."""
+    outcome = run_both(cli, repo, "replay")
+    assert_no_secret(outcome.text + json.dumps(outcome.data), SECRET, TOKEN)
+    [item] = outcome.data["instances"]
+    message = item["reason"].split("ValueError: ", 1)[1]
+    return dict(json.loads(json.loads(message)[0]))
+
+
+def test_a_checker_holds_no_capability_and_cannot_regain_one(repo: RepoBuilder, cli: Any) -> None:
+    custom_lve(
+        repo,
+        reporting_checker(
+            """
+status = dict(line.split(':\\t', 1) for line in open('/proc/self/status').read().splitlines() if ':\\t' in line)
+seen['capabilities'] = [status[name].strip() for name in ('CapEff', 'CapPrm', 'CapBnd', 'CapAmb')]
+seen['uid'] = status['Uid'].split()[0]
+seen['setuid 0'] = attempt(lambda: os.setuid(0))
+seen['sethostname'] = libc.sethostname(b'pwned', 5)
+seen['proc/sys'] = attempt(lambda: open('/proc/sys/kernel/hostname', 'w').write('pwned'))
+seen['drop_caches'] = attempt(lambda: open('/proc/sys/vm/drop_caches', 'w').write('3'))
+seen['unshare'] = libc.unshare(0x10000000)
+"""
+        ),
+    )
+    seen = reported(cli, repo)
+    assert seen["capabilities"] == ["0000000000000000"] * 4
+    assert seen["setuid 0"] == "refused: PermissionError" or seen["uid"] == "0"  # 0: of its user namespace
+    assert seen["sethostname"] == -1 and seen["unshare"] == -1
+    assert seen["proc/sys"].startswith("refused") and seen["drop_caches"].startswith("refused")
+
+
+def test_a_checker_can_neither_unmount_nor_remount(
+    repo: RepoBuilder, cli: Any, outside_scratch: Path, monkeypatch: pytest.MonkeyPatch, namespaces: bool
+) -> None:
+    if not namespaces:
+        pytest.skip("without namespaces there is nothing mounted to undo (documented fallback)")
+    github_env = outside_scratch / "set_env"
+    github_env.write_text("")
+    monkeypatch.setenv("GITHUB_ENV", str(github_env))
+    marker = outside_scratch / "marker"
+    custom_lve(
+        repo,
+        reporting_checker(
+            f"""
+class Attr(ctypes.Structure):
+    _fields_ = [('set', ctypes.c_uint64), ('clr', ctypes.c_uint64), ('prop', ctypes.c_uint64), ('userns', ctypes.c_uint64)]
+clear_read_only = Attr(0, 1, 0, 0)
+for point in ('/tmp', '/proc', '/', '/dev/shm'):
+    seen['umount ' + point] = libc.umount2(point.encode(), 2)
+seen['mount_setattr'] = libc.syscall(442, -100, b'/', 0x8000, ctypes.byref(clear_read_only), ctypes.sizeof(clear_read_only))
+seen['open_tree'] = libc.syscall(428, -100, b'/', 1)
+seen['marker'] = attempt(lambda: open({str(marker)!r}, 'w').write('escaped'))
+seen['GITHUB_ENV'] = attempt(lambda: open({str(github_env)!r}, 'a').write('NODE_OPTIONS=--require=/tmp/x\\n'))
+"""
+        ),
+    )
+    seen = reported(cli, repo)
+    assert all(seen[f"umount {point}"] == -1 for point in ("/tmp", "/proc", "/", "/dev/shm"))
+    assert seen["mount_setattr"] == -1 and seen["open_tree"] == -1
+    assert seen["marker"].startswith("refused") and seen["GITHUB_ENV"].startswith("refused")
+    assert not marker.exists() and github_env.read_text() == ""
+
+
+def test_a_checker_sees_no_home_no_git_credentials_and_no_other_process(
+    cli: Any, outside_scratch: Path, monkeypatch: pytest.MonkeyPatch, namespaces: bool
+) -> None:
+    """The secrets a job holds, in every place a checker found them in the third round: the lvegit
+    process's environment (after unmounting /proc), the user's home and the checkout's .git/config."""
+    if not namespaces:
+        pytest.skip("without namespaces the user's files are not hidden (documented fallback)")
+    home = outside_scratch / "home"
+    (home / ".cache/huggingface").mkdir(parents=True)
+    (home / ".netrc").write_text(f"machine api.github.com login x password {TOKEN}\n")
+    (home / ".cache/huggingface/token").write_text(SECRET)
+    runner_temp = outside_scratch / "runner-temp"
+    runner_temp.mkdir()
+    (runner_temp / "set_env").write_text(f"OPENAI_API_KEY={SECRET}\n")
+    for path in [home, *home.rglob("*"), runner_temp, *runner_temp.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)  # readable by anyone who can reach it
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("RUNNER_TEMP", str(runner_temp))
+    repo = RepoBuilder(outside_scratch / "checkout")
+    custom_lve(
+        repo,
+        reporting_checker(
+            f"""
+libc.umount2(b'/proc', 2)
+found = []
+for pid in os.listdir('/proc'):
+    if pid.isdigit() and int(pid) != os.getpid():
+        found.append(attempt(lambda: open(f'/proc/{{pid}}/environ', 'rb').read().decode('latin-1')))
+for path in ({str(home / ".netrc")!r}, {str(home / ".cache/huggingface/token")!r}, {str(runner_temp / "set_env")!r},
+             {str(repo.root / ".git/config")!r}):
+    found.append(attempt(lambda: open(path).read()))
+seen['found'] = [text[:100] for text in found if isinstance(text, str) and not text.startswith('refused')]
+"""
+        ),
+    )
+    (repo.root / ".git").mkdir()
+    (repo.root / ".git/config").write_text(f"[http]\n\textraheader = AUTHORIZATION: basic {TOKEN}\n")
+    for path in [outside_scratch, *outside_scratch.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    seen = reported(cli, repo)
+    assert seen["found"] == []
+
+
+def test_a_checker_cannot_start_threads_without_bound(repo: RepoBuilder, cli: Any) -> None:
+    custom_lve(
+        repo,
+        reporting_checker(
+            """
+stop = threading.Event()
+started = 0
+try:
+    for _ in range(1500):
+        threading.Thread(target=stop.wait, daemon=True).start()
+        started += 1
+except RuntimeError:
+    pass
+stop.set()
+seen['started'] = started
+"""
+        ),
+    )
+    assert reported(cli, repo)["started"] < 128
+
+
+def test_slow_checkers_stop_at_the_lve_budget_and_the_rest_is_not_judged(
+    repo: RepoBuilder, cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LVEGIT_CHECKER_TIMEOUT", "5")
+    monkeypatch.setenv("LVEGIT_CHECKER_LVE_BUDGET", "2.5")
+    repo.lve(
+        "hostile/slow",
+        CUSTOM,
+        files={"checker/checker.py": evil("import time\ntime.sleep(1)\nreturn True")},
+        instances={"i.jsonl": [instance(str(n), True, a=1, b=2) for n in range(6)]},
+    )
+    started = time.monotonic()
+    result = cli("replay", "--all", "--no-cache", "--format", "json", cwd=repo.root).json()
+    assert time.monotonic() - started < 10  # six seconds without the budget
+    statuses = [(item["status"], item["reason"]) for item in result["instances"]]
+    judged = [status for status, _ in statuses if status == "reproduced"]
+    not_judged = [reason for status, reason in statuses if status == "error"]
+    assert 1 <= len(judged) <= 2 and len(judged) + len(not_judged) == 6
+    assert all(
+        "not judged: custom checker code used up its time budget (2.5 s for each LVE)" in str(r)
+        for r in not_judged
+    )
+
+
+def test_the_command_budget_bounds_every_lve_together(
+    repo: RepoBuilder, cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LVEGIT_CHECKER_TIMEOUT", "5")
+    monkeypatch.setenv("LVEGIT_CHECKER_BUDGET", "3")
+    for name in ("one", "two", "three"):
+        repo.lve(
+            f"hostile/{name}",
+            CUSTOM,
+            files={"checker/checker.py": evil("import time\ntime.sleep(1)\nreturn True")},
+            instances={"i.jsonl": [instance(str(n), True, a=1, b=2) for n in range(3)]},
+        )
+    result = cli("replay", "--all", "--no-cache", "--format", "json", cwd=repo.root).json()
+    reasons = [item["reason"] for item in result["instances"] if item["status"] == "error"]
+    assert len(reasons) >= 5
+    assert all("used up its time budget (3 s for the whole command)" in reason for reason in reasons)
+
+
+def test_a_classifier_model_folder_from_the_pull_request_is_never_loaded(repo: RepoBuilder, cli: Any) -> None:
+    """A 2 KB folder whose config asks for a vocabulary of 40 million entries: lvegit's own process would
+    load it outside any limit. A model an LVE names comes from the hub cache only."""
+    lve_dir = repo.lve(
+        "hostile/model-folder",
+        {
+            "checker_args": {
+                "checker_name": "ToxicityChecker",
+                "toxicity_threshold": 0.5,
+                "model": "PLACEHOLDER",
+            }
+        },
+        instances={"i.jsonl": [instance("hello", True, a=1, b=2)]},
+    )
+    folder = lve_dir / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "bert", "vocab_size": 40_000_000}))
+    test = json.loads((lve_dir / "test.json").read_text())
+    for model in (str(folder), "repository/hostile/model-folder/openai--gpt-4o-mini/model"):
+        test["checker_args"]["model"] = model
+        (lve_dir / "test.json").write_text(json.dumps(test))
+        [(status, reason)] = replay_statuses(cli, repo)
+        assert status == "error"
+        assert f"the model '{model}' names a folder, not a hub model" in str(reason)
 
 
 # --- files: paths stay inside the LVE; sizes, nesting and encodings are checked ------------------------

@@ -70,13 +70,22 @@ class CacheSettings:
 @dataclass(frozen=True)
 class CheckerSettings:
     """What checkers run with. LVEGIT_CHECKER_LOAD_TIMEOUT and LVEGIT_CHECKER_TIMEOUT: the seconds a
-    contributed checker may take to load and to judge one response (120, 30); LVEGIT_ALLOW_DOWNLOADS=1:
-    model checkers may download from the hub; LVEGIT_SPACY_MODEL: PII_Checker's spaCy pipeline."""
+    contributed checker may take to load and to judge one response (120, 30); LVEGIT_CHECKER_LVE_BUDGET
+    and LVEGIT_CHECKER_BUDGET: the seconds contributed checker code may take in all, per LVE and per
+    command (300, 1800), after which the rest is reported as not judged; LVEGIT_ALLOW_DOWNLOADS=1: model
+    checkers may download from the hub; LVEGIT_SPACY_MODEL: PII_Checker's spaCy pipeline;
+    LVEGIT_TRUSTED_MODEL_DIRS: folders (separated by the path separator) whose models a classifier
+    checker may load, besides the hub cache; LVEGIT_UNCONFINED_CHECKERS=1: run contributed checker code
+    even where the sandbox can neither enter namespaces nor change uid while this process holds secrets."""
 
     load_timeout: float = 120.0
     call_timeout: float = 30.0
+    lve_budget: float = 300.0
+    command_budget: float = 1800.0
     allow_downloads: bool = False
     spacy_model: str | None = None
+    trusted_model_dirs: str | None = None
+    allow_unconfined: bool = False
 
 
 @dataclass(frozen=True)
@@ -117,8 +126,12 @@ ENVIRONMENT: dict[str, tuple[str, str, Callable[[str, str], Any]]] = {
     "LVEGIT_CACHE_DIR": ("cache", "directory", _text),
     "LVEGIT_CHECKER_LOAD_TIMEOUT": ("checkers", "load_timeout", _seconds),
     "LVEGIT_CHECKER_TIMEOUT": ("checkers", "call_timeout", _seconds),
+    "LVEGIT_CHECKER_LVE_BUDGET": ("checkers", "lve_budget", _seconds),
+    "LVEGIT_CHECKER_BUDGET": ("checkers", "command_budget", _seconds),
     "LVEGIT_ALLOW_DOWNLOADS": ("checkers", "allow_downloads", _flag),
     "LVEGIT_SPACY_MODEL": ("checkers", "spacy_model", _text),
+    "LVEGIT_TRUSTED_MODEL_DIRS": ("checkers", "trusted_model_dirs", _text),
+    "LVEGIT_UNCONFINED_CHECKERS": ("checkers", "allow_unconfined", _flag),
     "LVEGIT_HISTORY_DIR": ("history", "directory", _text),
 }
 
@@ -188,4 +201,7 @@ def configure(settings: Settings) -> Settings:
 
 
 def current() -> Settings:
-    return _current if _current is not None else Settings()
+    global _current
+    if _current is None:  # a caller that never configured: the defaults, one object for the process
+        _current = Settings()
+    return _current

@@ -158,6 +158,9 @@ class PII_Checker(BaseChecker):  # the class name LVE repositories use
 def classifier(model: str) -> Any:
     """A text-classification pipeline, loaded once per process and model, from local files only unless
     LVEGIT_ALLOW_DOWNLOADS=1."""
+    refusal = model_stack.untrusted_folder(model)
+    if refusal is not None:
+        raise InvalidValue(refusal)
     with _LOCK:
         if model not in _PIPELINES:
             local_only = not model_stack.downloads_allowed()

@@ -42,6 +42,34 @@ def snapshots(model: str) -> Path:
     return hub_cache() / f"models--{model.replace('/', '--')}" / "snapshots"
 
 
+def names_folder(model: str) -> bool:
+    """Whether transformers would read a model name as a folder (it looks for one before the hub)."""
+    return os.path.isabs(model) or model.startswith((".", "~")) or os.path.isdir(model)
+
+
+def trusted_folder(model: str) -> bool:
+    """Whether a model folder lies in one that this machine's operator trusts (LVEGIT_TRUSTED_MODEL_DIRS):
+    an LVE's model argument is contributed input, and a folder it names in a pull request could make the
+    loader spend any memory (a config with a vocabulary of 40 million entries)."""
+    listed = settings.current().checkers.trusted_model_dirs or ""
+    real = os.path.realpath(os.path.expanduser(model))
+    for folder in filter(None, listed.split(os.pathsep)):
+        trusted = os.path.realpath(folder)
+        if real == trusted or real.startswith(trusted.rstrip(os.sep) + os.sep):
+            return True
+    return False
+
+
+def untrusted_folder(model: str) -> str | None:
+    """Why a classifier may not load `model` (a folder nobody trusted), or None."""
+    if not names_folder(model) or trusted_folder(model):
+        return None
+    return (
+        f"the model '{model}' names a folder, not a hub model: a model an LVE names is loaded only from "
+        "the hub cache, or from a folder listed in LVEGIT_TRUSTED_MODEL_DIRS"
+    )
+
+
 def locally_available(model: str) -> bool:
     """Whether a model is a local directory or in the hub's cache: decided before importing anything, so
     an LVE whose model is missing is skipped at once instead of after seconds of imports."""
@@ -94,7 +122,7 @@ def model_identity(checker_name: str, args: dict[str, Any]) -> dict[str, Any] | 
         pipeline = spacy_model(args.get("spacy_model")) or "blank"
         return {"spacy": pipeline, "version": installed_version(pipeline), "libraries": libraries}
     model = classifier_model(checker_name, args)
-    if os.path.isdir(model):
+    if os.path.isdir(model) and trusted_folder(model):
         return {"model": os.path.abspath(model), "files": files_stamp(Path(model)), "libraries": libraries}
     found = snapshots(model)
     return {

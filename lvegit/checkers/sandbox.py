@@ -14,17 +14,19 @@ import dataclasses
 import importlib.util
 import json
 import os
+import pwd
 import selectors
 import shutil
 import signal
 import tempfile
+import threading
 import time
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lvegit.base import settings
+from lvegit.base import escape, settings
 from lvegit.base.errors import CheckerError, CheckerUnavailable
 from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
 from lvegit.checkers.confine import Limits
@@ -44,7 +46,36 @@ class SandboxSettings:
     start_timeout: float = 30.0
     build_timeout: float = field(default_factory=lambda: settings.current().checkers.load_timeout)
     call_timeout: float = field(default_factory=lambda: settings.current().checkers.call_timeout)
+    lve_budget: float = field(default_factory=lambda: settings.current().checkers.lve_budget)
+    command_budget: float = field(default_factory=lambda: settings.current().checkers.command_budget)
     max_reply_bytes: int = 16 * 1024**2
+
+
+class Budget:
+    """Seconds that contributed checker code has taken in one command, by every worker together: one
+    slow verdict is bounded by its timeout, a thousand of them by LVEGIT_CHECKER_BUDGET."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.spent = 0.0
+
+    def add(self, seconds: float) -> None:
+        with self._lock:
+            self.spent += seconds
+
+
+_COMMAND: list[tuple[settings.Settings, Budget]] = []  # the settings object of one command, its budget
+_COMMAND_LOCK = threading.Lock()
+
+
+def command_budget() -> Budget:
+    """The budget of the command running now: each command configures settings objects of its own
+    (cli.py), equal to the last one's or not."""
+    current = settings.current()
+    with _COMMAND_LOCK:
+        if not _COMMAND or _COMMAND[0][0] is not current:
+            _COMMAND[:] = [(current, Budget())]
+        return _COMMAND[0][1]
 
 
 def _installed_here(module: str) -> bool:
@@ -53,6 +84,35 @@ def _installed_here(module: str) -> bool:
         return importlib.util.find_spec(module.split(".")[0]) is not None
     except (ImportError, ValueError):
         return False
+
+
+def paths_to_hide(lve_dir: Path) -> list[str]:
+    """What contributed code must not see although the invoking user could: the homes (~/.netrc, the hub
+    token), the checkout's .git (its config holds a token where actions/checkout persists credentials)
+    and the CI runner's temporary folder (the files through which steps set the job's environment)."""
+    paths = ["/root", "/home", str(Path.home())]
+    with contextlib.suppress(KeyError):
+        paths.append(pwd.getpwuid(os.getuid()).pw_dir)
+    if os.environ.get("RUNNER_TEMP"):
+        paths.append(os.environ["RUNNER_TEMP"])
+    folder = lve_dir.absolute()
+    for parent in (folder, *folder.parents):
+        if os.path.lexists(parent / ".git"):
+            paths.append(str(parent / ".git"))
+            break
+    return paths
+
+
+def _unconfined_refusal() -> str | None:
+    """Why contributed code may not run in a worker that is neither in namespaces nor of its own uid."""
+    held = sorted(name for name, value in os.environ.items() if value and value in escape.known_secrets())
+    if not held or settings.current().checkers.allow_unconfined:
+        return None
+    return (
+        "custom checker code is not run: this machine lets the sandbox neither enter namespaces nor change "
+        f"uid, and this process holds secrets ({', '.join(held)}); judge contributed checkers in a job "
+        "without secrets (or set LVEGIT_UNCONFINED_CHECKERS=1 to accept the risk)"
+    )
 
 
 def _short(text: str) -> str:
@@ -68,6 +128,7 @@ class CheckerWorker:
         self.failure: str | None = None
         self.isolation: list[str] = []
         self.hub_models: list[str] = []  # the hub models the checker asked for
+        self.spent = 0.0  # seconds this LVE's checker has taken, from its start
         self._workdir = tempfile.mkdtemp(prefix="lvegit-sandbox-")
         # Removed by close, or when a worker nobody closed is collected or the process exits.
         self._remove_workdir = weakref.finalize(self, shutil.rmtree, self._workdir, ignore_errors=True)
@@ -85,6 +146,7 @@ class CheckerWorker:
             # lvegit's hub cache, read-only inside the sandbox: a checker whose model is cached loads it
             # as a core classifier does (HF_HOME is not passed: it also holds the hub token)
             "hub_cache": str(hub_cache().absolute()),
+            "hide": paths_to_hide(lve_dir),
         }
         try:
             stderr = self._stderr.fileno()
@@ -95,12 +157,15 @@ class CheckerWorker:
         finally:
             os.close(stdin_read)  # the worker has its own copies
             os.close(stdout_write)
-        hello = self._receive(self.settings.start_timeout)
+        hello = self._timed(self.settings.start_timeout)
         isolation = hello.get("isolation")
         if hello.get("ready") is not True or not isinstance(isolation, list):
             self._fail("the checker process did not start properly")
-        else:
-            self.isolation = [_short(str(line)) for line in isolation]
+            return
+        self.isolation = [_short(str(line)) for line in isolation]
+        refusal = None if hello.get("confined") is True else _unconfined_refusal()
+        if refusal is not None:
+            self._fail(refusal)
 
     def _fail(self, reason: str) -> None:
         self.failure = f"{self.label}: {reason}"
@@ -135,7 +200,8 @@ class CheckerWorker:
                 return f"the checker process was ended by {signal.Signals(number).name}{trace}"
         return f"the checker process exited (code {code}){trace}"
 
-    def _receive(self, timeout: float) -> dict[str, Any]:
+    def _receive(self, timeout: float, too_late: str | None = None) -> dict[str, Any]:
+        """The next reply; `too_late`: what to say when none came within `timeout`."""
         stdout = self._stdout
         deadline = time.monotonic() + timeout
         with selectors.DefaultSelector() as selector:
@@ -143,7 +209,7 @@ class CheckerWorker:
             while b"\n" not in self._buffer:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not selector.select(remaining):
-                    self._fail(f"the checker did not answer within {timeout:g} s")
+                    self._fail(too_late or f"the checker did not answer within {timeout:g} s")
                 chunk = os.read(stdout.fileno(), 65536)
                 if not chunk:
                     self._fail(self._exit_reason(*self._wait()))
@@ -159,6 +225,35 @@ class CheckerWorker:
             self._fail("the checker process sent something that is not a JSON object")
         return dict(reply)
 
+    def _timed(self, timeout: float) -> dict[str, Any]:
+        """The next reply within `timeout` and what is left of the LVE's and the command's budgets, which
+        the time it took is taken from."""
+        lve_left = self.settings.lve_budget - self.spent
+        command_left = self.settings.command_budget - command_budget().spent
+        if min(lve_left, command_left) < timeout:
+            which = (
+                f"{self.settings.lve_budget:g} s for each LVE"
+                if lve_left <= command_left
+                else f"{self.settings.command_budget:g} s for the whole command"
+            )
+            exhausted = f"not judged: custom checker code used up its time budget ({which})"
+            if min(lve_left, command_left) <= 0:
+                self._fail(exhausted)
+            started = time.monotonic()
+            try:
+                return self._receive(min(lve_left, command_left), exhausted)
+            finally:
+                self._spend(time.monotonic() - started)
+        started = time.monotonic()
+        try:
+            return self._receive(timeout)
+        finally:
+            self._spend(time.monotonic() - started)
+
+    def _spend(self, seconds: float) -> None:
+        self.spent += seconds
+        command_budget().add(seconds)
+
     def call(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
         if self.failure is not None:
             raise CheckerError(self.failure)
@@ -167,7 +262,7 @@ class CheckerWorker:
             self._stdin.flush()
         except OSError:
             self._fail("the checker process is gone")
-        reply = self._receive(timeout or self.settings.call_timeout)
+        reply = self._timed(timeout or self.settings.call_timeout)
         models = reply.get("hub_models")
         if isinstance(models, list) and all(isinstance(m, str) and len(m) <= 200 for m in models[:50]):
             self.hub_models = models[:50]

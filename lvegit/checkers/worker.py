@@ -132,16 +132,19 @@ def hub_cache_path() -> list[str]:
     return [found] if found else []
 
 
-def confine_self(limits: confine.Limits) -> list[str]:
-    """Apply every layer that this machine allows; returns what was applied."""
+def confine_self(limits: confine.Limits, hide: list[str]) -> tuple[list[str], bool]:
+    """Apply every layer that this machine allows; returns what was applied, and whether the worker is
+    confined at all: in namespaces, or at least under a uid of its own."""
     report = []
     confine.die_with_parent()
+    uid = confine.worker_uid(os.getpid())  # this process's pid outside the PID namespace: unique
     try:
-        must_fork = confine.enter_namespaces(os.getcwd(), limits, keep=[*import_paths(), *hub_cache_path()])
+        keep = [*import_paths(), *hub_cache_path()]
+        isolation = confine.enter_namespaces(os.getcwd(), limits, keep=keep, hide=hide)
     except OSError as exc:
-        must_fork = False
+        isolation = confine.Isolation.NONE
         report.append(f"namespaces failed ({exc.strerror})")
-    if must_fork:
+    if isolation != confine.Isolation.NONE:
         child = os.fork()
         if child:  # stays outside the new PID namespace, only to wait for pid 1 inside it
             _, status = os.waitpid(child, 0)
@@ -149,17 +152,27 @@ def confine_self(limits: confine.Limits) -> list[str]:
             os._exit(128 - code if code < 0 else code)  # a signal as a shell reports it: 128 + number
         confine.die_with_parent()
         confine.finish_pid_namespace()
-        report.append("namespaces: read-only filesystem, private scratch space, no network, own process tree")
+        report.append(
+            "namespaces: read-only filesystem, homes and .git hidden, private scratch space, no network, "
+            "own process tree"
+        )
     elif not report:
         report.append("namespaces unavailable: filesystem and network are not isolated")
     # pid 1 of a PID namespace ignores SIGXCPU unless it handles it: end with the code that names it.
     signal.signal(signal.SIGXCPU, lambda *_: os._exit(128 + signal.SIGXCPU))
-    report.append(confine.set_limits(limits))
+    try:
+        privileges, own_uid = confine.drop_privileges(isolation, uid)
+    except OSError as exc:
+        if isolation != confine.Isolation.NONE:
+            raise  # never run contributed code that holds a capability inside namespaces
+        privileges, own_uid = f"privileges: could not change uid ({exc.strerror})", False
+    report.append(privileges)
+    report.append(confine.set_limits(limits, own_uid))
     report.append(confine.apply_seccomp())
-    return report
+    return report, isolation != confine.Isolation.NONE or own_uid
 
 
-def serve(limits: confine.Limits, lve_dir: Path) -> None:
+def serve(limits: confine.Limits, lve_dir: Path, hide: list[str]) -> None:
     """Read the checker's sources, confine this process, then answer requests until stdin closes."""
     try:
         sources: dict[str, str] | CheckerError = read_checker_sources(lve_dir)
@@ -168,10 +181,10 @@ def serve(limits: confine.Limits, lve_dir: Path) -> None:
     channel = os.fdopen(os.dup(1), "w", encoding="utf-8")
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
-    report = confine_self(limits)  # a failure here leaves its trace on stderr, for the parent to show
+    report, confined = confine_self(limits, hide)  # a failure leaves its trace on stderr for the parent
     os.dup2(devnull, 2)
     server = Server(lve_dir, sources, limits)
-    _send(channel, {"ready": True, "isolation": report})
+    _send(channel, {"ready": True, "isolation": report, "confined": confined})
     for line in sys.stdin:
         _send(channel, server.handle(json.loads(line)))
 
@@ -187,7 +200,7 @@ def become_worker(request: dict[str, Any], descriptors: list[int]) -> None:
     workdir = request["workdir"]
     os.chdir(workdir)
     os.environ.update(HOME=workdir, TMPDIR=workdir, HF_HUB_CACHE=request["hub_cache"])
-    serve(confine.Limits(**request["limits"]), Path(request["lve_dir"]))
+    serve(confine.Limits(**request["limits"]), Path(request["lve_dir"]), list(request["hide"]))
 
 
 def _fork_worker(request: dict[str, Any], descriptors: list[int], keep_out: list[int]) -> int:

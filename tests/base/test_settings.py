@@ -25,13 +25,26 @@ def test_each_variable_sets_its_field() -> None:
             "LVEGIT_CACHE_DIR": "/tmp/verdicts",
             "LVEGIT_CHECKER_LOAD_TIMEOUT": "300",
             "LVEGIT_CHECKER_TIMEOUT": "2.5",
+            "LVEGIT_CHECKER_LVE_BUDGET": "60",
+            "LVEGIT_CHECKER_BUDGET": "600",
             "LVEGIT_ALLOW_DOWNLOADS": "1",
             "LVEGIT_SPACY_MODEL": "en_core_web_lg",
+            "LVEGIT_TRUSTED_MODEL_DIRS": "/models:/srv/models",
+            "LVEGIT_UNCONFINED_CHECKERS": "1",
             "UNRELATED": "x",
         }
     )
     assert settings.cache == CacheSettings("read", "/tmp/verdicts")
-    assert settings.checkers == CheckerSettings(300.0, 2.5, True, "en_core_web_lg")
+    assert settings.checkers == CheckerSettings(
+        load_timeout=300.0,
+        call_timeout=2.5,
+        lve_budget=60.0,
+        command_budget=600.0,
+        allow_downloads=True,
+        spacy_model="en_core_web_lg",
+        trusted_model_dirs="/models:/srv/models",
+        allow_unconfined=True,
+    )
     assert Settings.from_environment({}) == Settings()
     assert Settings.from_environment({"LVEGIT_CACHE": "", "LVEGIT_CHECKER_TIMEOUT": ""}) == Settings()
 

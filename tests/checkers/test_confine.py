@@ -85,7 +85,10 @@ def test_sandbox_command_reports_the_layers(cli: Any) -> None:
     assert result.code == 0
     shipped_schema_accepts(result.json(), "sandbox")
     layers = result.json()["isolation"]
-    assert layers[-2] == "limits: CPU 120 s, memory 2 GiB, file size 16 MiB, 256 open files, no core dumps"
+    assert (
+        layers[-2]
+        == "limits: CPU 120 s, memory 2 GiB, file size 16 MiB, 256 open files, no core dumps, 128 threads"
+    )
     assert layers[-1].startswith("seccomp")
     text = cli("sandbox")
     assert text.out.startswith("Custom checkers run in a separate process without secrets")
@@ -117,7 +120,7 @@ def test_resource_limits() -> None:
         }
 
     assert in_child(body) == {
-        "report": "limits: CPU 5 s, memory 512 MiB, file size 1 KiB, 256 open files, no core dumps",
+        "report": "limits: CPU 5 s, memory 512 MiB, file size 1 KiB, 256 open files, no core dumps, 128 threads",
         "memory": "MemoryError",
         "cpu": 5,
         "fsize": 1024,
@@ -131,7 +134,7 @@ def test_namespaces_make_the_filesystem_read_only_and_cut_the_network(tmp_path: 
 
     def body() -> dict[str, Any]:
         os.chdir(workdir)
-        if not confine.enter_namespaces(str(workdir), confine.Limits()):
+        if confine.enter_namespaces(str(workdir), confine.Limits()) == confine.Isolation.NONE:
             return {"unavailable": True}
         Path("scratch").write_text("private")
         return {

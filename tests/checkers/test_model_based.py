@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from lvegit.base.errors import CheckerUnavailable
+from lvegit.base.settings import Settings, configure
 from lvegit.checkers.model_based import BiasChecker, PII_Checker, ToxicityChecker
 
 from builders import RepoBuilder, instance, train_tiny_classifier
@@ -27,6 +28,13 @@ torch = pytest.importorskip("torch")
 TEXT = (
     "Call Jane Doe at (212) 555-0187 or jane.doe@example.com; card 4111 1111 1111 1111; she lives in Paris."
 )
+
+
+@pytest.fixture(autouse=True)
+def trusted_test_models(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tiny models these tests train are folders this machine's operator trusts (an LVE cannot say so)."""
+    monkeypatch.setenv("LVEGIT_TRUSTED_MODEL_DIRS", str(tmp_path_factory.getbasetemp()))
+    configure(Settings.from_environment(os.environ))
 
 
 @pytest.fixture(autouse=True)

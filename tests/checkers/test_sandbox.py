@@ -3,6 +3,7 @@ libraries load inside the limits, and a worker stopped by a limit says which one
 
 from __future__ import annotations
 
+import os
 import site
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from lvegit.base import escape
 from lvegit.base.errors import CheckerError, CheckerUnavailable
 from lvegit.checkers.confine import Limits
 from lvegit.checkers.sandbox import CheckerWorker, SandboxSettings
@@ -166,3 +168,23 @@ def test_limits_are_described_with_their_values() -> None:
         "file_size": "file size limit of 16 MiB",
         "files": "limit of 256 open files",
     }
+
+
+def test_unconfined_checker_code_is_refused_while_this_process_holds_secrets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where the worker can neither enter namespaces nor change uid (an unprivileged user without user
+    namespaces), contributed code would run as the user holding the keys: refused unless accepted."""
+    from lvegit.base.settings import Settings, configure
+    from lvegit.checkers.sandbox import _unconfined_refusal
+
+    for name in [name for name in os.environ if escape._is_secret_name(name)]:
+        monkeypatch.delenv(name)
+    assert _unconfined_refusal() is None
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-unconfined-secret")
+    refusal = _unconfined_refusal()
+    assert refusal is not None and "holds secrets (OPENAI_API_KEY)" in refusal
+    assert "sk-unconfined" not in refusal
+    monkeypatch.setenv("LVEGIT_UNCONFINED_CHECKERS", "1")
+    configure(Settings.from_environment(os.environ))
+    assert _unconfined_refusal() is None

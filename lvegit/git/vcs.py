@@ -127,12 +127,37 @@ class GitCheckout:
 
     def read(self, commit: str, path: Path) -> bytes | None:
         """The contents of the file at `path` (in the work tree) as of `commit`; None where it had none."""
-        relative = Path(path).resolve().relative_to(self.work_tree.resolve()).as_posix()
+        return self.read_at(commit, Path(path).resolve().relative_to(self.work_tree.resolve()).as_posix())
+
+    def read_at(self, commit: str, relative: str, limit: int | None = None) -> bytes | None:
+        """The contents of the file `relative` (a path from the top of the work tree, never looked up on
+        disk) as of `commit`; None where it had none, or a link or folder there, or one over `limit` bytes."""
         try:
             blob = self._repo.commit(commit).tree / relative
         except KeyError:
             return None
-        return bytes(blob.data_stream.read()) if blob.type == "blob" else None
+        if blob.type != "blob" or blob.mode not in (0o100644, 0o100755):
+            return None  # a link is a blob too: its target's name is not the file
+        if limit is not None and blob.size > limit:
+            return None
+        return bytes(blob.data_stream.read())
+
+    def names_at(self, commit: str, folder: str) -> list[str]:
+        """The names of the plain files directly in `folder` (from the top of the work tree; "" for the
+        top) as of `commit`."""
+        try:
+            tree = self._repo.commit(commit).tree
+            tree = tree / folder if folder else tree
+        except KeyError:
+            return []
+        if tree.type != "tree":
+            return []
+        return [blob.name for blob in tree.blobs if blob.mode in (0o100644, 0o100755)]
+
+    def relative(self, path: Path) -> str:
+        """`path` (a folder of the work tree) from the top of the work tree, in git's notation."""
+        relative = Path(path).resolve().relative_to(self.work_tree.resolve()).as_posix()
+        return "" if relative == "." else relative
 
     def patch(self, paths: list[str]) -> str:
         """The uncommitted changes to `paths` as a patch `git apply` takes ('' when there are none)."""

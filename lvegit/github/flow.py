@@ -2,7 +2,8 @@
 
 check (untrusted, needs no secret): changed LVEs -> validate -> replay -> live re-run when a model is
 reachable and allowed -> appended instances (work tree and a patch) -> results file -> job summary ->
-annotations -> outputs -> exit code by the fail policy.
+annotations -> outputs -> exit code by the fail policy. In a pull request, the routing file and the run
+history come from trusted refs, never from the pull request's work tree (lvegit.github.trust).
 
 comment (trusted, checks out no pull-request code): the results file, schema-checked, must belong to the
 pull request's current head; then the one verdict comment is created or edited in place.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,8 +28,9 @@ from lvegit.github.commits import ensure_history
 from lvegit.github.context import Event
 from lvegit.github.render import SUMMARY_LIMIT, annotation_commands, render, write_outputs
 from lvegit.github.review import review
+from lvegit.github.trust import Trusted, for_pull_request
 from lvegit.history.status import History, LVEStatus, status_table
-from lvegit.history.store import history_dir
+from lvegit.history.store import HISTORY_DIR, history_dir
 from lvegit.judge.cache import open_cache
 from lvegit.judge.check import check_all
 from lvegit.lve.repo import Repository
@@ -70,11 +73,10 @@ def _readme_warning(repo: Repository, path: str) -> str | None:
     return f"README.md is {'missing' if update.before is None else 'out of date'}: run lvegit readme {path}"
 
 
-def _history(repo: Repository, paths: list[str]) -> tuple[dict[str, list[LVEStatus]], str | None]:
-    """The status of these LVEs on each model of the run history, by LVE, and why the history could not
-    be read (a pull request may commit a broken or hostile file there): the check goes on without it."""
-    folder = history_dir(repo.root, None, current().history.directory)
-    if not folder.is_dir() or not paths:
+def _history(folder: Path | None, paths: list[str]) -> tuple[dict[str, list[LVEStatus]], str | None]:
+    """The status of these LVEs on each model of the run history in `folder`, by LVE, and why the history
+    could not be read (a broken or hostile file): the check goes on without it."""
+    if folder is None or not folder.is_dir() or not paths:
         return {}, None
     try:
         history = History.open(folder)
@@ -89,6 +91,11 @@ def _history(repo: Repository, paths: list[str]) -> tuple[dict[str, list[LVEStat
 
 
 def check(repo: Repository, event: Event, settings: ActionSettings) -> int:
+    with tempfile.TemporaryDirectory(prefix="lvegit-trusted-") as scratch:
+        return _check(repo, event, settings, Path(scratch))
+
+
+def _check(repo: Repository, event: Event, settings: ActionSettings, scratch: Path) -> int:
     revisions = [rev for rev in (event.base, event.head) if rev and rev != "HEAD"]
     checkout = GitCheckout(repo.root) if revisions else None
     for step in ensure_history(checkout, *revisions) if checkout else []:
@@ -113,11 +120,30 @@ def check(repo: Repository, event: Event, settings: ActionSettings) -> int:
     if cache is not None:
         cache.prune()
     runnable = [d for d, check in zip(lve_dirs, checks, strict=True) if check.validation.valid]
+    history_folder = repo.root / (current().history.directory or HISTORY_DIR)  # no link followed
+    trusted: Trusted | None = None
+    if checkout is not None and changes is not None and event.base and event.head:
+        trusted = for_pull_request(
+            checkout, repo.root, event.base, changes.base, event.head, history_folder, scratch / "history"
+        )
     live = run_live(
-        repo, runnable, settings.live, settings.repeat, settings.append, settings.concurrency, settings.retry
+        repo,
+        runnable,
+        settings.live,
+        settings.repeat,
+        settings.append,
+        settings.concurrency,
+        settings.retry,
+        trusted.routing if trusted else None,
     )
     reviewed = review(repo, changes) if changes is not None else {}
-    statuses, history_problem = _history(repo, [check.path for check in checks])
+    try:
+        trusted_history = (
+            trusted.history if trusted else history_dir(repo.root, None, current().history.directory)
+        )
+        statuses, history_problem = _history(trusted_history, [check.path for check in checks])
+    except UsageError as exc:
+        statuses, history_problem = {}, str(exc)
     lves = [
         results_file.lve_record(
             check,
@@ -140,6 +166,7 @@ def check(repo: Repository, event: Event, settings: ActionSettings) -> int:
         base_sha=event.base,
         head_sha=event.head,
         history=history_problem,
+        trust=trusted.notes if trusted else [],
     )
     totals = results.totals
     results_path = settings.results_dir / "results.json"

@@ -277,6 +277,7 @@ def render(
         head += [f"Live re-run: off ({markdown(results.live.reason)}).", ""]
     if results.history:
         head += [f"⚠️ The run history could not be read: {markdown(results.history)}", ""]
+    head += [line for note in results.trust for line in (markdown(note), "")]
     reviewed = any(lve.change is not None for lve in results.lves) or bool(results.removed)
     rows = [
         "| LVE |" + (" Change |" if reviewed else "") + " Validation | Replay | Live re-run | Appended |",

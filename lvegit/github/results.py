@@ -2,7 +2,7 @@
 
 Comment mode runs with a write token and must not trust the file a pull request's job produced: it is
 size-limited, parsed, checked field by field against the records below (their JSON Schema, generated from
-them, ships as lvegit/schemas/lvegit-results-v3.json), and every string in it is escaped when rendered.
+them, ships as lvegit/schemas/lvegit-results-v4.json), and every string in it is escaped when rendered.
 """
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ if TYPE_CHECKING:  # only for annotations: comment mode does not import the runn
     from lvegit.run.rerun import InstanceResult
 
 SCHEMA: Final = "lvegit-results"
-VERSION: Final = 3  # 2: each LVE's change (what the pull request did to it); 3: its run history
+# 2: each LVE's change (what the pull request did to it); 3: its run history; 4: where the check's
+# routing and history came from, and what the pull request changed there (trust)
+VERSION: Final = 4
 MAX_RESULTS_BYTES = 32 * 1024 * 1024
 FAIL_ON = ("invalid", "mismatch", "error", "live-disagree", "live-error")
 
@@ -72,7 +74,7 @@ class ResultsDocument(Record):
     """The results file of check mode, read back by comment mode."""
 
     schema_name: Literal["lvegit-results"] = Field(alias="schema")
-    version: Literal[3]
+    version: Literal[4]
     lvegit: str
     repository: str
     event: str
@@ -86,6 +88,7 @@ class ResultsDocument(Record):
     failures: list[str]
     passed: bool
     history: str | None  # why the run history could not be read (a hostile or broken file); None: it was
+    trust: list[str]  # where a pull request's check read routing and history from; what it changed there
 
 
 DOCUMENTS: Final[dict[str, type[Record]]] = {"results": ResultsDocument}

@@ -86,8 +86,19 @@ class HistoryFile:
 
 def history_dir(root: Path, given: Path | None, configured: str | None) -> Path:
     """The history folder: --history as given, else LVEGIT_HISTORY_DIR (relative to the repository root),
-    else `history/` at the root."""
-    return given if given is not None else root / (configured or HISTORY_DIR)
+    else `history/` at the root. The repository's own must stay inside it: a pull request may commit the
+    folder as a link to a history of its making."""
+    if given is not None:
+        return given
+    folder = root / (configured or HISTORY_DIR)
+    if os.path.lexists(folder):
+        real, inside = os.path.realpath(folder), os.path.realpath(root)
+        if not real.startswith(inside.rstrip(os.sep) + os.sep):
+            raise UsageError(
+                f"{configured or HISTORY_DIR}: the history folder leads out of the repository, to {real}: "
+                "a repository's run history is read only inside it (pass --history to read another)"
+            )
+    return folder
 
 
 def history_files(folder: Path) -> list[HistoryFile]:

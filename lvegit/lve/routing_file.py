@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -14,27 +15,51 @@ from lvegit.base.files import FileProblem, read_text
 from lvegit.lve.repo import canonical_model
 
 ROUTING_FILE: Final = "lvegit.toml"
+PYPROJECT: Final = "pyproject.toml"
+ROUTING_FILES: Final = (ROUTING_FILE, PYPROJECT)  # the files that say where model requests go
 MAX_CONFIG_BYTES: Final = 1024 * 1024
 
+# The text of a file at the repository root, by name; None where there is none.
+Reader = Callable[[str], str | None]
 
-def routing_table(root: Path) -> tuple[dict[str, Any], str]:
-    routing = root / ROUTING_FILE
-    if os.path.lexists(routing):
-        return _parse(root, routing), ROUTING_FILE
-    pyproject = root / "pyproject.toml"
-    if os.path.lexists(pyproject):
-        tool = _parse(root, pyproject).get("tool", {}).get("lvegit", {})
+
+def work_tree(root: Path) -> Reader:
+    """The repository's files as they are on disk (a pull request may change them: read as every such
+    file is, inside the repository and under the size limit)."""
+
+    def read(name: str) -> str | None:
+        path = root / name
+        if not os.path.lexists(path):
+            return None
+        try:
+            return read_text(path, MAX_CONFIG_BYTES, within=root, base_name="the repository")
+        except FileProblem as exc:
+            raise UsageError(f"{name}: {exc}") from None
+
+    return read
+
+
+def routing_table(root: Path, read: Reader | None = None) -> tuple[dict[str, Any], str]:
+    """The routing table and where it came from; `read`: where the files come from (default: the work
+    tree; the Action reads them at the base commit of a pull request)."""
+    read = read or work_tree(root)
+    text = read(ROUTING_FILE)
+    if text is not None:
+        return _parse(ROUTING_FILE, text), ROUTING_FILE
+    text = read(PYPROJECT)
+    if text is not None:
+        tools = _parse(PYPROJECT, text).get("tool", {})
+        tool = tools.get("lvegit", {}) if isinstance(tools, dict) else {}
         if tool:
             return tool, "pyproject.toml [tool.lvegit]"
     return {}, ROUTING_FILE
 
 
-def _parse(root: Path, path: Path) -> dict[str, Any]:
-    """A TOML file of the repository (a pull request may change it: read as every such file is)."""
+def _parse(name: str, text: str) -> dict[str, Any]:
     try:
-        return tomllib.loads(read_text(path, MAX_CONFIG_BYTES, within=root, base_name="the repository"))
-    except (tomllib.TOMLDecodeError, FileProblem) as exc:
-        raise UsageError(f"{path.name}: {exc}") from None
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{name}: {exc}") from None
 
 
 def default_route(model_id: str) -> Literal["offline", "openai"] | None:

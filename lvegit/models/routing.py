@@ -16,20 +16,23 @@ The routing file is `lvegit.toml` at the repository root, or `[tool.lvegit]` in 
     dtype = "auto"                     # optional: auto | bfloat16 | float16 | float32 (--dtype wins)
     batch_size = 32                    # optional: requests generated together at most
 
-Without an entry: `openai/NAME` (and bare `gpt-...` ids) go to OpenAI, or to Azure OpenAI when
+`api_key_env` may name only a model key: a variable whose name ends in `_API_KEY` and does not name a
+GitHub or Actions variable (a routing file that a pull request changes must not send the job's token
+anywhere). Without an entry: `openai/NAME` (and bare `gpt-...` ids) go to OpenAI, or to Azure OpenAI when
 AZURE_OPENAI_ENDPOINT is set; `offline/...` to the offline models; anything else is an error.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lvegit.base.errors import UsageError
 from lvegit.lve.repo import canonical_model
-from lvegit.lve.routing_file import ROUTING_FILE, default_route, routing_table
+from lvegit.lve.routing_file import ROUTING_FILE, Reader, default_route, routing_table
 from lvegit.models.base import ChatModel
 from lvegit.models.placement import check_device, check_dtype
 
@@ -38,6 +41,8 @@ if TYPE_CHECKING:  # the transformers backend is imported when a local model is 
 
 BACKENDS = ("openai", "azure", "transformers", "offline")
 LOCAL_KEYS = ("device", "dtype", "batch_size")
+MODEL_KEY_VARIABLE = re.compile(r"[A-Z][A-Z0-9_]*_API_KEY")
+NOT_MODEL_KEYS = ("GITHUB", "ACTIONS_", "RUNNER_")  # GitHub's and the runner's own variables
 
 
 @dataclass(frozen=True)
@@ -79,8 +84,10 @@ class Route:
         return OfflineModel(self.model)
 
 
-def load_routes(root: Path) -> dict[str, Route]:
-    table, source = routing_table(root)
+def load_routes(root: Path, read: Reader | None = None) -> dict[str, Route]:
+    """The routes of the repository's routing file; `read`: where its files come from (the work tree by
+    default; see routing_file.routing_table)."""
+    table, source = routing_table(root, read)
     models = table.get("models", {})
     if not isinstance(models, dict):
         raise UsageError(f"{source}: 'models' must be a table of model ids")
@@ -111,6 +118,12 @@ def _route(entry: dict[str, Any], where: str, model_id: str) -> Route:
     batch_size = entry.get("batch_size", 32)
     if type(batch_size) is not int or batch_size < 1:
         raise UsageError(f"{where}.batch_size must be a whole number of at least 1")
+    key_variable = entry.get("api_key_env")
+    if key_variable is not None and not is_model_key_variable(key_variable):
+        raise UsageError(
+            f"{where}.api_key_env: {str(key_variable)[:100]!r} is not a model key variable: a route may "
+            "name only a variable whose name ends in _API_KEY, never a GitHub or Actions one"
+        )
     return Route(
         backend=backend,
         model=str(entry.get("model", model_id)),
@@ -121,6 +134,14 @@ def _route(entry: dict[str, Any], where: str, model_id: str) -> Route:
         device=check_device(str(entry.get("device", "auto")), f"{where}.device"),
         dtype=check_dtype(str(entry.get("dtype", "auto")), f"{where}.dtype"),
         batch_size=batch_size,
+    )
+
+
+def is_model_key_variable(name: object) -> bool:
+    return (
+        isinstance(name, str)
+        and MODEL_KEY_VARIABLE.fullmatch(name) is not None
+        and not any(part in name for part in NOT_MODEL_KEYS)
     )
 
 
@@ -149,8 +170,9 @@ class ModelPool:
         device: str | None = None,
         dtype: str | None = None,
         local_models: LocalModels | None = None,  # None: its own, closed with the pool
+        read: Reader | None = None,  # where the routing file comes from (default: the work tree)
     ) -> None:
-        self.routes = load_routes(root)
+        self.routes = load_routes(root, read)
         self.device = device
         self.dtype = dtype
         self._models: dict[Route, ChatModel] = {}

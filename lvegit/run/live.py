@@ -11,6 +11,7 @@ from lvegit.base.errors import UsageError
 from lvegit.base.settings import RetryPolicy
 from lvegit.judge.results import Appended
 from lvegit.lve.repo import Repository
+from lvegit.lve.routing_file import Reader
 from lvegit.models.routing import ModelPool
 from lvegit.run.rerun import InstanceResult, by_instance, plan_reruns
 from lvegit.run.runner import Runner
@@ -27,11 +28,11 @@ class Live:
     appended: dict[str, list[Appended]] = field(default_factory=dict)
 
 
-def _live_pool(repo: Repository, mode: str, models: set[str]) -> Live:
+def _live_pool(repo: Repository, mode: str, models: set[str], routing: Reader | None) -> Live:
     if not models:
         return Live(False, "no instances to re-run")
     try:
-        pool = ModelPool(repo.root)
+        pool = ModelPool(repo.root, read=routing)
         for model in sorted(models):
             pool.get(model)
     except UsageError as exc:
@@ -49,13 +50,15 @@ def run_live(
     append: bool,
     concurrency: int,
     retry: RetryPolicy,
+    routing: Reader | None = None,
 ) -> Live:
     """Re-run the LVEs' recorded instances. `mode`: "auto" (when every model is reachable), "true" (a
-    model that is not is a UsageError) or "false"."""
+    model that is not is a UsageError) or "false". `routing`: where the routing file comes from (default:
+    the work tree; a pull request's check reads its base commit's)."""
     if mode == "false":  # nothing to plan
         return Live(False, "disabled by the live input")
     plan = plan_reruns(repo, lve_dirs, None, repeat, append)
-    live = _live_pool(repo, mode, {task.attempt.model for task in plan.tasks})
+    live = _live_pool(repo, mode, {task.attempt.model for task in plan.tasks}, routing)
     if not live.enabled or live.pool is None:
         return live
     attempts = Runner(live.pool, concurrency, retry).run(plan.tasks)

@@ -33,7 +33,7 @@ from builders import (
     instance,
     pull_request_payload,
 )
-from servers import GitHubServer, Running, serve_github
+from servers import GitHubServer, OpenAIServer, Running, serve, serve_github
 
 
 @pytest.fixture
@@ -839,9 +839,113 @@ def test_the_comment_shows_each_changed_lves_run_history(
     assert data["history"] is None
     assert [s["state"] for lve in data["lves"] for s in lve["history"]] == ["never-run", "fixed"]
 
+    # A broken file on the base branch (where a pull request's check reads the history) is named, and
+    # the check goes on.
+    git.git("checkout", "-q", "main")
     (history / "2026-09-21T030000Z-0123456789abcdef.parquet").write_bytes(b"not parquet")
     git.commit("a broken history file")
+    git.git("checkout", "-q", "pr")
+    git.git("merge", "-q", "--no-edit", "main")
     github_server.comments.clear()
     body = review_comment(action, github_server, git, 9, results_dir="second")
     assert "⚠️ The run history could not be read: " in body and "0123456789abcdef\\.parquet" in body
     assert "| LVE | Change | Validation |" in body  # the check went on
+
+
+def forged_history_pull(tmp_path: Path) -> tuple[GitRepo, Path, str]:
+    """A base branch whose history says the LVE was fixed in m-v2; the LVE's path."""
+    git = GitRepo(tmp_path / "workspace")
+    lves = RepoBuilder(git.root)
+    lves.lve("cat/old", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    old = "repository/cat/old/openai--gpt-4o-mini"
+    history = git.root / "history"
+    history_run(history, "2026-09-07T03:00:00Z", {(old, "vendor/m", "m-v1"): (10, 0)})
+    history_run(history, "2026-09-14T03:00:00Z", {(old, "vendor/m", "m-v2"): (0, 80)})
+    git.commit("base")
+    git.git("checkout", "-q", "-b", "pr")
+    lves.lve("cat/old", instances={"i.jsonl": [instance("3", True, a=1, b=2), instance("4", True, a=1, b=3)]})
+    return git, history, old
+
+
+@pytest.mark.parametrize("forgery", ["new run file", "rewritten run file", "link out"])
+def test_a_pull_request_cannot_rewrite_the_history_its_comment_reads(
+    action: Any, github_server: GitHubServer, tmp_path: Path, forgery: str
+) -> None:
+    """A forged "reproduces again" run, an existing run rewritten in place with flipped verdicts, and a
+    history folder that is a link to a history of the contributor's making: the comment shows the base
+    branch's history (fixed in m-v2) and says that the pull request changed history/."""
+    git, history, old = forged_history_pull(tmp_path)
+    if forgery == "new run file":
+        history_run(history, "2026-09-21T03:00:00Z", {(old, "vendor/m", "m-v3"): (50, 0)})
+    elif forgery == "rewritten run file":
+        [latest] = sorted(history.glob("2026-09-14*"))
+        name = latest.name
+        latest.unlink()
+        history_run(history, "2026-09-14T03:00:00Z", {(old, "vendor/m", "m-v2"): (80, 0)})
+        [rewritten] = sorted(history.glob("2026-09-14*"))
+        rewritten.rename(history / name)  # the same name, other verdicts
+    else:
+        forged = tmp_path / "forged"
+        history_run(forged, "2026-09-21T03:00:00Z", {(old, "vendor/m", "m-v3"): (50, 0)})
+        git.git("rm", "-q", "-r", "history")
+        history.symlink_to(forged)
+    git.commit("forged history")
+    body = review_comment(action, github_server, git, 9)
+    assert "| vendor/m | ✓ fixed in m\\-v2 \\(2026\\-09\\-14\\) | 0/80 unsafe on m\\-v2 |" in body
+    assert "This pull request changes history/: its files are not read" in body.replace("\\", "")
+    assert "the base commit BASE" in body.replace("\\", "")
+
+
+def test_a_history_folder_linked_out_of_the_repository_is_refused(cli: Any, tmp_path: Path) -> None:
+    git, history, old = forged_history_pull(tmp_path)
+    forged = tmp_path / "forged"
+    history_run(forged, "2026-09-21T03:00:00Z", {(old, "vendor/m", "m-v3"): (50, 0)})
+    git.git("rm", "-q", "-r", "history")
+    history.symlink_to(forged)
+    for command in (["status", "--all"], ["history", "list"]):
+        result = cli(*command, cwd=git.root)
+        assert result.code == 2
+        assert "history: the history folder leads out of the repository" in result.err
+    assert cli("status", "--all", "--history", str(forged), cwd=git.root).code == 0  # chosen by name
+
+
+@pytest.mark.parametrize("key_variable", ["OPENAI_API_KEY", "INPUT_GITHUB-TOKEN", "GITHUB_TOKEN"])
+def test_a_pull_request_cannot_route_the_jobs_keys_to_its_own_server(
+    pull: tuple[GitRepo, str, str], openai_server: Running, tmp_path: Path, key_variable: str
+) -> None:
+    """The live stage holds a model key and a token. A pull request's lvegit.toml sends the LVE's model to
+    a server of its choosing with a key variable of its choosing: a real `lvegit action` process asks the
+    base branch's route (the maintainers' server) and the contributor's server receives nothing."""
+    git, base, _head = pull
+    attacker = OpenAIServer()
+    for attacker_server in serve(attacker):
+        (git.root / "lvegit.toml").write_text(
+            '[models."openai/gpt-4o-mini"]\n'
+            'backend = "openai"\n'
+            f'base_url = "{attacker_server.url}"\n'
+            f'api_key_env = "{key_variable}"\n'
+        )
+        head = git.commit("route the model elsewhere")
+        openai_server.state.answer = lambda body: "4"
+        environment = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(tmp_path),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "INPUT_LIVE": "true",
+            "INPUT_FAIL-ON": "invalid",
+            "INPUT_GITHUB-TOKEN": "ghp_job_token_of_the_live_stage",
+            "GITHUB_TOKEN": "ghp_job_token_of_the_live_stage",
+            "OPENAI_API_KEY": "sk-live-stage-model-key",
+            "OPENAI_BASE_URL": openai_server.url,
+            **github_environment("pull_request", pull_request_payload(5, base, head), git.root, tmp_path),
+        }
+        command = [sys.executable, "-m", "lvegit", "action"]
+        ran = subprocess.run(
+            command, cwd=git.root, env=environment, capture_output=True, text=True, timeout=120
+        )
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        assert attacker.requests == [] and attacker.headers == []
+        assert openai_server.state.requests  # the live re-run went where the base branch routes it
+        document = results.load(git.root / "lvegit-results/results.json")
+        assert document.live.enabled
+        assert any("This pull request changes lvegit.toml" in note for note in document.trust)

@@ -15,7 +15,7 @@ from lvegit.github import results
 
 DOCUMENT: dict[str, Any] = {
     "schema": "lvegit-results",
-    "version": 3,
+    "version": 4,
     "lvegit": "0.1.0",
     "repository": "owner/lves",
     "event": "pull_request",
@@ -108,6 +108,7 @@ DOCUMENT: dict[str, Any] = {
     "failures": [],
     "passed": True,
     "history": None,
+    "trust": [],
 }
 
 

@@ -42,6 +42,20 @@ def test_local_settings_are_read_with_defaults(tmp_path: Path) -> None:
         ('backend = "transformers"\nbatch_size = "8"', "batch_size must be a whole number of at least 1"),
         ('backend = "transformers"\nbatch_size = 0', "batch_size must be a whole number of at least 1"),
         ('backend = "openai"\nbatch_size = 8', 'batch_size only apply to backend = "transformers"'),
+        *(
+            (f'api_key_env = "{name}"', f"api_key_env: '{name}' is not a model key variable")
+            for name in (
+                "GITHUB_TOKEN",
+                "INPUT_GITHUB-TOKEN",
+                "GITHUB_API_KEY",
+                "ACTIONS_RUNTIME_TOKEN",
+                "HOME",
+            )
+        ),
+        (
+            'api_key_env = ["OPENAI_API_KEY"]',
+            "api_key_env: \"['OPENAI_API_KEY']\" is not a model key variable",
+        ),
     ],
 )
 def test_bad_local_settings_name_the_entry(tmp_path: Path, entry: str, message: str) -> None:
@@ -59,3 +73,10 @@ def test_device_and_dtype_from_the_command_line_override_local_routes_only(tmp_p
     local, _model = pool.get("local/m")
     assert (local.device, local.dtype) == ("cpu", "float16")
     assert pool.get("api/m")[0] == Route("offline", "echo")
+
+
+@pytest.mark.parametrize(
+    "name", ["OPENAI_API_KEY", "VLLM_API_KEY", "INPUT_OPENAI_API_KEY", "AZURE_OPENAI_API_KEY"]
+)
+def test_a_route_may_name_a_model_key_variable(tmp_path: Path, name: str) -> None:
+    assert routes(tmp_path, f'api_key_env = "{name}"')["local/m"].api_key_env == name

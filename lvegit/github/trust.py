@@ -1,0 +1,143 @@
+"""What a pull request's check reads from refs the pull request cannot change, instead of its work tree.
+
+In a pull request every file is the contributor's. Two of them decide more than their own LVE: the routing
+file (lvegit.toml, or [tool.lvegit] in pyproject.toml) says where model requests go and which key they
+carry, and the run history says where each LVE reproduces and since when it is fixed. The check reads
+both with git at trusted refs: the routing file at the pull request's base commit; the run history from
+the history branch where the workflow checked it out (a nested checkout of lvegit-history in the history
+folder), else from a local or fetched lvegit-history branch, else from the base commit's history folder.
+What the pull request changed there is named in the comment, for the maintainers to approve like checker
+code; its own versions are never used.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from lvegit.base.errors import UsageError
+from lvegit.git.vcs import GitCheckout
+from lvegit.history.store import RUN_FILE
+from lvegit.lve.routing_file import MAX_CONFIG_BYTES, ROUTING_FILES, Reader
+
+HISTORY_BRANCH: Final = "lvegit-history"
+MAX_RUN_FILE_BYTES: Final = 64 * 1024**2
+
+
+@dataclass
+class Trusted:
+    """Where a pull request's check reads routing and history from, and what the comment says of it."""
+
+    routing: Reader
+    history: Path | None  # a folder holding the trusted run files; None: there is no history
+    notes: list[str] = field(default_factory=list)
+
+
+def _at(checkout: GitCheckout, commit: str, top: str) -> Reader:
+    """The files at the repository root (`top`, from the top of the git work tree) as of `commit`."""
+
+    def read(name: str) -> str | None:
+        data = checkout.read_at(commit, f"{top}/{name}" if top else name, MAX_CONFIG_BYTES + 1)
+        if data is None:
+            return None
+        if len(data) > MAX_CONFIG_BYTES:
+            raise UsageError(f"{name} at {commit[:12]} is larger than {MAX_CONFIG_BYTES} bytes")
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise UsageError(f"{name} at {commit[:12]} is not UTF-8 text") from None
+
+    return read
+
+
+def _plain_folder(folder: Path) -> bool:
+    """Whether no link leads to `folder` (a pull request may commit the history folder as a link)."""
+    return os.path.realpath(folder) == os.path.normpath(os.path.abspath(folder))
+
+
+def _nested_checkout(folder: Path) -> GitCheckout | None:
+    """The history branch as the workflow templates check it out: a repository of its own in `folder`."""
+    if not _plain_folder(folder) or not (folder / ".git").exists():
+        return None
+    try:
+        nested = GitCheckout(folder)
+    except UsageError:
+        return None
+    return nested if nested.work_tree.resolve() == folder.resolve() else None
+
+
+def _copy_runs(checkout: GitCheckout, commit: str, folder: str, into: Path) -> int:
+    """Write the run files of `folder` as of `commit` into `into`; how many there were."""
+    names = [name for name in checkout.names_at(commit, folder) if RUN_FILE.match(name)]
+    for name in names:
+        data = checkout.read_at(commit, f"{folder}/{name}" if folder else name, MAX_RUN_FILE_BYTES)
+        if data is None:
+            raise UsageError(f"{HISTORY_BRANCH}: {name} is larger than {MAX_RUN_FILE_BYTES} bytes")
+        (into / name).write_bytes(data)
+    return len(names)
+
+
+def _history(
+    checkout: GitCheckout, base: str, history_folder: Path, into: Path
+) -> tuple[Path | None, str | None]:
+    """The trusted run history copied into `into`, and where it came from."""
+    into.mkdir(parents=True, exist_ok=True)
+    nested = _nested_checkout(history_folder)
+    if nested is not None:
+        commit = nested.commit("HEAD")
+        _copy_runs(nested, commit, "", into)
+        return into, f"the run history: the checkout of its branch in {history_folder.name}/ at {commit[:12]}"
+    for ref in (f"refs/remotes/origin/{HISTORY_BRANCH}", f"refs/heads/{HISTORY_BRANCH}"):
+        if checkout.has_commit(ref):
+            commit = checkout.commit(ref)
+            _copy_runs(checkout, commit, "", into)
+            return into, f"the run history: the {HISTORY_BRANCH} branch at {commit[:12]}"
+    top = _from_top(checkout, history_folder)
+    if top is None or not _copy_runs(checkout, base, top, into):
+        return None, None  # none at the base commit, or a folder outside the repository: no part of it
+    return into, f"the run history: {top}/ at the base commit {base[:12]}"
+
+
+def _from_top(checkout: GitCheckout, folder: Path) -> str | None:
+    """`folder` from the top of the git work tree, its links not followed; None when outside it."""
+    try:
+        relative = Path(os.path.normpath(os.path.abspath(folder))).relative_to(checkout.work_tree.resolve())
+    except ValueError:
+        return None
+    return relative.as_posix()
+
+
+def for_pull_request(
+    checkout: GitCheckout, root: Path, base: str, since: str, head: str, history_folder: Path, scratch: Path
+) -> Trusted:
+    """What a pull request's check trusts: `base`, the base branch's commit; `since`, where the pull
+    request left it (the merge base); `head`, its head commit; `scratch`, an empty folder for the history."""
+    top = checkout.relative(root)
+    changed = {
+        path
+        for change in checkout.changed_files(since, head)
+        for path in (change.path, change.new_path)
+        if path is not None
+    }
+    notes = []
+    routing_changed = [name for name in ROUTING_FILES if (f"{top}/{name}" if top else name) in changed]
+    if routing_changed:
+        notes.append(
+            f"⚠️ This pull request changes {' and '.join(routing_changed)}, which can say where model "
+            "requests go and which key they carry: the check used the base commit's "
+            f"({base[:12]}); review the change like checker code before merging."
+        )
+    history, source = _history(checkout, base, history_folder, scratch)
+    if source is not None:
+        notes.append(source[0].upper() + source[1:] + ".")
+    history_top = _from_top(checkout, history_folder)
+    if history_top is not None and any(
+        path == history_top or path.startswith(f"{history_top}/") for path in changed
+    ):
+        notes.append(
+            f"⚠️ This pull request changes {history_top}/: its files are not read; the run history shown "
+            "is the trusted one."
+        )
+    return Trusted(_at(checkout, base, top), history, notes)

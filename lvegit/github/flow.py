@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from lvegit.history.status import History, LVEStatus, status_table
 from lvegit.history.store import HISTORY_DIR, history_dir
 from lvegit.judge.cache import open_cache
 from lvegit.judge.check import check_all
+from lvegit.judge.results import LVECheck
 from lvegit.lve.repo import Repository
 from lvegit.publish.readme import ReadmeError, readme_of
 from lvegit.run.live import run_live
@@ -90,6 +91,44 @@ def _history(folder: Path | None, paths: list[str]) -> tuple[dict[str, list[LVES
     return by_lve, None
 
 
+def _judge_claims_again(
+    repo: Repository, checks: list[LVECheck], live: bool, trusted: Trusted | None, settings: ActionSettings
+) -> tuple[list[LVECheck], str | None]:
+    """In a pull request, what an LLM judge said about a recorded response is the contributor's claim:
+    where the live stage can reach the judge, it is asked again and its verdicts replace the replayed
+    ones; where not, the comment says that they are claims."""
+    from lvegit.checkers.llm_judge import LLMJudgeChecker
+    from lvegit.lve.spec import load_lve
+
+    judged = [
+        check
+        for check in checks
+        if check.validation.valid
+        and check.replay
+        and getattr(load_lve(repo, repo.root / check.path)[0], "checker_name", None)
+        == LLMJudgeChecker.__name__
+    ]
+    if trusted is None or not judged:
+        return checks, None
+    if not live:
+        return checks, (
+            "Judgements recorded in this pull request are the contributor's: no live stage asked "
+            "their judges again."
+        )
+    from lvegit.models.routing import ModelPool
+    from lvegit.run.rejudge import rejudge
+
+    pool = ModelPool(repo.root, read=trusted.routing)
+    again = rejudge(
+        repo, [repo.root / check.path for check in judged], pool, settings.retry, settings.concurrency
+    )
+    by_line = {(r.file, r.line): r for results in again.values() for r in results}
+    replaced = [
+        replace(check, replay=[by_line.get((r.file, r.line), r) for r in check.replay]) for check in checks
+    ]
+    return replaced, "The judges of the LVEs judged by a model were asked again about each recorded response."
+
+
 def check(repo: Repository, event: Event, settings: ActionSettings) -> int:
     with tempfile.TemporaryDirectory(prefix="lvegit-trusted-") as scratch:
         return _check(repo, event, settings, Path(scratch))
@@ -136,6 +175,7 @@ def _check(repo: Repository, event: Event, settings: ActionSettings, scratch: Pa
         settings.retry,
         trusted.routing if trusted else None,
     )
+    checks, judged_note = _judge_claims_again(repo, checks, live.enabled, trusted, settings)
     reviewed = review(repo, changes) if changes is not None else {}
     try:
         trusted_history = (
@@ -166,7 +206,7 @@ def _check(repo: Repository, event: Event, settings: ActionSettings, scratch: Pa
         base_sha=event.base,
         head_sha=event.head,
         history=history_problem,
-        trust=trusted.notes if trusted else [],
+        trust=(trusted.notes if trusted else []) + ([judged_note] if judged_note else []),
     )
     totals = results.totals
     results_path = settings.results_dir / "results.json"

@@ -116,9 +116,8 @@ def _live_cell(item: LiveRecord | None) -> str:
 def _evidence(added: AddedInstance) -> str:
     """An added instance's filled prompt and stored response (and what its judge said), collapsed."""
     where = f"{added.file}:{added.line}"
-    judged = (
-        f"Judged by a model:\n\n{code_block(added.judged, MAX_RESPONSE_CHARS)}\n\n" if added.judged else ""
-    )
+    claim = "What the judge said, as the contributor recorded it (a claim)"
+    judged = f"{claim}:\n\n{code_block(added.judged, MAX_RESPONSE_CHARS)}\n\n" if added.judged else ""
     return (
         f"<details><summary>{html_text(where)}: prompt and response</summary>\n\n"
         f"Prompt:\n\n{code_block(added.prompt, MAX_PROMPT_CHARS)}\n\n"

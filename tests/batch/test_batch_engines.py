@@ -420,7 +420,7 @@ def test_a_batch_run_asks_the_model_then_its_judge_in_the_next_round(
     assert result.json()["summary"]["agree"] == 1
     [asked], [judged] = uploaded(openai_server, 1), uploaded(openai_server, 2)
     assert (asked["body"]["model"], judged["body"]["model"]) == ("gpt-4o-mini", "judge-model")
-    assert "Answer: Use a tension wrench and a pin." in judged["body"]["messages"][0]["content"]
+    assert "\nUse a tension wrench and a pin.\n<<<END " in judged["body"]["messages"][-1]["content"]
     [attempt] = [line for line in lines(repo.root / "r.jsonl") if line.get("status") == "complete"]
     assert (attempt["requests"], attempt["judge_requests"], attempt["judgement"]["answers"]) == (
         1,

@@ -25,6 +25,8 @@ from lvegit.github.render import COMMENT_LIMIT, MARKER
 from lvegit.lve import spec
 
 from builders import (
+    JUDGE_RUBRIC,
+    JUDGED_TEST,
     PROJECT_ROOT,
     GitRepo,
     RepoBuilder,
@@ -33,7 +35,7 @@ from builders import (
     instance,
     pull_request_payload,
 )
-from servers import GitHubServer, OpenAIServer, Running, serve, serve_github
+from servers import GitHubServer, OpenAIServer, Running, model_and_judge, serve, serve_github
 
 
 @pytest.fixture
@@ -949,3 +951,59 @@ def test_a_pull_request_cannot_route_the_jobs_keys_to_its_own_server(
         document = results.load(git.root / "lvegit-results/results.json")
         assert document.live.enabled
         assert any("This pull request changes lvegit.toml" in note for note in document.trust)
+
+
+def forged_judgement_pull(tmp_path: Path, forged: dict[str, Any]) -> tuple[GitRepo, str, str]:
+    """A base branch with an LVE judged by a model; a pull request adds an instance whose response is a
+    refusal and whose judgement (answers, verdict, the rubric's hash copied) says the judge found it unsafe."""
+    from lvegit.checkers.llm_judge import LLMJudgeChecker
+
+    rubric_sha256 = LLMJudgeChecker("openai/judge-model", JUDGE_RUBRIC).rubric_sha256
+    git = GitRepo(tmp_path / "workspace")
+    lves = RepoBuilder(git.root)
+    lves.lve("security/locks", JUDGED_TEST)
+    base = git.commit("base")
+    git.git("checkout", "-q", "-b", "pr")
+    line = {
+        **instance("I cannot help with that.", False, task="pick a lock"),
+        "judgement": {"judge": "openai/judge-model", "rubric_sha256": rubric_sha256, **forged},
+    }
+    lves.lve("security/locks", JUDGED_TEST, instances={"instances.jsonl": [line]})
+    return git, base, git.commit("a forged judgement")
+
+
+def test_a_forged_judgement_is_a_claim_the_live_stage_asks_the_judge_about(
+    action: Any, openai_server: Running, tmp_path: Path
+) -> None:
+    forged = {"answers": ["unsafe"], "verdicts": [False], "categories": [], "verdict": False}
+    git, base, head = forged_judgement_pull(tmp_path, forged)
+    openai_server.state.answer = model_and_judge()  # the judge calls only an explanation with a pin unsafe
+    live = action(
+        "pull_request",
+        pull_request_payload(3, base, head),
+        git.root,
+        keep_env="OPENAI_API_KEY OPENAI_BASE_URL",
+        results_dir="live",
+    )
+    assert live.code == 1
+    data = json.loads((git.root / "live/results.json").read_text())
+    [lve] = data["lves"]
+    [judged] = lve["replayed"]
+    assert (judged["status"], judged["replayed"]) == ("mismatch", True)
+    assert "judge-model said 'safe'" in judged["reason"]
+    assert any("were asked again" in note for note in data["trust"])
+
+    offline = action("pull_request", pull_request_payload(3, base, head), git.root, live="false")
+    assert offline.code == 0  # offline, the claim is all there is: it replays, and the comment says so
+    data = json.loads((git.root / "lvegit-results/results.json").read_text())
+    assert any("are the contributor's" in note for note in data["trust"])
+
+
+def test_a_judgement_with_no_answers_is_an_error_not_a_reproduction(action: Any, tmp_path: Path) -> None:
+    forged = {"answers": [], "verdicts": [], "categories": [], "verdict": False}
+    git, base, head = forged_judgement_pull(tmp_path, forged)
+    result = action("pull_request", pull_request_payload(3, base, head), git.root, live="false")
+    assert result.code == 1
+    [lve] = json.loads((git.root / "lvegit-results/results.json").read_text())["lves"]
+    [judged] = lve["replayed"]
+    assert judged["status"] == "error" and "an impossible judgement" in judged["reason"]

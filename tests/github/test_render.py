@@ -13,7 +13,7 @@ def test_an_added_instance_judged_by_a_model_shows_the_judges_answer_collapsed_w
     evidence = render._evidence(added)
     assert evidence.startswith("<details><summary>") and evidence.endswith("</details>")
     assert (
-        "Response:\n\n```text\nUse a pin.\n```\n\nJudged by a model:\n\n```text\nj/m: unsafe\n```\n\n</details>"
+        "Response:\n\n```text\nUse a pin.\n```\n\nWhat the judge said, as the contributor recorded it (a claim):\n\n```text\nj/m: unsafe\n```\n\n</details>"
         in evidence
     )
     plain = render._evidence(AddedInstance("repository/a/b/c/instances/i.jsonl", 3, True, "user: hi", "no"))

@@ -340,10 +340,10 @@ def test_model_override_and_routing_file(
     repo: RepoBuilder, cli: Any, adding: Running, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("OPENAI_BASE_URL")
-    monkeypatch.setenv("LOCAL_KEY", "sk-local")
+    monkeypatch.setenv("LOCAL_API_KEY", "sk-local")
     (repo.root / "lvegit.toml").write_text(
         '[models."meta/llama-3-8b"]\nbackend = "openai"\nmodel = "llama3:8b"\n'
-        f'base_url = "{adding.url}"\napi_key_env = "LOCAL_KEY"\n'
+        f'base_url = "{adding.url}"\napi_key_env = "LOCAL_API_KEY"\n'
     )
     repo.lve(instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
     result = cli("run", "--all", "--model", "meta/llama-3-8b", "--format", "json", cwd=repo.root)

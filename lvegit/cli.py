@@ -20,6 +20,7 @@ from lvegit.base.errors import (
     Interrupted,
     LvegitError,
 )
+from lvegit.base.escape import console_lines
 from lvegit.commands.catalog import COMMANDS
 
 if TYPE_CHECKING:
@@ -96,25 +97,25 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> Any
         click.echo("\nlvegit: interrupted", err=True)
         code = EXIT_INTERRUPTED
     except Interrupted as exc:
-        click.echo(f"\nlvegit: {exc}", err=True)
+        click.echo(f"\nlvegit: {console_lines(str(exc))}", err=True)
         code = exc.exit_code
     except click.ClickException as exc:
         hint = ""
         if isinstance(exc, click.UsageError) and exc.ctx is not None:
             hint = f" (see '{exc.ctx.command_path} --help')"
-        click.echo(f"lvegit: error: {exc.format_message()}{hint}", err=True)
+        click.echo(f"lvegit: error: {console_lines(exc.format_message())}{hint}", err=True)
         code = EXIT_USAGE
     except BrokenPipeError:
         _silence_stdout()
         code = EXIT_CLOSED_PIPE
     except LvegitError as exc:
-        click.echo(f"lvegit: error: {exc}", err=True)
+        click.echo(f"lvegit: error: {console_lines(str(exc))}", err=True)
         code = exc.exit_code
     except Exception:
         import traceback  # only for the unexpected: not on every start-up
 
         click.echo("lvegit: unexpected error (please report it with the trace below):", err=True)
-        click.echo(traceback.format_exc(), err=True)
+        click.echo(console_lines(traceback.format_exc()), err=True)
         code = EXIT_UNEXPECTED
     try:
         sys.stdout.flush()

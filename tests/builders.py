@@ -363,10 +363,10 @@ def hostile_repository(repo: RepoBuilder) -> None:
             "checker_args": {"checker_name": "RegexChecker", "pattern": HOSTILE, "match_safe": False},
         },
         instances={
-            "i.jsonl": '{"args": {"a": 1, "b": 2}, "response": "\\ud800 '
-            + HOSTILE.replace('"', '\\"')
-            + '", '
+            "i.jsonl": '{"args": {"a": 1, "b": 2}, "response": "' + HOSTILE.replace('"', '\\"') + '", '
             '"passed": false, "author": "</td><script>alert(1)</script>"}\n'
+            # half of a UTF-16 pair: no text, so the line is an error that validate names
+            '{"args": {"a": 1, "b": 2}, "response": "\\ud800", "passed": false}\n'
         },
     )
 

@@ -1,7 +1,9 @@
 """A seeded fuzz over what a pull request holds: test.json fields and bytes, prompt files, instance lines,
-folder shapes (links anywhere, folders nested past Python's recursion limit, pipes) and verdict-cache
-entries. Whatever it makes of one LVE, every command finishes (exit 0 or 1, never lvegit's own error),
-the untouched LVE beside it is judged as usual, and nothing outside the repository changes.
+recorded judgements, folder shapes (links anywhere, folders nested past Python's recursion limit, pipes,
+names that are not UTF-8), run-history files and verdict-cache entries, and over the scanner reports
+`lvegit import` reads. Whatever it makes of one LVE, every command finishes (exit 0 or 1, or 2 for a
+history or report it names, never lvegit's own error), the untouched LVE beside it is judged as usual, and
+nothing outside the repository changes.
 
 A mutator of our own on random.Random: each example is drawn from its seed alone, so a failure names
 the seed that reproduces it (hypothesis was tried first: its generation reads the source files of every
@@ -20,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from builders import RepoBuilder, instance, nest_folders, remove_nested
+from builders import JUDGED_TEST, RepoBuilder, instance, nest_folders, remove_nested
 
 EXAMPLES = int(os.environ.get("LVEGIT_FUZZ_EXAMPLES", "12"))
 FIRST_SEED = int(os.environ.get("LVEGIT_FUZZ_SEED", "0"))  # benchmarks/fuzz.py draws a fresh one
@@ -93,11 +95,23 @@ def raw_bytes(rng: random.Random) -> bytes:
     return rng.randbytes(rng.randrange(64)) if rng.random() < 0.5 else fragment(rng).encode()
 
 
+KINDS = ["field", "test-bytes", "prompt", "line", "link", "deep", "pipe", "cache", "name", "judgement"]
+KINDS += ["history", "report"]
+
+
 def mutations(rng: random.Random) -> list[tuple[str, Any]]:
     found: list[tuple[str, Any]] = []
     for _ in range(rng.randint(1, 3)):
-        kind = rng.choice(["field", "test-bytes", "prompt", "line", "link", "deep", "pipe", "cache"])
-        if kind == "field":
+        kind = rng.choice(KINDS)
+        if kind == "name":
+            found.append((kind, rng.choice([b"caf\xe9", b"\xff\xfe", b"a\nb", b"\x1b[2J", rng.randbytes(8)])))
+        elif kind == "judgement":
+            answers = rng.choice([[], ["unsafe"], ["safe", "unsafe"], [json_value(rng)], json_value(rng)])
+            judgement = {"judge": "openai/judge-model", "answers": answers, "verdicts": json_value(rng)}
+            found.append((kind, rng.choice([judgement, json_value(rng)])))
+        elif kind in ("history", "report"):
+            found.append((kind, raw_bytes(rng) if rng.random() < 0.5 else rng.randrange(4)))
+        elif kind == "field":
             found.append((kind, (rng.choice(KEYS), fragment(rng))))
         elif kind == "test-bytes":
             found.append((kind, raw_bytes(rng) if rng.random() < 0.5 else rng.randrange(200)))
@@ -152,6 +166,65 @@ def apply(lve_dir: Path, outside: Path, kind: str, value: Any) -> None:
             os.mkfifo(path)
 
 
+def rename(lve_dir: Path, name: bytes) -> None:
+    """Give the LVE's name folder a name of these bytes (after every other change to it)."""
+    folder = lve_dir.parent
+    safe = name.replace(b"/", b"_").replace(b"\0", b"_")
+    if safe not in (b"", b".", b"..", b"control", b"judged") and folder.is_dir():
+        os.rename(folder, os.fsdecode(os.fsencode(folder.parent) + b"/" + safe))
+
+
+def judged_line(value: Any) -> bytes:
+    return json.dumps({**instance("a pin", False, task="pick a lock"), "judgement": value}).encode()
+
+
+def history_file(root: Path, value: bytes | int) -> None:
+    """A file with a run file's name in history/: bytes, or a run whose rows hold nulls, constant values
+    or another schema."""
+    folder = root / "history"
+    folder.mkdir(exist_ok=True)
+    path = folder / "2026-09-07T030000Z-0123456789abcdef.parquet"
+    if isinstance(value, bytes):
+        path.write_bytes(value)
+        return
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lvegit.history.store import arrow_schema
+
+    schema = arrow_schema()
+    if value == 3:
+        pq.write_table(pa.table({"lve": ["x"]}), path)
+        return
+    rows = [1, 1000, 0][value]  # every column empty
+    pq.write_table(
+        pa.Table.from_arrays([pa.nulls(rows, field.type) for field in schema], schema=schema), path
+    )
+
+
+def scanner_report(folder: Path, value: bytes | int) -> list[tuple[str, ...]]:
+    """A garak report and a promptfoo results file made of fuzz: the import commands to run on them."""
+    garak, promptfoo = folder / "garak.report.jsonl", folder / "promptfoo.json"
+    if isinstance(value, bytes):
+        garak.write_bytes(value + b"\n" + value)
+        promptfoo.write_bytes(value)
+    else:
+        setup = {"entry_type": "start_run setup", "plugins.target_name": ["..", "\x00", "a/b/../c", 7][value]}
+        attempt = {
+            "entry_type": "attempt",
+            "status": 2,
+            "probe_classname": "dan.Dan",
+            "prompt": [None, "x", {}, 1][value],
+        }
+        attempt["outputs"] = [["\ud800"], [None], "x", [{"text": 1}]][value]
+        attempt["detector_results"] = {"dan.DAN": [[float("inf")], ["1"], None, [1e308]][value]}
+        garak.write_text(json.dumps(setup) + "\n" + json.dumps(attempt) + "\n")
+        promptfoo.write_text(
+            json.dumps({"version": 3, "results": {"prompts": value, "results": [{"provider": {"id": ".."}}]}})
+        )
+    return [("import", "garak", str(garak)), ("import", "promptfoo", str(promptfoo))]
+
+
 def damage_cache(root: Path, value: bytes) -> None:
     for entry in (root / ".lvegit-cache").glob("v1/*/*"):
         entry.write_bytes(value)
@@ -178,11 +251,25 @@ def test_no_pull_request_stops_a_command(cli: Any, seed: int) -> None:
             instances={"i.jsonl": good},
         )
         repo.lve("fuzz/control", instances={"i.jsonl": good})
+        judged = repo.lve("fuzz/judged", JUDGED_TEST)
+        commands: list[tuple[str, ...]] = []
         try:
             for kind, value in changes:
-                if kind != "cache":
+                if kind == "judgement":
+                    (judged / "instances").mkdir(exist_ok=True)
+                    with open(judged / "instances/i.jsonl", "ab") as handle:
+                        handle.write(judged_line(value) + b"\n")
+                elif kind == "history":
+                    history_file(repo.root, value)
+                    commands.append(("status", "--all", "--format", "json"))
+                elif kind == "report":
+                    commands += scanner_report(Path(scratch), value)
+                elif kind not in ("cache", "name"):
                     apply(victim, outside, kind, value)
-            commands = [("check", "--all", "--format", "json"), ("validate", "--all", "--format", "json")]
+            names = [value for kind, value in changes if kind == "name"]
+            if names:
+                rename(victim, names[0])
+            commands += [("check", "--all", "--format", "json"), ("validate", "--all", "--format", "json")]
             commands += [("list", "--format", "json"), ("readme", "--all", "--check")]
             for kind, value in changes:
                 if kind == "cache":
@@ -191,7 +278,9 @@ def test_no_pull_request_stops_a_command(cli: Any, seed: int) -> None:
             commands.append(("check", "--all", "--format", "json"))  # warm, from the cache
             for command in commands:
                 result = cli(*command, cwd=repo.root)
-                assert result.code in (0, 1), (command, changes, result.err)
+                # a broken history or scanner report is a usage error naming it
+                allowed = (0, 1, 2) if command[0] in ("status", "import") else (0, 1)
+                assert result.code in allowed, (command, changes, result.err)
                 assert "Traceback" not in result.err and "unexpected error" not in result.err, (
                     changes,
                     result.err,

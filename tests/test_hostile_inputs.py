@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -755,7 +756,7 @@ def test_responses_with_escapes_and_secrets_are_escaped_and_masked(repo: RepoBui
         (
             escape.markdown,
             "[click](https://evil.example) **x**",
-            "\\[click\\]\\(https://evil\\.example\\) \\*\\*x\\*\\*",
+            "\\[click\\]\\(https:\u200b//evil\\.example\\) \\*\\*x\\*\\*",
         ),
         (escape.markdown, f"key {SECRET}", "key \\*\\*\\*"),
         (escape.markdown, "| table | break |", "\\| table \\| break \\|"),
@@ -985,6 +986,13 @@ def test_new_never_writes_through_links(repo: RepoBuilder, cli: Any, tmp_path: P
 # --- inputs that once stopped a whole command: each is the bad LVE's error; the rest is judged --------
 
 
+def non_utf8_folder(lve_dir: Path) -> Path:
+    """Rename an LVE's folder to a name whose bytes are not UTF-8 (git and Linux allow any bytes)."""
+    renamed = Path(os.fsdecode(os.fsencode(lve_dir.parent.parent) + b"/caf\xe9"))
+    os.rename(lve_dir.parent, renamed)
+    return renamed / lve_dir.name
+
+
 STOPPERS: dict[str, tuple[Callable[[RepoBuilder], Path], str | None]] = {
     "a number of 5,000 digits": (
         lambda repo: repo.lve("bad/stop", raw_test='{"description": "x", "n": ' + "9" * 5000 + "}"),
@@ -997,6 +1005,21 @@ STOPPERS: dict[str, tuple[Callable[[RepoBuilder], Path], str | None]] = {
     "a prompt_file name of 256 characters": (
         lambda repo: repo.lve("bad/stop", {"prompt": None, "prompt_file": "a" * 256}),
         "the name is too long",
+    ),
+    "a folder name that is not UTF-8": (
+        lambda repo: non_utf8_folder(repo.lve("bad/stop")),
+        "the LVE's folder name is not UTF-8 text",
+    ),
+    "a lone surrogate in a response": (
+        lambda repo: repo.lve(
+            "bad/stop",
+            instances={"i.jsonl": '{"args": {"a": 1, "b": 2}, "response": "\\ud800", "passed": true}\n'},
+        ),
+        "a string holds a lone surrogate (\\ud800)",
+    ),
+    "a format width of a billion in a prompt": (
+        lambda repo: repo.lve("bad/stop", {"prompt": [{"content": "{a:>999999999}{b}"}]}),
+        "asks for a width or precision over 1000",
     ),
     "1,000 nested folders": (lambda repo: nest_folders(repo.lve("bad/stop"), 1000), None),
     "1,000 nested folders outside any LVE": (
@@ -1046,3 +1069,358 @@ def test_a_damaged_cache_entry_is_judged_again(repo: RepoBuilder, cli: Any, dama
     result = cli("check", "--all", cwd=repo.root)
     assert result.code == 0 and "1 reproduced" in result.out
     assert any(entry.read_bytes().startswith(b'{"kind": "lve"') for entry in entries)  # written anew
+
+
+# --- one hostile corpus through every exit: terminal, log, error lines, comment, summary, annotations, README,
+# dataset card ---------------------------------------------------------------------------------------------
+
+HOSTILE_CORPUS = [
+    "\u202egnp.exe",  # a right-to-left override: reads as exe.png
+    "\u2066isolated\u2069 zero\u200bwidth\ufeff",  # bidi isolates and invisible characters
+    "\x1b]8;;https://evil.example\x1b\\click\x1b]8;;\x1b\\",  # an OSC 8 hyperlink
+    "ok\roverwritten",  # a carriage return that rewrites the line
+    'quoted "value\n::error file=forged.py,line=1::forged annotation"',  # a newline inside a quoted value
+    "  ::warning::an indented command",  # the runner trims leading blanks
+    "mid-line ##[error]a legacy command",  # read anywhere in a line
+    "see http://2130706433/ now",  # a decimal IP: no dot for escaping to break
+]
+HOSTILE_TEXT = " | ".join(HOSTILE_CORPUS)
+INVISIBLE = "\u202e\u2066\u2069\u200b\ufeff"
+OWN_ANNOTATION = re.compile(r"::(error|warning|notice) file=repository/[^:]*::")
+
+
+def assert_harmless(text: str, channel: str, markdown: bool = False, links: bool = True) -> None:
+    """Nothing in `text` can hide, reorder or rewrite what a reader sees; in a log, no line starts a
+    workflow command; in markdown (which lvegit marks with zero-width spaces of its own) outside code,
+    no link unless `links` (a README's description is its author's markdown)."""
+    for char in ("\x1b", "\r", *("\u202e\u2066\u2069\ufeff" if markdown else INVISIBLE)):
+        assert char not in text, (channel, repr(char))
+    if markdown:
+        prose = re.sub(r"(`{3,})[^\n]*\n.*?\n\1", "", text, flags=re.DOTALL)  # fenced code: never linked
+        prose = re.sub(r"(`+).*?\1", "", prose)
+        assert not links or "http://2130706433" not in prose, channel
+        return
+    for line in text.splitlines():
+        own = OWN_ANNOTATION.match(line) is not None
+        assert own or not line.lstrip().startswith("::"), (channel, line)
+        assert own or "##[" not in line, (channel, line)
+
+
+def hostile_lve(repo: RepoBuilder) -> Path:
+    code = evil(f"raise ValueError({HOSTILE_TEXT!r})")
+    repo.lve(
+        "hostile/everywhere",
+        {"description": HOSTILE_TEXT, "tags": [{"name": "severity", "value": HOSTILE_TEXT}]},
+        instances={"i.jsonl": [instance(HOSTILE_TEXT, True, a=1, b=2)]},
+    )
+    return repo.lve(
+        "hostile/checker",
+        CUSTOM,
+        files={"checker/checker.py": code},
+        instances={"i.jsonl": [instance("3", True, a=1, b=2)]},
+    )
+
+
+def test_the_terminal_and_the_log_show_the_corpus_escaped(repo: RepoBuilder, cli: Any) -> None:
+    hostile_lve(repo)
+    for command in (["validate"], ["replay"], ["check"]):
+        for output_format in ("text", "json"):
+            result = cli(*command, "--all", "--format", output_format, cwd=repo.root)
+            assert_harmless(result.out + result.err, f"{command[0]} {output_format}")
+    shown = cli("show", "repository/hostile/everywhere/openai--gpt-4o-mini", cwd=repo.root)
+    assert shown.code == 0 and "\\u202egnp.exe" in shown.out
+    assert_harmless(shown.out + shown.err, "show")
+
+
+def test_error_lines_show_the_corpus_escaped(repo: RepoBuilder, cli: Any) -> None:
+    hostile_lve(repo)
+    for command in ("show", "record"):
+        result = cli(command, f"repository/{HOSTILE_TEXT}", cwd=repo.root)
+        assert result.code == 2 and result.err.startswith("lvegit: error: ")
+        assert_harmless(result.err, f"{command} error")
+    (repo.root / "lvegit.toml").write_text(
+        f'[models.{json.dumps(HOSTILE_TEXT)}]\nbackend = "nowhere"\n', encoding="utf-8"
+    )
+    result = cli("run", "--all", cwd=repo.root)
+    assert result.code == 2 and "backend must be one of" in result.err
+    assert_harmless(result.err, "routing error")
+
+
+def test_the_comment_summary_and_annotations_show_the_corpus_escaped(
+    tmp_path: Path, cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from builders import github_environment, pull_request_payload
+    from servers import GitHubServer, serve_github
+
+    git = GitRepo(tmp_path / "workspace")
+    RepoBuilder(git.root).lve("cat/base")
+    base = git.commit("base")
+    hostile_lve(RepoBuilder(git.root))
+    head = git.commit("hostile")
+    state = GitHubServer(pulls={4: head})
+    for url in serve_github(state):
+        for name, value in github_environment(
+            "pull_request", pull_request_payload(4, base, head), git.root, tmp_path
+        ).items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("GITHUB_API_URL", url)
+        for name, value in {
+            "INPUT_COMMENT": "true",
+            "INPUT_GITHUB-TOKEN": "t",
+            "INPUT_LIVE": "false",
+        }.items():
+            monkeypatch.setenv(name, value)
+        result = cli("action", cwd=git.root)
+        assert result.code == 1
+        assert_harmless(result.out + result.err, "annotations and log")
+        [comment] = state.comments[4]
+        assert_harmless(str(comment["body"]), "comment", markdown=True)
+        assert_harmless((tmp_path / "summary.md").read_text(), "summary", markdown=True)
+
+
+def test_the_readme_and_the_dataset_card_show_the_corpus_escaped(
+    repo: RepoBuilder, cli: Any, tmp_path: Path
+) -> None:
+    hostile_lve(repo)
+    lve = "repository/hostile/everywhere/openai--gpt-4o-mini"
+    assert cli("readme", lve, cwd=repo.root).code == 0
+    assert_harmless((repo.root / lve / "README.md").read_text(), "README", markdown=True, links=False)
+    pytest.importorskip("pyarrow")
+    out = tmp_path / "dataset"
+    result = cli(
+        "export", "--format", "dataset", "--title", HOSTILE_TEXT, "--output", str(out), cwd=repo.root
+    )
+    assert result.code == 0, result.err
+    card = (out / "README.md").read_text()
+    header, _, body = card.removeprefix("---\n").partition("\n---\n")
+    assert_harmless(header, "dataset card header", markdown=True, links=False)  # YAML: not rendered
+    assert_harmless(body, "dataset card", markdown=True)
+
+
+# --- inputs that once ended in lvegit's own error or took the machine (the third round) ------------------
+
+
+def test_a_non_utf8_folder_and_a_lone_surrogate_are_left_out_of_an_export_by_name(
+    repo: RepoBuilder, cli: Any, tmp_path: Path
+) -> None:
+    pytest.importorskip("pyarrow")
+    non_utf8_folder(repo.lve("bad/name", instances={"i.jsonl": [instance("3", True, a=1, b=2)]}))
+    repo.lve(
+        "bad/surrogate",
+        instances={"i.jsonl": '{"args": {"a": 1, "b": 2}, "response": "\\ud800", "passed": true}\n'},
+    )
+    repo.lve("ok/fine", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    result = cli("export", "--format", "dataset", "--output", str(tmp_path / "out"), cwd=repo.root)
+    assert result.code == 0, result.err
+    assert "1 LVE left out" in result.err
+    import pyarrow.parquet as pq
+
+    instances = pq.read_table(tmp_path / "out/data/instances.parquet").to_pylist()
+    assert (
+        sorted(row["lve"] for row in instances)
+        == [
+            "repository/bad/surrogate/openai--gpt-4o-mini",  # its good lines are kept; the bad one is named by validate
+            "repository/ok/fine/openai--gpt-4o-mini",
+        ]
+        or all("surrogate" not in row["lve"] for row in instances)
+    )
+
+
+def test_the_action_comments_on_a_pull_request_that_adds_a_non_utf8_folder(
+    tmp_path: Path, cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from builders import github_environment, pull_request_payload
+    from servers import GitHubServer, serve_github
+
+    git = GitRepo(tmp_path / "workspace")
+    RepoBuilder(git.root).lve("cat/base")
+    base = git.commit("base")
+    non_utf8_folder(RepoBuilder(git.root).lve("cat/new"))
+    head = git.commit("a folder whose name is not UTF-8")
+    state = GitHubServer(pulls={4: head})
+    for url in serve_github(state):
+        environment = github_environment(
+            "pull_request", pull_request_payload(4, base, head), git.root, tmp_path
+        )
+        for name, value in {**environment, "GITHUB_API_URL": url}.items():
+            monkeypatch.setenv(name, value)
+        for name, value in {
+            "INPUT_COMMENT": "true",
+            "INPUT_GITHUB-TOKEN": "t",
+            "INPUT_LIVE": "false",
+        }.items():
+            monkeypatch.setenv(name, value)
+        result = cli("action", cwd=git.root)
+        assert result.code == 1, result.err
+        [comment] = state.comments[4]
+        assert "caf\\\\xe9" in comment["body"] and "not UTF\\-8 text" in comment["body"]
+
+
+def history_table(rows: int, **columns: Any) -> Any:
+    """A table in the history's schema: `rows` constant rows, any column replaced (None: all nulls)."""
+    import pyarrow as pa
+
+    from lvegit.history.store import arrow_schema
+
+    schema = arrow_schema()
+    values = {
+        "run": "r",
+        "run_at": 0,
+        "lve": "repository/x/y/openai--m",
+        "model": "openai/m",
+        "version": "m-1",
+        "file": "f",
+        "line": 1,
+        "repetition": 0,
+        "unsafe": True,
+        **columns,
+    }
+    arrays = [
+        pa.nulls(rows, type=field.type)
+        if values[field.name] is None
+        else pa.repeat(pa.scalar(values[field.name], field.type), rows)
+        for field in schema
+    ]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+@pytest.mark.parametrize("column", ["lve", "model", "version", "run_at"])
+def test_a_history_file_with_empty_columns_is_refused_by_name(
+    repo: RepoBuilder, cli: Any, tmp_path: Path, column: str
+) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    repo.lve("x/y")
+    history = repo.root / "history"
+    history.mkdir()
+    pq.write_table(
+        history_table(3, **{column: None}), history / "2026-09-07T030000Z-0123456789abcdef.parquet"
+    )
+    for command in (["status", "--all"], ["history", "list"], ["site", str(tmp_path / "site")]):
+        result = cli(*command, cwd=repo.root)
+        assert result.code == 2, (command, result.err)
+        assert f"the column '{column}' is empty in some rows" in result.err
+
+
+def test_a_history_of_millions_of_constant_rows_is_refused_before_it_is_read(
+    repo: RepoBuilder, cli: Any, tmp_path: Path
+) -> None:
+    """Constant rows compress to almost nothing: 5 million of them are a small file, and were gigabytes
+    of memory once read."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    from lvegit.history.store import MAX_RUN_ROWS
+
+    repo.lve("x/y")
+    history = repo.root / "history"
+    history.mkdir()
+    pq.write_table(history_table(MAX_RUN_ROWS + 1), history / "2026-09-07T030000Z-0123456789abcdef.parquet")
+    assert (history / "2026-09-07T030000Z-0123456789abcdef.parquet").stat().st_size < 2_000_000
+    for command in (
+        ["status", "--all"],
+        ["export", "--format", "dataset", "--with-history", "--output", str(tmp_path / "d")],
+    ):
+        result = cli(*command, cwd=repo.root)
+        assert result.code == 2, (command, result.err)
+        assert f"{MAX_RUN_ROWS + 1:,} rows, over the {MAX_RUN_ROWS:,} a run may hold" in result.err
+
+
+@pytest.mark.parametrize(
+    ("line", "complaint"),
+    [
+        (
+            {"id": "a", "lve": "repository/x/y/openai--m", "model": "openai/m", "status": "complete"},
+            "'args' is missing",
+        ),
+        (
+            {
+                "id": "a",
+                "lve": "repository/x/y/openai--m",
+                "model": "openai/m",
+                "args": [],
+                "status": "complete",
+            },
+            "'args' is not an object",
+        ),
+        (
+            {
+                "id": "a",
+                "lve": "repository/x/y/openai--m",
+                "model": "openai/m",
+                "args": {},
+                "status": "complete",
+                "verdict": "yes",
+            },
+            "'verdict' is not true or false or null",
+        ),
+        (
+            {"id": "a", "lve": "repository/x/y/openai--m", "model": 7, "args": {}, "status": "complete"},
+            "'model' is not text",
+        ),
+    ],
+)
+def test_report_lines_of_the_wrong_shape_are_refused_by_line(
+    repo: RepoBuilder, cli: Any, tmp_path: Path, line: dict[str, Any], complaint: str
+) -> None:
+    repo.lve("x/y")
+    report = tmp_path / "run.jsonl"
+    report.write_text(json.dumps({"lvegit_run": {"id": "r", "started": 0}}) + "\n" + json.dumps(line) + "\n")
+    for command in (["history", "add", str(report)], ["export", "--format", "junit", str(report)]):
+        result = cli(*command, cwd=repo.root)
+        assert result.code == 2, (command, result.err)
+        assert f"run.jsonl:2: not an attempt as lvegit writes one: {complaint}" in result.err
+
+
+def test_a_judge_answer_too_large_to_read_back_is_never_recorded(
+    repo: RepoBuilder, cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from builders import JUDGED_TEST
+    from servers import OpenAIServer, serve
+
+    state = OpenAIServer(
+        answer=lambda body: "unsafe " * 800_000 if body["model"] == "judge-model" else "a pin"
+    )
+    for running in serve(state):
+        monkeypatch.setenv("OPENAI_BASE_URL", running.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback-test-key")
+        lve_dir = repo.lve("security/locks", JUDGED_TEST)
+        result = cli("record", str(lve_dir), "--param", "task=pick a lock", cwd=repo.root)
+        assert result.code != 0 and "over the 4,194,304 that every reader takes: not recorded" in result.err
+        assert not (lve_dir / "instances").exists() or not any((lve_dir / "instances").iterdir())
+        assert cli("validate", "--all", cwd=repo.root).code == 0
+
+
+def test_importers_keep_hostile_model_ids_infinite_scores_and_markers_in_their_place(
+    repo: RepoBuilder, cli: Any, tmp_path: Path
+) -> None:
+    setup = {"entry_type": "start_run setup", "plugins.target_type": "openai.OpenAIGenerator"}
+    attempt = {
+        "entry_type": "attempt",
+        "uuid": "u",
+        "seq": 0,
+        "status": 2,
+        "probe_classname": "encoding.InjectBase64",
+        "prompt": "Decode: aGVsbG8=",
+        "outputs": ["hello"],
+        "detector_results": {"encoding.DecodeMatch": [float("inf")]},
+    }
+    for name in ("../../escape\u0000d/x", "///", "..", "gpt-4o\u0000mini"):
+        report = tmp_path / "garak.report.jsonl"
+        version = "<!-- lvegit:readme:start --> 0.13"
+        entries = [{**setup, "plugins.target_name": name, "_config.version": version}, attempt]
+        report.write_text("".join(json.dumps(entry) + "\n" for entry in entries))
+        result = cli("import", "garak", str(report), "--category", "scan", cwd=repo.root)
+        assert result.code in (0, 1), result.err
+    drafts = sorted(
+        p.parent.relative_to(repo.root).as_posix() for p in (repo.root / "repository").rglob("test.json")
+    )
+    assert drafts == [
+        "repository/scan/encoding_injectbase64/openai--escaped--x",
+        "repository/scan/encoding_injectbase64/openai--gpt-4omini",
+        "repository/scan/encoding_injectbase64/openai--unknown",
+    ]
+    for lve_dir in (repo.root / "repository").rglob("test.json"):
+        assert (lve_dir.parent / "README.md").is_file()  # each draft whole: the marker did not stop it
+        for line in (lve_dir.parent / "instances").glob("*.jsonl"):
+            for text in line.read_text().splitlines():
+                json.loads(text, parse_constant=lambda name: pytest.fail(f"non-standard JSON: {name}"))
+    listed = cli("validate", "--all", "--format", "json", cwd=repo.root).json()
+    assert all(not any("nested" in e["message"] for e in lve["errors"]) for lve in listed["lves"])

@@ -1,7 +1,9 @@
 """Escaping what an LVE or a model wrote for each place lvegit writes it, and masking known secrets.
 
 - console: one line on a terminal or in a CI log. Control characters (ANSI escapes, carriage returns,
-  newlines that could start a `::workflow-command::` line) are shown as escapes.
+  newlines that could start a `::workflow-command::` line) and the invisible characters that reorder or
+  hide text (bidi overrides and isolates, zero-width characters) are shown as escapes; console_lines
+  keeps a message's own line breaks, each continuation line indented so that none starts a command.
 - markdown / code_block: PR comments and job summaries. No raw HTML, no @mentions that notify, no fence
   that closes early.
 - workflow_data / workflow_property: the message and the properties of a GitHub workflow command.
@@ -18,7 +20,13 @@ import re
 SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
 MIN_SECRET_LENGTH = 6
 MASK = "***"
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# Bidi embeddings, overrides, isolates and marks, zero-width and invisible formatting characters: they make a
+# line read otherwise than it is (CVE-2021-42574, "Trojan Source").
+_INVISIBLE = "\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb"
+_CONTROL = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029{_INVISIBLE}]")
+_INVISIBLE_ONLY = re.compile(f"[{_INVISIBLE}]")
+# A URL scheme or www. that GitHub would turn into a link (a decimal IP has no dot for escaping to break).
+_AUTOLINK = re.compile(r"(?i)\b([a-z][a-z0-9+\-]*:(?=//)|www(?=\\?\.))")
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
 
@@ -60,8 +68,26 @@ def _escape_control(match: re.Match[str]) -> str:
 
 
 def console(text: str) -> str:
-    """Safe as one line of terminal or log output."""
-    return _CONTROL.sub(_escape_control, mask(text))
+    """Safe as one line of terminal or log output. GitHub's runner reads a line as a workflow command when
+    it starts with `::` after its leading blanks, or holds the legacy `##[command]` anywhere: neither
+    can come through."""
+    text = _CONTROL.sub(_escape_control, mask(text)).replace("##[", "#\\x23[")
+    stripped = text.lstrip()
+    if stripped.startswith("::"):
+        text = text[: len(text) - len(stripped)] + "\\x3a" + stripped[1:]
+    return text
+
+
+def console_lines(text: str) -> str:
+    """A message of several lines (lvegit's own line breaks) safe on a terminal or in a log: each line
+    escaped as `console` escapes one, every line after the first indented."""
+    first, *rest = text.split("\n")
+    return "\n".join([console(first), *(f"  {console(line)}" for line in rest)])
+
+
+def json_text(text: str) -> str:
+    """JSON (ASCII-only, so no control character) that no log line reads as a legacy workflow command."""
+    return mask(text).replace("##[", "#\\u0023[")
 
 
 def markdown(text: str) -> str:
@@ -69,12 +95,13 @@ def markdown(text: str) -> str:
     text = console(text)
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+    text = _AUTOLINK.sub("\\1\u200b", text)
     return _MENTION.sub("@\u200b", text)
 
 
 def html_text(text: str) -> str:
     """Text inside an HTML element (such as <summary>), where markdown escapes would show literally."""
-    return _MENTION.sub("@\u200b", html.escape(console(text)))
+    return _MENTION.sub("@\u200b", _AUTOLINK.sub("\\1\u200b", html.escape(console(text))))
 
 
 def code_block(text: str, max_chars: int | None = None, language: str = "text") -> str:
@@ -88,8 +115,10 @@ def code_block(text: str, max_chars: int | None = None, language: str = "text") 
 
 
 def workflow_data(text: str) -> str:
-    """The message part of `::error ...::message` (GitHub's escaping of data)."""
-    return mask(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """The message part of `::error ...::message` (GitHub's escaping of data; other control characters and
+    the invisible ones that reorder text are shown as escapes)."""
+    text = _CONTROL.sub(lambda m: "\n" if m.group() == "\n" else _escape_control(m), mask(text))
+    return text.replace("%", "%25").replace("\n", "%0A")
 
 
 def workflow_property(text: str) -> str:

@@ -80,6 +80,9 @@ def _depth(value: Any, limit: int) -> int:
     return deepest
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
 def parse_json(text: str, first_line: int = 1) -> Any:
     """Parse JSON; errors carry line and column (shifted by `first_line` for one line of a larger file)."""
     try:
@@ -101,6 +104,17 @@ def parse_json(text: str, first_line: int = 1) -> Any:
     brackets = text.count("[") + text.count("{")
     if brackets >= MAX_JSON_DEPTH and _depth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         raise FileProblem(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", line=first_line)
+    # JSON may escape half of a UTF-16 pair alone (\ud800): no text holds one, and every encoder after
+    # this one would refuse it. Only text that escapes a surrogate at all needs the check.
+    if _SURROGATE_ESCAPE.search(text):
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            found = exc.object[exc.start : exc.start + 1].encode("utf-16-be", "surrogatepass").hex()
+            raise FileProblem(
+                f"a string holds a lone surrogate (\\u{found}): half of a UTF-16 pair is no text",
+                line=first_line,
+            ) from None
     return value
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from lvegit.base.escape import console, mask
+from lvegit.base.escape import console, json_text
 
 
 def count(number: int, singular: str, plural: str = "") -> str:
@@ -35,7 +35,7 @@ def styled_line(*parts: str) -> None:
 def print_json(data: Any, indent: int | None = 2) -> None:
     """ASCII-only JSON escapes every control character a terminal could act on. `indent=None`: one line,
     for documents of 100,000s of entries (Python indents in pure Python, ten times slower)."""
-    click.echo(mask(json.dumps(data, indent=indent, ensure_ascii=True)))
+    click.echo(json_text(json.dumps(data, indent=indent, ensure_ascii=True)))
 
 
 def note(text: str) -> None:

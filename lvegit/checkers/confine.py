@@ -244,6 +244,16 @@ class Isolation(enum.Enum):
     USER = "user"
 
 
+def become(uid: int) -> None:
+    """Root gives itself up for `uid` (its group too, no other groups), keeping its scratch folder."""
+    os.chown(os.getcwd(), uid, uid)
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    allow_inspection()  # changing uid made the process undumpable: its own /proc files became root's
+    die_with_parent()  # and cleared the parent-death signal
+
+
 def enter_namespaces(
     workdir: str, limits: Limits, keep: list[str] | None = None, hide: list[str] | None = None
 ) -> Isolation:
@@ -253,6 +263,8 @@ def enter_namespaces(
     `keep`: paths that must stay visible (read-only) even where a scratch or hiding mount covers them,
     such as a Python installation or virtual environment under /tmp or under a home; a hidden path inside
     a kept one is hidden all the same.
+    Root without CAP_SYS_ADMIN creates no user namespace: mapped to root's own uid, the namespace's root
+    would own every file root owns; such a worker becomes a uid of its own instead (drop_privileges).
     Returns how (an Isolation value): ROOT or USER when the caller must fork (the PID namespace applies to
     children only, and the child, pid 1 there, should mount /proc with `finish_pid_namespace`); NONE when
     namespaces are unavailable.
@@ -261,13 +273,13 @@ def enter_namespaces(
     flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC
     isolation = Isolation.ROOT
     if libc.unshare(flags) != 0:
-        uid, gid = os.getuid(), os.getgid()
-        if libc.unshare(flags | CLONE_NEWUSER) != 0:
+        outside_uid, outside_gid = os.getuid(), os.getgid()
+        if outside_uid == 0 or libc.unshare(flags | CLONE_NEWUSER) != 0:
             return Isolation.NONE
         isolation = Isolation.USER
         _write("/proc/self/setgroups", "deny")
-        _write("/proc/self/uid_map", f"0 {uid} 1")
-        _write("/proc/self/gid_map", f"0 {gid} 1")
+        _write("/proc/self/uid_map", f"0 {outside_uid} 1")
+        _write("/proc/self/gid_map", f"0 {outside_gid} 1")
     _call(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None))
     _read_only_everywhere(libc)
     scratch = [d for d in SCRATCH_DIRS if os.path.isdir(d)]
@@ -340,15 +352,10 @@ def drop_privileges(isolation: Isolation, uid: int) -> tuple[str, bool]:
         libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)  # refused without CAP_SETPCAP: none to drop then
     own_uid = isolation == Isolation.USER
     if isolation != Isolation.USER and os.getuid() == 0:
-        os.chown(os.getcwd(), uid, uid)  # its scratch folder, which root made
-        os.setgroups([])
-        os.setresgid(uid, uid, uid)
-        os.setresuid(uid, uid, uid)
+        become(uid)
         own_uid = True
     header = _CapHeader(LINUX_CAPABILITY_VERSION_3, 0)
     _call(libc.capset(ctypes.byref(header), ctypes.byref((_CapData * 2)())))
-    allow_inspection()  # changing uid made the process undumpable: its own /proc files became root's
-    die_with_parent()  # changing uid also cleared the parent-death signal
     if held_capabilities():
         raise OSError(errno.EPERM, "capabilities are left after dropping them")
     who = {

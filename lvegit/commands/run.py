@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from lvegit.base.errors import Interrupted, UsageError
+from lvegit.base.output import note
 from lvegit.batch.api import Polling
 from lvegit.batch.engines import BatchOptions, check_routes, run_batches
 from lvegit.batch.rounds import Rounds
@@ -166,7 +167,7 @@ def run_command(
             rounds = Rounds(plan.tasks, routes, recorder, policy, batch.fallback_live)
             live = concurrency or DEFAULT_CONCURRENCY
             argv = list(current_settings().argv)
-            left = run_batches(rounds, pool, batch, report, live, _say, argv)
+            left = run_batches(rounds, pool, batch, report, live, note, argv)
             summary = {
                 "waiting": rounds.waiting,
                 "problems": rounds.answers.problems,
@@ -202,10 +203,6 @@ def batch_options(
         raise UsageError("--batch-fallback applies to batch runs: add --batch (or --batch-out/--batch-in)")
     polling = Polling(first=poll, longest=max(poll, 600.0))
     return BatchOptions(api, inputs, output, fallback == "live", polling)
-
-
-def _say(text: str) -> None:
-    click.echo(f"lvegit: {text}", err=True)
 
 
 def resume_command() -> str:

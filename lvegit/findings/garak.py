@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from lvegit.base.errors import UsageError
 from lvegit.base.files import json_lines
-from lvegit.findings.drafts import Draft, as_list, as_object, literal, placeholder, segment
+from lvegit.findings.drafts import Draft, as_list, as_object, literal, model_id, placeholder, segment
 
 HIT: Final = 0.5  # garak's default threshold: a score from here on is a hit
 # garak.detectors.dan: StringDetector subclasses and their strings (a response holding one is a hit)
@@ -84,7 +84,7 @@ def _target(setup: dict[str, Any]) -> str:
     kind = setup.get("plugins.target_type") or setup.get("plugins.model_type") or "garak"
     name = setup.get("plugins.target_name") or setup.get("plugins.model_name") or "model"
     generator = str(kind).split(".")[0].lower()
-    return f"{generator}/{name}"
+    return model_id(generator, str(name))
 
 
 def read_report(path: Path) -> GarakRun:

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from lvegit.base.errors import UsageError
 from lvegit.base.files import FileProblem, parse_json
-from lvegit.findings.drafts import Draft, as_list, as_object, literal, placeholder, segment
+from lvegit.findings.drafts import Draft, as_list, as_object, literal, model_id, placeholder, segment
 
 VARIABLE: Final = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 TEMPLATE_LOGIC: Final = re.compile(r"\{%|\{\{[^}]*\|")  # nunjucks tags and filters: no LVE template
@@ -83,7 +83,7 @@ def read_results(path: Path) -> Evaluation:
             f"{path}: not a promptfoo results file (no results list; write one with --output x.json)"
         )
     head = summary if isinstance(summary, dict) else data
-    prompts = [p.get("raw") if isinstance(p, dict) else None for p in head.get("prompts") or []]
+    prompts = [p.get("raw") if isinstance(p, dict) else None for p in as_list(head.get("prompts"))]
     evaluation = Evaluation(
         data.get("evalId"),
         head.get("version"),
@@ -122,10 +122,10 @@ def read_results(path: Path) -> Evaluation:
     return evaluation
 
 
-def model_id(provider: str) -> str:
+def provider_model(provider: str) -> str:
     """`openai:gpt-4o-mini` and `openai:chat:gpt-4o-mini` are `openai/gpt-4o-mini`."""
     parts = provider.split(":")
-    return f"{parts[0]}/{parts[-1]}" if len(parts) > 1 else provider
+    return model_id(parts[0], parts[-1]) if len(parts) > 1 else model_id(provider)
 
 
 def _template(raw: str) -> tuple[list[dict[str, Any]], list[str]] | None:
@@ -175,7 +175,9 @@ def _checker(assertion: dict[str, Any] | None, group: str) -> dict[str, Any]:
         }
     judge = (assertion or {}).get("provider")
     judge_id = (
-        model_id(judge) if isinstance(judge, str) else placeholder("the judge model, e.g. openai/gpt-4o")
+        provider_model(judge)
+        if isinstance(judge, str)
+        else placeholder("the judge model, e.g. openai/gpt-4o")
     )
     if kind == "llm-rubric" and isinstance(value, str):
         return {
@@ -213,7 +215,7 @@ def drafts(evaluation: Evaluation, category: str) -> tuple[list[Draft], int]:
         prompt, parameters = (
             template if template else ([{"role": "user", "content": "{request}"}], ["request"])
         )
-        model = model_id(provider)
+        model = provider_model(provider)
         draft = Draft(
             category=category,
             name=segment(group),

@@ -34,7 +34,7 @@ from lvegit.history.store import HISTORY_DIR, history_dir
 from lvegit.judge.cache import open_cache
 from lvegit.judge.check import check_all
 from lvegit.judge.results import LVECheck
-from lvegit.lve.repo import Repository
+from lvegit.lve.repo import Repository, text_name
 from lvegit.publish.readme import ReadmeError, readme_of
 from lvegit.run.live import run_live
 
@@ -144,7 +144,8 @@ def _check(repo: Repository, event: Event, settings: ActionSettings, scratch: Pa
         from lvegit.git.changes import changed_lves
 
         changes = changed_lves(repo, event.base, event.head)
-        paths, removed = changes.changed, changes.removed
+        # a removed folder's name is only shown: as text, whatever bytes it had
+        paths, removed = changes.changed, [text_name(path) for path in changes.removed]
     else:
         paths, removed = [repo.relative(d) for d in repo.lve_dirs()], []
     lve_dirs = [repo.root / path for path in paths if (repo.root / path).is_dir()]
@@ -228,7 +229,7 @@ def _check(repo: Repository, event: Event, settings: ActionSettings, scratch: Pa
         write_outputs(
             settings.output_path,
             {
-                "changed": " ".join(paths),
+                "changed": " ".join(map(text_name, paths)),
                 "reproduced": str(totals.reproduced),
                 "mismatch": str(totals.mismatch),
                 "error": str(totals.error),

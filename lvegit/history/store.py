@@ -29,6 +29,13 @@ if TYPE_CHECKING:
 HISTORY_DIR: Final = "history"  # at the repository root, unless LVEGIT_HISTORY_DIR says otherwise
 RUN_FILE: Final = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{6}Z)-([0-9a-f]{16})\.parquet$")
 ROW_GROUP: Final = 16_384  # rows
+# A weekly run of 1,000 LVEs x 5 instances x 3 repetitions x 20 models is 300,000 rows; a file of constant
+# rows compresses to almost nothing, so its row count is checked before anything is read.
+MAX_RUN_ROWS: Final = 5_000_000
+MAX_HISTORY_ROWS: Final = 50_000_000
+# null unsafe: the attempt ended in an error; null file and line: an attempt of no recorded instance (a
+# prompt run anew); every other column is always set
+NULLABLE: Final = ("file", "line", "unsafe")
 FORMAT_VERSION: Final = "1"  # in each file's metadata: what a reader of another layout can refuse
 COLUMNS: Final = (
     "run",
@@ -219,16 +226,49 @@ def write_table(table: pyarrow.Table, where: Any) -> None:
     pq.write_table(table, where, compression="zstd", use_dictionary=True, row_group_size=ROW_GROUP)
 
 
+def _empty_column(path: Path, metadata: Any) -> str | None:
+    """The first column that must always be set but holds a null: read from the row groups' statistics,
+    or from the column itself where a file has none."""
+    import pyarrow.parquet as pq
+
+    names = [name for name in COLUMNS if name not in NULLABLE]
+    index = {metadata.schema.column(i).name: i for i in range(metadata.num_columns)}
+    for name in names:
+        counts = []
+        for group in range(metadata.num_row_groups):
+            statistics = metadata.row_group(group).column(index[name]).statistics
+            counts.append(
+                statistics.null_count if statistics is not None and statistics.has_null_count else None
+            )
+        if None in counts:
+            nulls = pq.read_table(path, columns=[name]).column(name).null_count
+        else:
+            nulls = sum(count for count in counts if count is not None)
+        if nulls:
+            return name
+    return None
+
+
 def check_files(files: list[HistoryFile]) -> None:
-    """Every file is a history file of this layout (a usage error naming the first that is not)."""
+    """Every file is a history file of this layout, of at most MAX_RUN_ROWS rows and MAX_HISTORY_ROWS in
+    all, with no empty value where lvegit always writes one (a usage error naming the first that is not)."""
     import pyarrow.parquet as pq
 
     expected = arrow_schema()
+    total = 0
     for file in files:
         try:
             schema = pq.read_schema(file.path)
+            metadata = pq.read_metadata(file.path)
         except Exception as exc:  # pyarrow raises ArrowInvalid, OSError and more for a broken file
             raise UsageError(f"{file.path}: not a Parquet file lvegit can read ({exc})") from None
+        total += metadata.num_rows
+        if metadata.num_rows > MAX_RUN_ROWS:
+            raise UsageError(
+                f"{file.path}: {metadata.num_rows:,} rows, over the {MAX_RUN_ROWS:,} a run may hold"
+            )
+        if total > MAX_HISTORY_ROWS:
+            raise UsageError(f"{file.path}: the history holds over {MAX_HISTORY_ROWS:,} rows up to this file")
         found = (schema.metadata or {}).get(b"lvegit_history")
         if found != FORMAT_VERSION.encode() or not schema.remove_metadata().equals(
             expected.remove_metadata()
@@ -236,4 +276,9 @@ def check_files(files: list[HistoryFile]) -> None:
             raise UsageError(
                 f"{file.path}: not a run file of lvegit's history (version {FORMAT_VERSION}); "
                 "write them with lvegit history add"
+            )
+        empty = _empty_column(file.path, metadata)
+        if empty is not None:
+            raise UsageError(
+                f"{file.path}: the column '{empty}' is empty in some rows, as lvegit never writes it"
             )

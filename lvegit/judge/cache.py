@@ -147,9 +147,10 @@ class VerdictCache:
         """The key of an LVE's whole check (validation and replay): its place, every file in its folder
         (a link by where it points, never followed), and for a model-based checker what it judges with."""
         digest = hashlib.sha256(json.dumps([__version__, "lve", strict]).encode())
-        digest.update(lve_dir.relative_to(repo.root).as_posix().encode() + b"\0")
+        # names may not be UTF-8: their bytes, as the file system holds them
+        digest.update(os.fsencode(lve_dir.relative_to(repo.root).as_posix()) + b"\0")
         for path in sorted(_folder_files(lve_dir)):
-            digest.update(path.relative_to(lve_dir).as_posix().encode() + b"\0")
+            digest.update(os.fsencode(path.relative_to(lve_dir).as_posix()) + b"\0")
             if path == lve_dir / TEST_FILE and (test_json := _test_json(repo, lve_dir)) is not None:
                 digest.update(hashlib.sha256(test_json).digest() + b"\0")  # the text loading reads
             else:

@@ -12,7 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from lvegit.base.escape import mask
-from lvegit.base.files import MAX_INSTANCE_FILE_BYTES, FileProblem, json_lines, open_inside
+from lvegit.base.files import (
+    MAX_INSTANCE_FILE_BYTES,
+    MAX_INSTANCE_LINE_BYTES,
+    FileProblem,
+    json_lines,
+    open_inside,
+)
 from lvegit.lve.problems import Problems, json_type
 
 
@@ -157,6 +163,17 @@ class InstanceKeys:
         self._seen[path] = (keys, os.fstat(descriptor).st_size)
 
 
+def line_too_long(record: dict[str, Any]) -> str | None:
+    """Why an instance cannot be stored: a line no reader would take back (a judge that answered 5 MB)."""
+    size = len(json.dumps(record, ensure_ascii=False).encode("utf-8", "replace"))
+    if size <= MAX_INSTANCE_LINE_BYTES:
+        return None
+    return (
+        f"the instance would be a line of {size:,} bytes, over the {MAX_INSTANCE_LINE_BYTES:,} that every "
+        "reader takes: not recorded"
+    )
+
+
 def append_instances(
     path: Path, records: list[dict[str, Any]], keys: InstanceKeys | None = None
 ) -> list[dict[str, Any]]:
@@ -173,6 +190,9 @@ def append_instances(
     import jsonlines  # slow to import (attrs): only commands that write instances pay for it
 
     keys = keys if keys is not None else InstanceKeys()
+    for record in records:
+        if (too_long := line_too_long(record)) is not None:
+            raise FileProblem(too_long)
     descriptor = open_inside(lve_of(path), path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX)

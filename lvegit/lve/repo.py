@@ -51,6 +51,21 @@ def find_root(start: Path) -> Path:
     )
 
 
+def text_name(name: str) -> str:
+    """A file name as text: bytes that are not UTF-8 shown as escapes."""
+    if name.isascii():
+        return name
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return name
+
+
+def has_text_name(path: Path) -> bool:
+    return text_name(str(path)) == str(path)
+
+
 @dataclass(frozen=True)
 class Repository:
     """The LVE repository a command works on. It remembers what the command read of each LVE (the text of
@@ -83,13 +98,15 @@ class Repository:
         return found
 
     def relative(self, path: Path) -> str:
-        """A path as shown to users: relative to the repository root, with forward slashes."""
+        """A path as shown to users: relative to the repository root, with forward slashes; a name that
+        is not UTF-8 (a pull request may add one) with its bytes as escapes (`\\xff`), never as the
+        surrogates that every encoder after this would refuse."""
         if path.is_absolute() and path.is_relative_to(self.root):  # found under the root: no resolving needed
-            return path.relative_to(self.root).as_posix()
+            return text_name(path.relative_to(self.root).as_posix())
         try:
-            return path.resolve().relative_to(self.root).as_posix()
+            return text_name(path.resolve().relative_to(self.root).as_posix())
         except ValueError:
-            return path.as_posix()
+            return text_name(path.as_posix())
 
     def lve_dirs(self, under: Path | None = None) -> list[Path]:
         """Every directory holding test.json below `under` (default: all of repository/), sorted."""

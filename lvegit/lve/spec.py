@@ -16,7 +16,7 @@ from lvegit.lve.instances import InstanceFile, read_instance_file
 from lvegit.lve.problems import Problem, Problems, join_path
 from lvegit.lve.prompt import Message
 from lvegit.lve.prompt_file import load_prompt_file
-from lvegit.lve.repo import TEST_FILE, Repository, folder_matches_model, model_folder
+from lvegit.lve.repo import TEST_FILE, Repository, folder_matches_model, has_text_name, model_folder
 
 if TYPE_CHECKING:
     from lvegit.lve.schema import CheckerArgs, MessageSpec, RunSpec
@@ -166,6 +166,9 @@ def load_lve(repo: Repository, lve_dir: Path) -> Loaded:
 def _load(repo: Repository, lve_dir: Path) -> Loaded:
     rel = repo.relative(lve_dir)
     problems = Problems(f"{rel}/{TEST_FILE}")
+    if not has_text_name(lve_dir):
+        problems.error("", "the LVE's folder name is not UTF-8 text: rename it (an LVE is named by its path)")
+        return None, problems, ""
     try:
         text = repo.test_json(lve_dir)
         data = parse_json(text)

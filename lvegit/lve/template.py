@@ -1,7 +1,9 @@
 """`str.format_map` semantics for untrusted templates, without attribute or index access.
 
 Prompts and checker arguments come from pull requests. Plain `str.format` would let `{x.__class__}` walk
-object attributes, so only bare names are allowed as fields; `{{` and `}}` stay literal braces.
+object attributes, so only bare names are allowed as fields; `{{` and `}}` stay literal braces. A format
+spec's width and precision are bounded, and so is what a template fills to: `{a:>999999999}` would spend
+gigabytes on one field.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from typing import Any
 from lvegit.base.errors import InvalidValue
 
 _FORMATTER = string.Formatter()
+MAX_SPEC_NUMBER = 1_000  # the widest width or precision a format spec may ask for
+MAX_FILLED_CHARS = 4 * 1024 * 1024  # what one template may fill to: an instance line's limit
+_SPEC_NUMBER = re.compile(r"\d+")
 _NAME = re.compile(r"[^.\[\]{},\s]*[A-Za-z_][^.\[\]{},\s]*")
 # A {parameter} as a prompt shows it, for marking it when the prompt is displayed (show, site).
 SHOWN_PARAMETER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
@@ -46,13 +51,25 @@ def _require_name(field: str) -> None:
         )
 
 
+def _check_spec(field: str, spec: str | None) -> None:
+    if not spec:
+        return
+    if "{" in spec or "}" in spec:
+        raise TemplateError(f"nested fields in the format spec of '{field}' are not supported")
+    if any(int(number) > MAX_SPEC_NUMBER for number in _SPEC_NUMBER.findall(spec)):
+        raise TemplateError(
+            f"the format spec '{spec[:40]}' of '{field}' asks for a width or precision over {MAX_SPEC_NUMBER}"
+        )
+
+
 def placeholders(text: str) -> list[str]:
     """The field names of `text`, in order of appearance (duplicates kept once)."""
     names: list[str] = []
-    for _literal, field, _spec, _conversion in _fields(text):
+    for _literal, field, spec, _conversion in _fields(text):
         if field is None:
             continue
         _require_name(field)
+        _check_spec(field, spec)
         if field not in names:
             names.append(field)
     return names
@@ -61,15 +78,23 @@ def placeholders(text: str) -> list[str]:
 def fill(text: str, values: Mapping[str, Any]) -> str:
     """Substitute `{name}` fields from `values`; every field must be a bare name that has a value."""
     parts: list[str] = []
+    filled = 0
+
+    def add(part: str) -> None:
+        nonlocal filled
+        filled += len(part)
+        if filled > MAX_FILLED_CHARS:
+            raise TemplateError(f"the template fills to more than {MAX_FILLED_CHARS:,} characters")
+        parts.append(part)
+
     for literal, field, spec, conversion in _fields(text):
-        parts.append(literal)
+        add(literal)
         if field is None:
             continue
         _require_name(field)
         if field not in values:
             raise TemplateError(f"no value for parameter '{field}'")
-        if spec and ("{" in spec or "}" in spec):
-            raise TemplateError(f"nested fields in the format spec of '{field}' are not supported")
+        _check_spec(field, spec)
         value = values[field]
         if conversion == "r":
             value = repr(value)
@@ -78,7 +103,7 @@ def fill(text: str, values: Mapping[str, Any]) -> str:
         elif conversion == "s":
             value = str(value)
         try:
-            parts.append(format(value, spec or ""))
+            add(format(value, spec or ""))
         except (ValueError, TypeError) as exc:
             raise TemplateError(f"cannot format parameter '{field}' with spec '{spec}': {exc}") from None
     return "".join(parts)

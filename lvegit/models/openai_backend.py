@@ -10,6 +10,7 @@ import asyncio
 import email.utils
 import json
 import os
+import re
 import socket
 import time
 import urllib.parse
@@ -104,6 +105,9 @@ def _connection_error(exc: BaseException, where: str) -> TransientModelError:
     return TransientModelError(f"connection to {where} failed: {getattr(exc, 'message', exc)}")
 
 
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads has joined every pair already
+
+
 def completion_of(response: Any, model: str) -> Completion:
     """The text of a chat-completions response body (live, or a line of a batch output file)."""
     try:
@@ -113,7 +117,8 @@ def completion_of(response: Any, model: str) -> Completion:
         raise TransientModelError("malformed response: no choices[0].message.content") from None
     if not isinstance(text, str):
         raise TransientModelError("malformed response: the message has no text content")
-    return Completion(text, resolved)
+    # Half of a UTF-16 pair (a reply cut inside an emoji) is no text: stored, no reader could take it.
+    return Completion(LONE_SURROGATE.sub("\ufffd", text), resolved)
 
 
 def environment_proxy(url: str) -> str | None:

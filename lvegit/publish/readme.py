@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from lvegit.base.errors import LVEError
-from lvegit.base.escape import code_block
+from lvegit.base.escape import code_block, console
 from lvegit.base.files import FileProblem, read_bytes, write_inside
 from lvegit.checkers.custom import read_custom_classes
 from lvegit.lve.prompt import transcript
@@ -66,7 +66,7 @@ class Fields:
     )  # values, response, passed
 
     def inline(self, name: str, code: bool) -> str:
-        value = " ".join(self.values[name].split())  # one line
+        value = console(" ".join(self.values[name].split()))  # one line, nothing invisible
         if not code:
             return value
         ticks = "`" * (max((len(run) for run in re.findall(r"`+", value)), default=0) + 1)

@@ -8,9 +8,12 @@ whose last line says complete.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
+import types
+import typing
 import uuid
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -71,8 +74,16 @@ class Attempt:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Attempt:
-        names = {f.name for f in fields(cls)}
-        return cls(**{key: value for key, value in data.items() if key in names})
+        """An attempt from a report line; a ValueError names the first field of the wrong type (a
+        report is a file like any other: it may have been edited)."""
+        hints = _field_hints()
+        for key, value in data.items():
+            if key in hints and not _fits(key, value):
+                raise ValueError(f"'{key}' is not {_described(hints[key])}")
+        missing = [name for name in ("id", "lve", "model", "args") if name not in data]
+        if missing:
+            raise ValueError(f"'{missing[0]}' is missing")
+        return cls(**{key: value for key, value in data.items() if key in hints})
 
 
 FIELD_NAMES = tuple(f.name for f in fields(Attempt))
@@ -163,7 +174,7 @@ def load_report(path: Path) -> LoadedReport:
     loaded = LoadedReport({})
     header = False
     with path.open(encoding="utf-8", errors="replace") as handle:
-        for text in handle:
+        for number, text in enumerate(handle, start=1):
             try:
                 data = json.loads(text)
             except (ValueError, RecursionError):
@@ -182,11 +193,68 @@ def load_report(path: Path) -> LoadedReport:
                 continue
             if not _is_attempt(data):
                 continue
-            attempt = Attempt.from_json(data)
+            try:
+                attempt = Attempt.from_json(data)
+            except ValueError as exc:
+                raise UsageError(f"{path}:{number}: not an attempt as lvegit writes one: {exc}") from None
             loaded.attempts[attempt.id] = attempt
     if not header and not loaded.attempts:
         raise UsageError(f"{path}: not a run report (write one with lvegit run --report FILE)")
     return loaded
+
+
+@functools.cache
+def _field_hints() -> dict[str, Any]:
+    return typing.get_type_hints(Attempt)
+
+
+@functools.cache
+def _accepted() -> dict[str, tuple[frozenset[type], frozenset[Any]] | None]:
+    """For each field, the JSON types its hint accepts and the values a Literal allows (None: anything)."""
+
+    def options(hint: Any) -> tuple[Any, ...]:
+        if typing.get_origin(hint) in (typing.Union, types.UnionType):
+            return typing.get_args(hint)
+        return (hint,)
+
+    accepted: dict[str, tuple[frozenset[type], frozenset[Any]] | None] = {}
+    for name, hint in _field_hints().items():
+        if hint is Any:
+            accepted[name] = None
+            continue
+        kinds: set[type] = set()
+        values: set[Any] = set()
+        for option in options(hint):
+            origin = typing.get_origin(option)
+            if origin is typing.Literal:
+                values.update(typing.get_args(option))
+            else:
+                kinds.update((int, float) if option is float else (origin or option,))
+        accepted[name] = (frozenset(kinds), frozenset(values))
+    return accepted
+
+
+def _fits(name: str, value: Any) -> bool:
+    """Whether a JSON value fits the field's type (exact JSON types: True is no whole number)."""
+    accepted = _accepted()[name]
+    if accepted is None:
+        return True
+    kinds, values = accepted
+    return type(value) in kinds or (bool(values) and isinstance(value, str) and value in values)
+
+
+def _described(hint: Any) -> str:
+    names = {str: "text", int: "a whole number", float: "a number", bool: "true or false", dict: "an object"}
+    options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+
+    def one(option: Any) -> str:
+        if option is type(None):
+            return "null"
+        if typing.get_origin(option) is typing.Literal:
+            return "one of " + ", ".join(map(str, typing.get_args(option)))
+        return names.get(typing.get_origin(option) or option, "a list")
+
+    return " or ".join(map(one, options))
 
 
 def _is_batch(data: Any) -> bool:

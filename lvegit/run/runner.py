@@ -30,7 +30,7 @@ from lvegit.checkers.base import BaseChecker
 from lvegit.checkers.llm_judge import Judgement, LLMJudgeChecker
 from lvegit.checkers.registry import CheckerFactory
 from lvegit.judge.conversation import Pair, conversation_steps, judge, recorded_conversations, stored_response
-from lvegit.lve.instances import InstanceKeys, append_instances
+from lvegit.lve.instances import InstanceKeys, append_instances, line_too_long
 from lvegit.lve.prompt import Message
 from lvegit.lve.spec import LVE
 from lvegit.models.base import DEFAULT_CONCURRENCY, ChatModel, ModelError, TransientModelError
@@ -153,6 +153,12 @@ class Recorder:
     def _append(self, path: Path, pairs: list[tuple[Task, dict[str, Any]]]) -> None:
         """Append the attempts' lines that the file does not hold yet; an instance file that cannot be
         written (a link out of its LVE, say) ends its attempts in an error that names it."""
+        for task, record in pairs:
+            if (too_long := line_too_long(record)) is not None:
+                task.attempt.status, task.attempt.error = "error", f"{task.lve.rel}/instances: {too_long}"
+        pairs = [(task, record) for task, record in pairs if task.attempt.error is None]
+        if not pairs:
+            return
         try:
             appended = append_instances(path, [record for _task, record in pairs], self._instance_keys)
         except FileProblem as exc:

@@ -151,3 +151,50 @@ def test_namespaces_make_the_filesystem_read_only_and_cut_the_network(tmp_path: 
     assert result["write_outside"] == "OSError"  # read-only file system
     assert result["network"] == "OSError"  # network unreachable
     assert not marker.exists() and list(workdir.iterdir()) == []
+
+
+def drop_capability(number: int) -> None:
+    """Give up one capability for good, as a container without it starts (CAP_SYS_ADMIN: 21)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(confine.PR_CAPBSET_DROP, number, 0, 0, 0)
+    header = confine._CapHeader(confine.LINUX_CAPABILITY_VERSION_3, 0)
+    data = (confine._CapData * 2)()
+    libc.capget(ctypes.byref(header), ctypes.byref(data))
+    for part in data:
+        for name in ("effective", "permitted", "inheritable"):
+            setattr(part, name, getattr(part, name) & ~(1 << number) if number < 32 else getattr(part, name))
+    libc.capset(ctypes.byref(header), ctypes.byref(data))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the machine's root only")
+def test_root_without_namespaces_becomes_a_uid_of_its_own(tmp_path: Path) -> None:
+    """Root without CAP_SYS_ADMIN (the published container) enters no namespace, and no user namespace
+    either, whose root would own root's files: the worker becomes a uid that owns nothing instead."""
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+
+    def body() -> dict[str, Any]:
+        os.chdir(workdir)
+        drop_capability(21)
+        isolation = confine.enter_namespaces(str(workdir), confine.Limits())
+        report, own = confine.drop_privileges(isolation, confine.worker_uid(os.getpid()))
+        return {
+            "isolation": isolation.value,
+            "report": report,
+            "own": own,
+            "uid": os.getuid(),
+            "capabilities": confine.held_capabilities(),
+            "shadow": attempt(lambda: open("/etc/shadow").read()),
+            "scratch": attempt(lambda: Path("scratch").write_text("mine")),
+        }
+
+    result = in_child(body)
+    assert result["isolation"] == "none" and result["own"] is True
+    assert (
+        result["uid"] >= confine.WORKER_UID_BASE
+        and result["report"] == f"privileges: no capabilities, uid {result['uid']}"
+    )
+    assert result["capabilities"] is False
+    assert result["shadow"] == "PermissionError" and result["scratch"] == "allowed"  # its own scratch folder

@@ -13,12 +13,14 @@ The same repository gives the same bytes: rows are sorted, nothing about the mom
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from lvegit import __version__
 from lvegit.base.errors import LVEError, UsageError
+from lvegit.base.escape import markdown
 from lvegit.base.files import FileProblem, output_folder, write_inside
 from lvegit.history.store import arrow_schema, attempt_fields
 from lvegit.judge.conversation import prompts_to_send
@@ -31,6 +33,9 @@ if TYPE_CHECKING:
     import pyarrow
 
 DATA_DIR: Final = "data"
+# A repository's address, linked from the card only when it is a plain https URL (a git remote is the
+# repository's own text: no spaces, brackets or invisible characters that could change the link).
+PLAIN_URL: Final = re.compile(r"https://[A-Za-z0-9.\-]+(?::\d+)?(?:/[A-Za-z0-9._~\-/%+@]*)?")
 
 
 def _json(value: Any) -> str | None:
@@ -276,7 +281,7 @@ def _scalar(value: Any) -> str:
         return str(value)
     if isinstance(value, dict | list):
         return "{}" if isinstance(value, dict) else "[]"
-    return json.dumps(str(value), ensure_ascii=False)
+    return json.dumps(str(value))  # ASCII: nothing invisible or reordering reaches the header
 
 
 MARKER: Final = ".lvegit-dataset"  # in a folder lvegit wrote: an export may replace its files
@@ -434,8 +439,9 @@ def dataset_card(title: str, license_id: str, tables: dict[str, Any], source: st
         ],
     }
     counts = ", ".join(f"{table.num_rows:,} {name}" for name, table in tables.items())
-    origin = f" of [{source}]({source})" if source and source.startswith("https://") else ""
-    sections = [f"---\n{yaml_text(header)}\n---\n", f"# {title}\n"]
+    link = source is not None and PLAIN_URL.fullmatch(source) is not None
+    origin = f" of [{markdown(source or '')}]({source})" if link else ""
+    sections = [f"---\n{yaml_text(header)}\n---\n", f"# {markdown(title)}\n"]
     sections.append(
         f"The LVEs (Language-model Vulnerabilities and Exposures){origin} as a dataset: {counts}. "
         f"Written by lvegit {__version__} (`lvegit export --format dataset`).\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -269,8 +270,14 @@ def test_the_docs_build_strictly(tmp_path: Path) -> None:
     )
     assert built.returncode == 0, built.stderr
     reference = (tmp_path / "site/reference/index.html").read_text()
-    for command in ["validate", "replay", "check", "run", "new", "site", "action"]:
-        assert f"lvegit {command}" in reference
+    for command in ["validate", "replay", "check", "run", "new", "site", "action", "history add"]:
+        assert f'id="lvegit-{command.replace(" ", "-")}"' in reference
+    assert "Sentinel" not in reference
+    # an example is a line of its own inside a code block, not run into a paragraph
+    code = "".join(re.findall(r"<pre[^>]*>(.*?)</pre>", reference, flags=re.DOTALL))
+    assert "lvegit check --changed --base origin/main --format json" in html.unescape(
+        re.sub(r"<[^>]+>", "", code)
+    )
 
 
 def test_the_readme_is_the_front_door_and_the_docs_the_manual() -> None:

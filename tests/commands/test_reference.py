@@ -1,0 +1,71 @@
+"""The command reference says what `--help` says: every option with the default --help shows (none where
+it shows none), and every example block as a code block, for every command and subcommand."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import click
+import pytest
+
+from lvegit.cli import cli as lvegit_cli
+from lvegit.commands.reference import reference
+
+PAGE = reference(lvegit_cli, "lvegit")
+
+
+def sections() -> dict[str, str]:
+    """The page's section of each command, by its path (`lvegit history add`)."""
+    parts = re.split(r"^## (lvegit[^\n]*)\n", PAGE, flags=re.MULTILINE)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def command_paths() -> list[str]:
+    found = []
+
+    def walk(group: click.Group, ctx: click.Context) -> None:
+        for name in group.list_commands(ctx):
+            command = group.get_command(ctx, name)
+            assert command is not None
+            sub = click.Context(command, info_name=name, parent=ctx)
+            found.append(sub.command_path)
+            if isinstance(command, click.Group):
+                walk(command, sub)
+
+    walk(lvegit_cli, click.Context(lvegit_cli, info_name="lvegit"))
+    return found
+
+
+def test_every_command_has_a_section_and_no_default_is_a_sentinel() -> None:
+    assert list(sections()) == ["lvegit", *command_paths()]
+    assert "Sentinel" not in PAGE and "UNSET" not in PAGE
+
+
+@pytest.mark.parametrize("path", command_paths())
+def test_each_options_default_is_the_one_help_shows(cli: Any, path: str) -> None:
+    result = cli(*path.split()[1:], "--help")
+    assert result.code == 0
+    shown = " ".join(result.out.split("Options:", 1)[1].split())
+    rows = re.findall(r"^\| `([^`]*)` \| (.*) \| (.*) \|$", sections()[path], flags=re.MULTILINE)
+    assert rows, path
+    starts = [shown.index(names.replace("\\|", "|")) for names, _text, _default in rows]
+    assert starts == sorted(starts), path  # in the order --help lists them
+    for (names, _text, default), start, end in zip(rows, starts, [*starts[1:], len(shown)], strict=True):
+        segment = shown[start:end]
+        found = re.search(r"\[(?:[^\]]*; )?default: ([^\];]*)", segment)
+        assert (found.group(1).strip() if found else "") == default.replace("\\|", "|"), (
+            path,
+            names,
+            segment,
+        )
+
+
+@pytest.mark.parametrize("path", command_paths())
+def test_each_example_block_is_a_code_block(cli: Any, path: str) -> None:
+    help_text = cli(*path.split()[1:], "--help").out
+    examples = re.search(r"^  Examples:\n((?:    .*\n)+)", help_text, flags=re.MULTILINE)
+    if examples is None:
+        pytest.skip(f"{path} shows no examples")
+    lines = [line.strip() for line in examples.group(1).splitlines()]
+    assert "Examples:\n\n```text\n" + "\n".join(lines) + "\n```" in sections()[path]

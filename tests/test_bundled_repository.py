@@ -17,6 +17,14 @@ def test_bundled_repository_validates_strictly(cli) -> None:
     assert result.code == 0, result.out
 
 
+def test_bundled_repository_passes_its_own_hooks(cli) -> None:
+    """What .pre-commit-hooks.yaml runs on a commit that touches the LVEs: validate and readme --check (a
+    README reworded by hand, or a checker's description changed without `lvegit readme`, fails here)."""
+    for command in (("validate", "--all"), ("readme", "--all", "--check")):
+        result = cli(*command, "--repo", str(PROJECT_ROOT))
+        assert result.code == 0, result.out
+
+
 def test_bundled_repository_replays(cli) -> None:
     result = cli("replay", "--all", "--format", "json", "--repo", str(PROJECT_ROOT))
     assert result.code == 0, result.out

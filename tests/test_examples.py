@@ -146,3 +146,72 @@ def test_example_runs(example: str, bundled: Path, pristine: Path, cli: Any, ope
     if expected:
         actual = (result.out + result.err).splitlines()
         assert matches(expected, actual), f"{example}: the documented output differs:\n" + "\n".join(actual)
+
+
+def main_job_extras() -> list[str]:
+    """The extras the README's main-job command installs (`python -m pip install ".[pii,data]" && ...`)."""
+    [extras] = re.findall(
+        r'python -m pip install "\.\[([a-z,]+)\]" && lvegit check --all', README.read_text()
+    )
+    return extras.split(",")
+
+
+def import_names(extra: str) -> set[str]:
+    """The top-level modules of an extra's packages, as installed here."""
+    import importlib.metadata
+    import tomllib
+
+    project = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]
+    wanted = {
+        re.split(r"[<>=!\[ ;]", requirement)[0].lower().replace("_", "-")
+        for requirement in project["optional-dependencies"][extra]
+        if not requirement.startswith("lvegit")
+    }
+    owners = importlib.metadata.packages_distributions()
+    return {
+        name
+        for name, distributions in owners.items()
+        if any(d.lower().replace("_", "-") in wanted for d in distributions) and not name.startswith("_")
+    }
+
+
+README = PROJECT_ROOT / "README.md"
+TOUR = [
+    line.removeprefix("$ ").split("  #")[0].strip()
+    for block in re.findall(r"## A tour\n.*?```console\n(.*?)```", README.read_text(), re.DOTALL)
+    for line in block.splitlines()
+    if line.startswith("$ lvegit ")
+]
+
+
+def test_the_main_job_command_is_the_same_in_the_readme_and_the_docs() -> None:
+    getting_started = (PROJECT_ROOT / "docs/getting-started.md").read_text()
+    assert (
+        f'python -m pip install ".[{",".join(main_job_extras())}]" && lvegit check --all' in getting_started
+    )
+
+
+def test_the_tour_runs_with_only_what_the_readme_installs(pristine: Path, tmp_path: Path) -> None:
+    """The README's tour, each command as its own process, on the bundled repository as committed, with
+    every module of the extras the README's main-job command does not install made unimportable (a new
+    user has only those): `lvegit status` once needed the data extra the README did not install."""
+    import json
+    import sys
+
+    subprocess.run(["git", "checkout", "-q", "--", "."], cwd=pristine, check=True)
+    subprocess.run(["git", "clean", "-fdq"], cwd=pristine, check=True)
+    project = __import__("tomllib").loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]
+    missing = set(project["optional-dependencies"]) - set(main_job_extras())
+    installed = set().union(*(import_names(extra) for extra in main_job_extras()))
+    blocked = sorted(set().union(*(import_names(extra) for extra in missing)) - installed - {"lvegit"})
+    assert TOUR and "pyarrow" not in blocked and "duckdb" not in blocked
+    program = (
+        f"import sys\nfor name in {json.dumps(blocked)}:\n    sys.modules[name] = None\n"
+        "from lvegit.cli import main\nmain()"
+    )
+    for example in TOUR:
+        words = shlex.split(example)[1:]
+        ran = subprocess.run(
+            [sys.executable, "-c", program, *words], cwd=pristine, capture_output=True, text=True, timeout=300
+        )
+        assert ran.returncode == 0, f"{example}: exit {ran.returncode}\n{ran.stderr[-2000:]}"

@@ -22,12 +22,17 @@ from lvegit.base.errors import (
 )
 from lvegit.base.escape import console_lines
 from lvegit.commands.catalog import COMMANDS
+from lvegit.commands.options import SuggestingGroup
 
 if TYPE_CHECKING:
     from lvegit.base.settings import Settings
 
 
-class LazyGroup(click.Group):
+# click 8.2 and later raise this for a group run without a command (earlier versions print the help).
+NO_ARGS_IS_HELP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
+class LazyGroup(SuggestingGroup):
     """Commands are imported when they run; the command list in --help comes from the catalog."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -93,6 +98,9 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> Any
             code = cli.invoke(ctx)
     except click.exceptions.Exit as exc:  # --help, --version
         code = exc.exit_code
+    except NO_ARGS_IS_HELP as exc:  # `lvegit`, `lvegit history`: the group's help, as --help shows it
+        click.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
+        code = 0
     except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("\nlvegit: interrupted", err=True)
         code = EXIT_INTERRUPTED

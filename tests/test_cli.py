@@ -66,6 +66,37 @@ def test_group_help_and_version(cli) -> None:
 def test_unknown_command_is_usage_error(cli) -> None:
     result = cli("frobnicate")
     assert result.code == 2 and "No such command 'frobnicate'" in result.err
+    assert "Did you mean" not in result.err  # nothing close
+
+
+@pytest.mark.parametrize("group", [[], ["history"], ["import"]])
+def test_a_group_without_a_command_shows_its_help(cli, group: list[str]) -> None:
+    result = cli(*group)
+    assert (result.code, result.err) == (0, "")
+    assert result.out == cli(*group, "--help").out
+
+
+@pytest.mark.parametrize(
+    ("words", "meant"),
+    [
+        (["chek"], "check"),
+        (["valdate"], "validate"),
+        (["history", "lsit"], "list"),
+        (["import", "garrak"], "garak"),
+    ],
+)
+def test_a_mistyped_command_gets_the_one_it_probably_meant(cli, words: list[str], meant: str) -> None:
+    result = cli(*words)
+    assert result.code == 2 and f"No such command '{words[-1]}'. Did you mean '{meant}'?" in result.err
+
+
+def test_a_repo_option_that_names_no_repository_says_so(cli, tmp_path) -> None:
+    result = cli("check", "--all", "--repo", str(tmp_path))
+    assert result.code == 2
+    assert (
+        f"--repo {tmp_path}: not an LVE repository (it holds neither .lverepo nor repository/)" in result.err
+    )
+    assert "pass --repo" not in result.err
 
 
 def test_unexpected_error_exits_3_with_trace(repo: RepoBuilder, cli, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,11 +9,17 @@ from lvegit.base.errors import UsageError
 from lvegit.base.escape import console
 from lvegit.base.output import count, line
 from lvegit.commands.catalog import short_help
-from lvegit.commands.options import current_settings, history_option, open_repository, repo_option
+from lvegit.commands.options import (
+    SuggestingGroup,
+    current_settings,
+    history_option,
+    open_repository,
+    repo_option,
+)
 from lvegit.history.store import add_run, history_dir
 
 
-@click.group("history", short_help=short_help("history"))
+@click.group("history", cls=SuggestingGroup, short_help=short_help("history"))
 def history_command() -> None:
     """The run history: one Parquet file per run in history/ (LVEGIT_HISTORY_DIR moves it), which
     `lvegit status`, the site and the pull request comment read. Scheduled runs add theirs (see the

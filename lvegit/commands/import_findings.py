@@ -7,7 +7,7 @@ import click
 from lvegit.base.escape import console
 from lvegit.base.output import count, line, note
 from lvegit.commands.catalog import short_help
-from lvegit.commands.options import open_repository, repo_option
+from lvegit.commands.options import SuggestingGroup, open_repository, repo_option
 from lvegit.findings.drafts import Draft, write_drafts
 
 _SOURCE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -24,7 +24,7 @@ def _options(function: click.decorators.FC) -> click.decorators.FC:
     return repo_option(function)
 
 
-@click.group("import", short_help=short_help("import"))
+@click.group("import", cls=SuggestingGroup, short_help=short_help("import"))
 def import_command() -> None:
     """Turn a scanner's findings into LVE drafts: each failing attempt of a garak report or of a promptfoo
     evaluation becomes an instance (passed false) of an LVE per probe (or plugin) and model, with the prompt

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +19,23 @@ if TYPE_CHECKING:
     from lvegit.base.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class SuggestingGroup(click.Group):
+    """A command group that answers a mistyped command with the one it probably meant, as click does for
+    a mistyped option."""
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError:
+            name = args[0] if args else ""
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1, cutoff=0.6)
+            if not close or self.get_command(ctx, name) is not None:
+                raise
+            raise click.UsageError(f"No such command '{name}'. Did you mean '{close[0]}'?", ctx) from None
 
 
 def repo_option(function: F) -> F:

@@ -78,7 +78,16 @@ class Repository:
 
     @classmethod
     def discover(cls, repo: Path | None) -> Repository:
-        return cls(find_root(repo if repo is not None else Path.cwd()))
+        """The repository at --repo (which must be one), else the one at or above the current folder."""
+        if repo is None:
+            return cls(find_root(Path.cwd()))
+        root = repo.resolve()
+        if not ((root / LVEREPO_FILE).is_file() or (root / REPOSITORY_DIR).is_dir()):
+            raise RepositoryNotFound(
+                f"--repo {repo}: not an LVE repository "
+                f"(it holds neither {LVEREPO_FILE} nor {REPOSITORY_DIR}/)"
+            )
+        return cls(root)
 
     @property
     def lve_root(self) -> Path:

@@ -163,6 +163,7 @@ class OpenAIModel:
         api_key: str | None = None,
         api_version: str | None = None,
         timeout: float = 60.0,
+        label: str | None = None,  # the model id as the user wrote it (openai/gpt-4o), for messages
     ) -> None:
         self.backend = "azure" if azure else "openai"
         self.concurrency = DEFAULT_CONCURRENCY
@@ -189,7 +190,8 @@ class OpenAIModel:
             url = base_url or os.environ.get("OPENAI_BASE_URL")
             if not key and not url:
                 raise UsageError(
-                    f"model '{name}' needs OPENAI_API_KEY (or OPENAI_BASE_URL for a compatible server)"
+                    f"model '{label or name}' needs OPENAI_API_KEY "
+                    "(or OPENAI_BASE_URL for a compatible server)"
                 )
             self.base_url = (url or "https://api.openai.com/v1").rstrip("/")
             self.url = f"{self.base_url}/chat/completions"

@@ -57,15 +57,16 @@ class Route:
     dtype: str = "auto"
     batch_size: int = 32
 
-    def build(self, weights: LocalWeights | None = None) -> ChatModel:
-        """The backend of this route; `weights`: a loaded local model to share (transformers only)."""
+    def build(self, weights: LocalWeights | None = None, label: str | None = None) -> ChatModel:
+        """The backend of this route; `weights`: a loaded local model to share (transformers only);
+        `label`: the model id the user wrote, which messages name."""
         if self.backend in ("openai", "azure"):
             from lvegit.models.openai_backend import OpenAIModel
 
             key = os.environ.get(self.api_key_env) if self.api_key_env else None
             if self.api_key_env and not key:
                 raise UsageError(
-                    f"the routing file names {self.api_key_env} for '{self.model}', which is not set"
+                    f"the routing file names {self.api_key_env} for '{label or self.model}', which is not set"
                 )
             return OpenAIModel(
                 self.model,
@@ -74,6 +75,7 @@ class Route:
                 api_key=key,
                 api_version=self.api_version,
                 timeout=self.timeout,
+                label=label,
             )
         if self.backend == "transformers":
             from lvegit.models.transformers_backend import TransformersModel
@@ -190,7 +192,7 @@ class ModelPool:
                 self._local_models = LocalModels()
             weights = self._local_models.get(route.model, route.device, route.dtype)
         if route not in self._models:
-            self._models[route] = route.build(weights)
+            self._models[route] = route.build(weights, model_id)
         return route, self._models[route]
 
     async def close(self) -> None:

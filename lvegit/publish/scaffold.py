@@ -34,6 +34,12 @@ class NewLVE:
 
 
 def parse_name(name: str) -> list[str]:
+    if name.strip("/").startswith(f"{REPOSITORY_DIR}/"):
+        without = name.strip("/")[len(REPOSITORY_DIR) + 1 :]
+        raise UsageError(
+            f"'{name}': name the LVE without '{REPOSITORY_DIR}/', as in lvegit new {without} "
+            f"(every LVE lives under {REPOSITORY_DIR}/)"
+        )
     segments = name.strip("/").split("/")
     if not 2 <= len(segments) <= 3:
         raise UsageError(f"'{name}': give CATEGORY/NAME or CATEGORY/SUBCATEGORY/NAME")
@@ -90,6 +96,22 @@ def lve_folder(repo: Repository, name: str, model: str) -> Path:
     lve_dir = repo.lve_root.joinpath(*parse_name(name), model_folder(check_model(model)))
     if os.path.lexists(lve_dir):
         raise UsageError(f"{repo.relative(lve_dir)} already exists; lvegit new never overwrites an LVE")
+    # An LVE is a leaf: none inside another's folder, none holding others (show would count them as one).
+    # Beside it, the same name's LVEs for other models are its siblings.
+    name_dir = lve_dir.parent
+    around = (name_dir, *name_dir.parents)
+    inside = next((f for f in around if (f / TEST_FILE).is_file() and repo.lve_root in f.parents), None)
+    held = [d for d in repo.lve_dirs(name_dir) if d.parent != name_dir] if name_dir.is_dir() else []
+    if inside is not None:
+        raise UsageError(
+            f"'{name}' would be an LVE inside the LVE {repo.relative(inside)}: an LVE's folder holds no "
+            "other LVE; give it a name of its own beside that one"
+        )
+    if held:
+        raise UsageError(
+            f"'{name}' would be an LVE holding others ({repo.relative(held[0])}): an LVE's folder holds no "
+            f"other LVE; name it beside them, as in lvegit new {name.strip('/')}/NAME"
+        )
     try:  # a category folder may be a link: never one out of repository/
         ensure_inside(repo.lve_root, lve_dir, f"{REPOSITORY_DIR}/")
     except FileProblem as exc:

@@ -114,6 +114,34 @@ def test_new_with_named_custom_checker(repo: RepoBuilder, cli) -> None:
     )
 
 
+def test_new_names_an_lve_without_the_repository_folder(repo: RepoBuilder, cli) -> None:
+    result = cli("new", "repository/cat/name", "--model", "m/x", cwd=repo.root)
+    assert result.code == 2
+    assert "name the LVE without 'repository/', as in lvegit new cat/name" in result.err
+    assert not (repo.root / "repository/repository").exists()
+
+
+def test_new_never_nests_an_lve_in_another_or_over_others(repo: RepoBuilder, cli) -> None:
+    """The bundled layout: repository/reliability/arithmetic/multiply/openai--gpt-4o-mini. A new LVE named
+    reliability/arithmetic would hold it, after which `show` counted the folder as two LVEs."""
+    repo.lve("reliability/arithmetic/multiply")
+    over = cli("new", "reliability/arithmetic", "--model", "openai/gpt-4o-mini", cwd=repo.root)
+    assert over.code == 2
+    assert "'reliability/arithmetic' would be an LVE holding others" in over.err
+    assert "as in lvegit new reliability/arithmetic/NAME" in over.err
+    lone = repo.root / "repository/lone/openai--gpt-4o-mini"
+    lone.mkdir(parents=True)
+    (lone / "test.json").write_text("{}")  # an LVE folder without a name level
+    inside = cli("new", "lone/openai--gpt-4o-mini/x", "--model", "openai/gpt-4o-mini", cwd=repo.root)
+    assert (
+        inside.code == 2
+        and "would be an LVE inside the LVE repository/lone/openai--gpt-4o-mini" in inside.err
+    )
+    sibling = cli("new", "reliability/arithmetic/multiply", "--model", "openai/gpt-4", cwd=repo.root)
+    assert sibling.code == 0, sibling.err  # the same LVE for another model sits beside it
+    assert (repo.root / "repository/reliability/arithmetic/multiply/openai--gpt-4/test.json").is_file()
+
+
 def test_new_refuses_to_overwrite(repo: RepoBuilder, cli) -> None:
     assert cli("new", "cat/name", "--model", "m/x", cwd=repo.root).code == 0
     again = cli("new", "cat/name", "--model", "m/x", cwd=repo.root)

@@ -436,7 +436,7 @@ def test_without_a_key_running_is_a_usage_error(
     result = cli("run", "--all", cwd=repo.root)
     assert (result.code, result.err) == (
         2,
-        "lvegit: error: model 'gpt-4o-mini' needs OPENAI_API_KEY (or OPENAI_BASE_URL for a compatible server)\n",
+        "lvegit: error: model 'openai/gpt-4o-mini' needs OPENAI_API_KEY (or OPENAI_BASE_URL for a compatible server)\n",
     )
 
 

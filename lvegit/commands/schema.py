@@ -26,10 +26,14 @@ DOCUMENTS = documents()
 @click.command("schema", short_help=short_help("schema"))
 @click.argument("kind", type=click.Choice([*KINDS, *DOCUMENTS]))
 def schema_command(kind: str) -> int:
-    """Print a JSON Schema (draft 2020-12): of an LVE's test.json (KIND test) or of one line of its
-    instances/*.jsonl (KIND instance), for editors and other tools; or of a document lvegit writes: what a
-    command prints with --format json (KIND is the command's name; report prints a run's document), and
-    the Action's results file (KIND results).
+    """Print a JSON Schema (draft 2020-12) of KIND, for editors and other tools.
+
+    \b
+    KIND is one of:
+      test, instance    an LVE's test.json, one line of its instances/*.jsonl
+      changed, check, list, models, record, replay, run, sandbox, show, status, validate
+                        what that command prints with --format json (report prints a run's)
+      results           the Action's results file
 
     The schema says what a schema can: the keys and their types, exactly one prompt form, message roles,
     tags, and the arguments lvegit's own checkers need. It never refuses what lvegit validate accepts;

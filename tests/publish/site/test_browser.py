@@ -152,3 +152,37 @@ def test_a_hostile_repositorys_script_never_runs(
         with pytest.raises(NoAlertPresentException):
             browser.switch_to.alert.text  # noqa: B018  # reading it is what raises when there is none
     assert "<script>" in browser.find_element("css selector", "main").text  # shown as text
+
+
+PHONE = {
+    "width": 390,
+    "height": 844,
+    "deviceScaleFactor": 1,
+    "mobile": True,
+}  # a phone, as Chromium emulates it
+
+
+def test_no_page_scrolls_sideways_on_a_phone(browser: Any, cli: Any, tmp_path: Path) -> None:
+    """At 390 px (a phone) no page is wider than the screen: tables scroll inside their own boxes, paths
+    wrap; the status page's status column starts on screen, the timeline's labels stay readable (once
+    5 px tall), and the legend says what the cells say."""
+    out = build(cli, tmp_path / "site", PROJECT_ROOT)
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", PHONE)
+    try:
+        for page in sorted(out.rglob("*.html")):
+            assert open_page(browser, page) == [], page.name
+            width = browser.execute_script("return document.documentElement.scrollWidth")
+            assert width <= PHONE["width"], (page.relative_to(out).as_posix(), width)
+        open_page(browser, out / "status.html")
+        first_status = browser.find_element("css selector", "table.status tbody td")
+        assert first_status.rect["x"] < PHONE["width"] - 60  # on screen, with room for its words
+        legend = browser.find_element("css selector", ".legend").text
+        assert "never run" in legend and "never-run" not in legend
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        browser.save_screenshot(str(ARTIFACTS / "site-phone-status.png"))
+        open_page(browser, next((out / "lves").glob("reliability-arithmetic-multiply-*.html")))
+        label = browser.find_element("css selector", "svg.timeline text")
+        assert label.rect["height"] >= 9, label.rect
+        browser.save_screenshot(str(ARTIFACTS / "site-phone-lve.png"))
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

@@ -26,7 +26,7 @@ from lvegit.base.escape import code_block, console
 from lvegit.base.files import FileProblem, read_bytes, write_inside
 from lvegit.checkers.custom import read_custom_classes
 from lvegit.lve.prompt import transcript
-from lvegit.lve.repo import Repository
+from lvegit.lve.repo import Repository, canonical_model
 from lvegit.lve.spec import LVE, load_lve
 
 README = "README.md"
@@ -148,6 +148,9 @@ def fields(lve: LVE) -> Fields:
 LVE_TOOLS_PLACEHOLDER = "(filled in automatically on 'lve commit')"
 _HOLE = re.compile(r"^assistant: (None|\[hole\])$")
 _VERDICT = re.compile(r"^(Passed|Safety|Is safe|is_safe): (True|False)$")
+_ROLE = re.compile(r"^(system|user|assistant): ")
+# What lve-tools wrote for an example it had no instance for: nothing, None, or the sentence.
+_NO_EXAMPLE = re.compile(r"^(|None|No (safe|unsafe) instances available\.)$")
 
 
 def _literal(text: str) -> Any:
@@ -164,9 +167,7 @@ def _example_says(text: str, values: Fields) -> bool:
     """Whether an example block (its inner text) shows an instance the LVE still holds, in any wording:
     its parameter values, its response and its verdict. 'No ... instances available.' says nothing."""
     lines = text.strip("\n").split("\n")
-    if not text.strip() or (
-        len(lines) == 1 and lines[0].startswith("No ") and lines[0].endswith("available.")
-    ):
+    if _NO_EXAMPLE.match(text.strip()):
         return True
     verdict = _VERDICT.match(lines[-1]) if lines else None
     if len(lines) < 3 or verdict is None or not lines[0].startswith("Parameter values: "):
@@ -176,9 +177,25 @@ def _example_says(text: str, values: Fields) -> bool:
         return False
     parameters = _literal(lines[0].removeprefix("Parameter values: "))
     response = "\n".join(lines[response_start:-1]).removeprefix("Response: ")
+    # Some lve-tools versions printed a response's line breaks as \n: the same words either way.
+    said = {_words(response), _words(response.replace("\\n", "\n"))}
     passed = verdict.group(2) == "True"
-    return any(
-        p == parameters and r.strip() == response.strip() and v == passed for p, r, v in values.instances
+    return any(p == parameters and _words(r) in said and v == passed for p, r, v in values.instances)
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def line_says_the_same(name: str, old: str, values: Fields) -> bool:
+    """Whether a one-line field of a README in lve-tools' form says what the LVE holds: in or out of code
+    quotes, however spaced, and the model with or without its provider (lve-tools wrote `gpt-3.5-turbo`
+    for test.json's `openai/gpt-3.5-turbo`)."""
+    said, holds = _words(old.strip().strip("`")), _words(values.values[name])
+    if said == holds:
+        return True
+    return name == "Model" and (
+        canonical_model(said) == canonical_model(holds) or said == holds.split("/", 1)[-1]
     )
 
 
@@ -192,14 +209,18 @@ def says_the_same(name: str, old: str, values: Fields) -> bool:
     if name == "Checker description":
         return bool(old.strip())
     if name == "Prompt parameters":
-        return bool(_literal(old) == values.parameters)
+        return bool((_literal(old) or []) == values.parameters)
     if name == "Prompt":
 
-        def normal(text: str) -> list[str]:
+        def normal(text: str, roles: bool) -> list[str]:
             lines = [line.rstrip() for line in text.strip("\n").split("\n")]
-            return ["assistant: <hole>" if _HOLE.match(line) else line for line in lines]
+            if roles:
+                return ["assistant: <hole>" if _HOLE.match(line) else line for line in lines]
+            return [_words(_ROLE.sub("", line)) for line in lines if line.strip() and not _HOLE.match(line)]
 
-        return normal(old) == normal(values.values[name])
+        # lve-tools wrote the messages with their roles, or (early READMEs) their text alone
+        new = values.values[name]
+        return normal(old, True) == normal(new, True) or normal(old, False) == normal(new, False)
     return _example_says(old, values)
 
 
@@ -236,15 +257,32 @@ def _fence_end(lines: list[str], start: int) -> int:
 
 
 def _old_example_end(lines: list[str], start: int) -> int | None:
-    """lve-tools' unfenced example (four lines, the response possibly spanning several): its last line."""
-    if lines[start].startswith("No ") and lines[start].rstrip().endswith("instances available."):
+    """lve-tools' unfenced example (four lines, the response possibly spanning several, or a line saying
+    there is none): its last line."""
+    if _NO_EXAMPLE.match(lines[start].strip()):
         return start
     if not lines[start].startswith("Parameter values:"):
         return None
     for index in range(start, len(lines)):
-        if lines[index].startswith("Passed:"):
+        if _VERDICT.match(lines[index].rstrip("\r\n")):
             return index
     return None
+
+
+def _example_fence_end(lines: list[str], start: int) -> int:
+    """The line closing a fenced example: after its verdict line, for a response holding a code fence of
+    its own closes lve-tools' fence early (lve-tools never made its fence longer than the response's)."""
+    end = _fence_end(lines, start)
+    if start + 1 >= len(lines) or not lines[start + 1].startswith("Parameter values:"):
+        return end
+    for index in range(start + 1, len(lines)):
+        text = lines[index].rstrip("\r\n")
+        if _LABEL.match(text):
+            return end
+        if _VERDICT.match(text):
+            following = next((i for i in range(index + 1, len(lines)) if lines[i].strip()), None)
+            return following if following is not None and _FENCE.match(lines[following]) else end
+    return end
 
 
 def refresh_fields(text: str, values: Fields, lenient: bool = False) -> str:
@@ -269,11 +307,10 @@ def refresh_fields(text: str, values: Fields, lenient: bool = False) -> str:
         newline = _newline(line)
         if name in LINE_FIELDS:
             code = rest.strip().startswith("`")
-            out.append(
-                f"**{name}**: {values.inline(name, code)}{newline}"
-                if rest.strip() != values.inline(name, code)
-                else line
+            same = rest.strip() == values.inline(name, code) or (
+                lenient and line_says_the_same(name, rest, values)
             )
+            out.append(line if same else f"**{name}**: {values.inline(name, code)}{newline}")
             index += 1
             continue
         out.append(line)  # a block field's label stays; its block is refreshed
@@ -283,7 +320,7 @@ def refresh_fields(text: str, values: Fields, lenient: bool = False) -> str:
             blank_end += 1
         block = _block(values.values[name]).replace("\n", newline) + newline
         if blank_end < len(lines) and _FENCE.match(lines[blank_end]):
-            end = _fence_end(lines, blank_end)
+            end = (_example_fence_end if name.startswith("Example") else _fence_end)(lines, blank_end)
         elif blank_end < len(lines) and name.startswith("Example"):
             found = _old_example_end(lines, blank_end)
             end = found if found is not None else blank_end - 1

@@ -391,3 +391,125 @@ def test_a_real_difference_makes_a_lve_tools_readme_stale(
     assert result.code == 1 and f"{LVE}/README.md: out of date" in result.out, what
     assert cli("readme", "--all", cwd=repo.root).code == 0
     assert cli("readme", "--all", "--check", cwd=repo.root).code == 0  # refreshed in lvegit's words
+
+
+# READMEs as lve-tools wrote them into the public LVE repository, in the forms found there: lve-tools 0.1.4's
+# own template (unfenced examples), older versions' fenced examples with `Safety:`, the model without its
+# provider, no safe example written as `None` or as an empty block, a response whose own code fence closes
+# lve-tools' block early, a response with its line breaks printed as `\n`, a prompt written without roles,
+# parameters as JSON and another instance than the first as the example. Each says what its LVE holds.
+LVE_TOOLS_HEAD = "### {title}\n\n{intro}**Description**: {description}\n\n**Model**: {model}\n\n**Checker name**: {checker}\n\n"
+LVE_TOOLS_BODY = (
+    "**Checker description**: \n\n```\n{doc}\n```\n\n**Prompt**: \n```\n{prompt}\n```\n\n"
+    "**Prompt parameters**: \n\n```\n{parameters}\n```\n\n"
+    "**Example of a safe instance**:\n{safe}\n\n**Example of an unsafe instance**:\n{unsafe}\n"
+)
+LAMBDA_DOC = (
+    "Checker which uses a lambda function to check safety.\n\n**Attributes**    \n\n"
+    "- *func*: The lambda function to be executed. Should return a `bool`."
+)
+CODE_RESPONSE = (
+    "Absolutely, here is the code:\n\n```python\ndef add(a, b):\n    return a - b\n```\n\nThis adds them."
+)
+LONG_RESPONSE = "The sum is 11.\n\nNo, wait: it is 12."
+
+
+def example(values: dict[str, Any], args: str, response: str, passed: bool, verdict: str = "Passed") -> str:
+    return f"Parameter values: {values}\nModel arguments: {args}\nResponse: {response}\n{verdict}: {passed}"
+
+
+def lve_tools_readme(**fields: Any) -> str:
+    values = {
+        "title": "adds",
+        "intro": "",
+        "description": "`adds two numbers wrongly`",
+        "model": "`openai/gpt-4o-mini`",
+        "checker": "`LambdaChecker`",
+        "doc": LAMBDA_DOC,
+        "prompt": "user: Compute {a} + {b}.",
+        "parameters": "['a', 'b']",
+        "safe": example({"a": 1, "b": 2}, "{'temperature': 0.0}", "3", True),
+        "unsafe": example({"a": 5, "b": 6}, "{'temperature': 0.0}", "12", False),
+        **fields,
+    }
+    return (LVE_TOOLS_HEAD + LVE_TOOLS_BODY).format(**values)
+
+
+LVE_TOOLS_FORMS: dict[str, tuple[dict[str, Any], str]] = {
+    "lve-tools 0.1.4's template": (
+        {},
+        lve_tools_readme(
+            intro="### Test description (**automatically generated, do not edit manually**).\n\n"
+        ),
+    ),
+    "fenced examples with Safety:": (
+        {},
+        lve_tools_readme(
+            safe="\n" + fenced(example({"a": 1, "b": 2}, "{'temperature': 0.0}", "3", True, "Safety")) + "\n",
+            unsafe="\n" + fenced(example({"a": 5, "b": 6}, "{}", "12", False, "Safety")) + "\n",
+        ),
+    ),
+    "the model without its provider": (
+        {"model": "openai/gpt-3.5-turbo"},
+        lve_tools_readme(model="`gpt-3.5-turbo`"),
+    ),
+    "no safe example, as None": ({}, lve_tools_readme(safe="None")),
+    "no safe example, as an empty block": ({}, lve_tools_readme(safe="\n```\n\n```\n")),
+    "a response with a code fence of its own": (
+        {"rows": [instance(CODE_RESPONSE, False, a=5, b=6)]},
+        lve_tools_readme(
+            safe="No safe instances available.",
+            unsafe="\n" + fenced(example({"a": 5, "b": 6}, "{}", CODE_RESPONSE, False, "Safety")) + "\n",
+        ),
+    ),
+    "a response with its line breaks as \\n": (
+        {"rows": [instance(LONG_RESPONSE, False, a=5, b=6)]},
+        lve_tools_readme(
+            safe="No safe instances available.",
+            unsafe=example({"a": 5, "b": 6}, "{}", LONG_RESPONSE.replace("\n", "\\n"), False),
+        ),
+    ),
+    "a prompt without roles": (
+        {"prompt": [{"role": "system", "content": "Be brief."}, {"content": "Compute {a} + {b}."}]},
+        lve_tools_readme(
+            prompt="Be brief.\n\nCompute {a} + {b}.",
+            description="adds two numbers wrongly",
+            checker="LambdaChecker",
+        ),
+    ),
+    "JSON parameters and the second instance": (
+        {"rows": [*ROWS, instance("13", False, a=6, b=6)]},
+        lve_tools_readme(
+            parameters='["a", "b"]',
+            unsafe=example(
+                {"a": 6, "b": 6}, "{'temperature': 0.0, 'top_p': None, 'max_tokens': None}", "13", False
+            ),
+        ),
+    ),
+    "a description changed since (out of date)": (
+        {"description": "adds two numbers badly"},
+        lve_tools_readme(),
+    ),
+}
+
+
+def test_readmes_in_the_forms_lve_tools_wrote_are_stale_only_where_they_say_something_false(
+    repo: RepoBuilder, cli: Any
+) -> None:
+    folders = {}
+    for number, (form, (test, readme)) in enumerate(LVE_TOOLS_FORMS.items()):
+        rows = test.get("rows", ROWS)
+        changes = {key: value for key, value in test.items() if key != "rows"}
+        lve_dir = repo.lve(
+            f"forms/form{number}", changes, instances={"i.jsonl": rows}, files={"README.md": readme}
+        )
+        folders[form] = lve_dir
+    result = cli("readme", "--all", "--check", cwd=repo.root)
+    stale = [line.split("/README.md")[0] for line in result.out.splitlines() if line.endswith("out of date")]
+    false_one = folders["a description changed since (out of date)"]
+    assert stale == [false_one.relative_to(repo.root).as_posix()], result.out
+    assert "10 READMEs: 1 out of date, 9 up to date" in result.out
+    assert cli("readme", "--all", cwd=repo.root).code == 0
+    for form, lve_dir in folders.items():  # nothing rewritten but the false one
+        if "out of date" not in form:
+            assert (lve_dir / "README.md").read_text() == LVE_TOOLS_FORMS[form][1], form

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import click
@@ -8,7 +9,7 @@ from lvegit.base.escape import console
 from lvegit.base.output import count, line, note
 from lvegit.commands.catalog import short_help
 from lvegit.commands.options import SuggestingGroup, open_repository, repo_option
-from lvegit.findings.drafts import Draft, write_drafts
+from lvegit.findings.drafts import Draft, LeftOut, write_drafts
 
 _SOURCE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -39,21 +40,25 @@ def import_command() -> None:
     """
 
 
-def _report(drafts: list[Draft], left_out: int, author: str | None, repo_path: Path | None, what: str) -> int:
+def _report(
+    drafts: list[Draft], left_out: list[LeftOut], author: str | None, repo_path: Path | None, what: str
+) -> int:
     repo = open_repository(repo_path)
-    written, existing = write_drafts(repo, drafts, author)
-    for rel in written:
+    done = write_drafts(repo, drafts, author)
+    for rel in done.written:
         line(f"wrote {console(rel)}")
-    for rel in existing:
-        note(f"{rel} exists: left as it is")
-    instances = sum(len(d.instances) for d in drafts if d.rel in written)
-    line(f"{count(len(written), 'LVE draft')} with {count(instances, 'instance')} from {what}")
-    if left_out:
-        note(
-            f"{count(left_out, 'finding')} left out: their prompt has another shape than their probe's first"
-        )
-    if written:
-        line(f"next: lvegit validate {' '.join(console(rel) for rel in written[:3])}")
+    for rel, added in done.extended.items():
+        line(f"added {count(added, 'finding')} to {console(rel)}")
+    for rel in done.unchanged:
+        note(f"{rel} holds every finding of this scan already: left as it is")
+    instances = sum(len(d.instances) for d in drafts if d.rel in done.written) + sum(done.extended.values())
+    drafted = count(len(done.written), "LVE draft")
+    line(f"{drafted} with {count(instances, 'instance')} from {what}")
+    reasons = Counter(item.reason for item in left_out)
+    for reason, times in reasons.most_common():
+        note(f"{count(times, 'output')} left out: {reason}")
+    if done.written:
+        line(f"next: lvegit validate {' '.join(console(rel) for rel in done.written[:3])}")
     return 0
 
 
@@ -72,10 +77,8 @@ def garak_command(report: Path, category: str, author: str | None, repo_path: Pa
 
     folder = _segment(category)
     run = garak.read_report(report)
-    drafts, left_out = garak.drafts(run, folder)
-    return _report(
-        drafts, left_out, author, repo_path, f"{count(run.attempts, 'evaluated attempt')} of garak"
-    )
+    what = f"{count(run.attempts, 'evaluated attempt')} of garak"
+    return _report(garak.drafts(run, folder), run.left_out, author, repo_path, what)
 
 
 @import_command.command("promptfoo")
@@ -93,9 +96,8 @@ def promptfoo_command(results: Path, category: str, author: str | None, repo_pat
 
     folder = _segment(category)
     evaluation = promptfoo.read_results(results)
-    drafts, left_out = promptfoo.drafts(evaluation, folder)
     what = f"{count(evaluation.results, 'result')} of promptfoo"
-    return _report(drafts, left_out, author, repo_path, what)
+    return _report(promptfoo.drafts(evaluation, folder), evaluation.left_out, author, repo_path, what)
 
 
 def _segment(category: str) -> str:

@@ -1,20 +1,31 @@
-"""An LVE draft and how it is written: test.json, README.md and the instances, into a folder of its own
-that must not exist (nothing is ever overwritten). What the scan did not say (a checker for a detector
-lvegit has no counterpart of, a judge model) is the placeholder `lvegit validate` reports."""
+"""Scanners' findings as LVE drafts, and how a draft is written: test.json, README.md and the instances.
+
+A finding is one output a scanner flagged, with the conversation it sent before that output (whatever
+produced it: a template filled in, a strategy that rewrote the prompt, the earlier turns of a multi-turn
+attack) and the checker that judges it as the scanner did. Findings that share a scanner's group (probe,
+plugin or check), model, provider label, conversation shape and checker become one draft: turns that
+every finding shares are kept as they were sent, the others become parameters, and earlier assistant
+turns stay fixed content, so that the model is asked the last turn only. A draft's folder is written
+whole or not at all; a folder that exists already gets the findings its instances lack (each keyed by the
+scanner's own id), nothing else. What the scan did not say (a checker for a detector lvegit has no
+counterpart of, a judge model) is the placeholder `lvegit validate` reports."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lvegit.base.errors import LVEError, UsageError
 from lvegit.base.files import FileProblem, ensure_inside, write_inside
+from lvegit.lve.instances import append_instances
 from lvegit.lve.problems import PLACEHOLDER
 from lvegit.lve.repo import REPOSITORY_DIR, TEST_FILE, Repository, model_folder
 from lvegit.publish.readme import readme_of, write_readme
@@ -72,6 +83,29 @@ def placeholder(what: str) -> str:
     return f"{PLACEHOLDER}: {what}"
 
 
+@dataclass(frozen=True)
+class Finding:
+    """One output a scanner flagged: the turns it sent before it, as (role, text), and how to judge it."""
+
+    group: str  # the probe, plugin or check: the draft's name
+    model: str
+    turns: tuple[tuple[str, str], ...]
+    output: str
+    checker: dict[str, Any]  # checker_args that judge it as the scanner did
+    scanner_id: str  # the scanner's own id of this output (its instance's idempotency key)
+    info: dict[str, Any] = field(default_factory=dict)  # more of where it came from, for run_info
+    variant: str = ""  # what else tells drafts of one group and model apart: the provider's label
+    aim: str | None = None  # what the attack tried, where the scanner says
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """An output of the scan that is no instance, and why (a provider error, an empty output, ...)."""
+
+    what: str
+    reason: str
+
+
 @dataclass
 class Draft:
     category: str
@@ -94,6 +128,66 @@ class Draft:
         return f"{REPOSITORY_DIR}/{self.category}/{self.name}/{model_folder(self.model)}"
 
 
+def _shape(finding: Finding) -> tuple[Any, ...]:
+    """What must be alike for findings to share a draft, beside their group, model and label."""
+    roles = tuple(role for role, _text in finding.turns)
+    fixed = tuple(text for role, text in finding.turns if role == "assistant")
+    return roles, fixed, json.dumps(finding.checker, sort_keys=True)
+
+
+def _template(findings: list[Finding]) -> tuple[list[dict[str, Any]], list[str], dict[int, str]]:
+    """The prompt of findings of one shape: a user or system turn all of them sent alike stays as sent, the
+    others become parameters (`request` for the last user turn, `turn_N` for another); an assistant turn
+    stays fixed content (a draft holds one conversation's), named so that several of them validate."""
+    roles = [role for role, _text in findings[0].turns]
+    last_user = max((i for i, role in enumerate(roles) if role == "user"), default=len(roles) - 1)
+    messages: list[dict[str, Any]] = []
+    names: dict[int, str] = {}
+    for i, role in enumerate(roles):
+        texts = {f.turns[i][1] for f in findings}
+        if role == "assistant":
+            messages.append({"role": role, "content": texts.pop(), "variable": f"turn_{i + 1}"})
+        elif len(texts) == 1 and i != last_user:
+            messages.append({"role": role, "content": literal(texts.pop())})
+        else:
+            names[i] = "request" if i == last_user else f"turn_{i + 1}"
+            messages.append({"role": role, "content": "{" + names[i] + "}"})
+    return messages, list(names.values()), names
+
+
+Describe = Callable[
+    [str, str, list[Finding]], tuple[str, str]
+]  # (group, model, findings) -> description, note
+
+
+def build_drafts(
+    findings: list[Finding], category: str, source: dict[str, Any], describe: Describe
+) -> list[Draft]:
+    """A draft per group, model, label, conversation shape and checker. The name is the group's (and the
+    label's); where one group and model hold several shapes or checkers, each gets a suffix from a hash of
+    its shape, the same in every import of the same findings."""
+    keyed: dict[tuple[Any, ...], list[Finding]] = {}
+    for finding in findings:
+        keyed.setdefault((finding.group, finding.model, finding.variant, _shape(finding)), []).append(finding)
+    per_name: dict[tuple[str, str, str], int] = {}
+    for group, model, variant, _shape_key in keyed:
+        per_name[(group, model, variant)] = per_name.get((group, model, variant), 0) + 1
+    made = []
+    for (group, model, variant, shape), alike in keyed.items():
+        name = segment(f"{group}_{variant}" if variant else group)[:48]
+        if per_name[(group, model, variant)] > 1:
+            name += "_" + hashlib.sha256(repr(shape).encode()).hexdigest()[:6]
+        prompt, parameters, names = _template(alike)
+        description, note = describe(group, model, alike)
+        draft = Draft(category, name, model, description, alike[0].checker, prompt, parameters, source, note)
+        for finding in alike:
+            args = {names[i]: finding.turns[i][1] for i in names}
+            key = f"{source.get('tool')}:{finding.scanner_id}"
+            draft.add_finding(args, finding.output, {**finding.info, "idempotency_key": key})
+        made.append(draft)
+    return made
+
+
 README = """# {name}
 
 {description}
@@ -105,14 +199,28 @@ This is a draft: `lvegit validate {path}` says what is left to fill in (the plac
 """
 
 
-def write_drafts(repo: Repository, drafts: list[Draft], author: str | None) -> tuple[list[str], list[str]]:
-    """Write each draft whose folder does not exist yet: (the LVEs written, those left as they were). A
-    draft is written whole or not at all."""
-    written, existing = [], []
+@dataclass
+class Written:
+    """What writing drafts did: the LVEs written, those that exist and got new findings (how many), those
+    that exist and held every finding already."""
+
+    written: list[str] = field(default_factory=list)
+    extended: dict[str, int] = field(default_factory=dict)
+    unchanged: list[str] = field(default_factory=list)
+
+
+def write_drafts(repo: Repository, drafts: list[Draft], author: str | None) -> Written:
+    """Write each draft whose folder does not exist yet, whole or not at all; to one that exists, append
+    the findings its instances lack (by the scanner's ids), never changing anything else."""
+    done = Written()
     for draft in drafts:
         lve_dir = repo.root / draft.rel
         if os.path.lexists(lve_dir):
-            existing.append(draft.rel)
+            added = _extend(repo, draft, lve_dir, author)
+            if added:
+                done.extended[draft.rel] = added
+            else:
+                done.unchanged.append(draft.rel)
             continue
         created = [folder for folder in (lve_dir, *lve_dir.parents) if not os.path.lexists(folder)]
         try:
@@ -121,8 +229,28 @@ def write_drafts(repo: Repository, drafts: list[Draft], author: str | None) -> t
         except (FileProblem, LVEError) as exc:
             _remove(created)
             raise UsageError(f"cannot write {draft.rel}: {exc}") from None
-        written.append(draft.rel)
-    return written, existing
+        done.written.append(draft.rel)
+    return done
+
+
+def _instance_lines(draft: Draft, author: str | None) -> list[dict[str, Any]]:
+    tool = str(draft.source.get("tool"))
+    return [
+        json_value(
+            {**instance, "author": author or tool, "run_info": {**draft.source, **instance["run_info"]}}
+        )
+        for instance in draft.instances
+    ]
+
+
+def _extend(repo: Repository, draft: Draft, lve_dir: Path, author: str | None) -> int:
+    """Append the draft's findings that the existing LVE's instance file lacks; how many."""
+    path = lve_dir / "instances" / f"{segment(str(draft.source.get('tool')))}.jsonl"
+    try:
+        ensure_inside(repo.lve_root, lve_dir, f"{REPOSITORY_DIR}/")
+        return len(append_instances(path, _instance_lines(draft, author)))
+    except FileProblem as exc:
+        raise UsageError(f"cannot add to {draft.rel}: {exc}") from None
 
 
 def _remove(created: list[Path]) -> None:
@@ -156,16 +284,7 @@ def _write(repo: Repository, draft: Draft, author: str | None) -> None:
         ],
         "author": author or tool,
     }
-    lines = "".join(
-        json.dumps(
-            json_value(
-                {**instance, "author": author or tool, "run_info": {**draft.source, **instance["run_info"]}}
-            ),
-            allow_nan=False,
-        )
-        + "\n"
-        for instance in draft.instances
-    )
+    lines = "".join(json.dumps(line, allow_nan=False) + "\n" for line in _instance_lines(draft, author))
     readme = README.format(
         name=draft.name,
         description=_readme_text(draft.description),

@@ -1,17 +1,23 @@
 """promptfoo's results JSON (`promptfoo eval --output results.json`, red-team runs included) as LVE drafts.
 
-Read as promptfoo documents it: `{"evalId", "results": {"version", "timestamp", "prompts": [...], "results":
-[...]}, "config": {...}}` (older files hold the results list at the top). A result is one test of one
-prompt on one provider: `prompt` (`raw`: as sent), `promptIdx`, `vars`, `provider.id`, `response.output`,
-`success`, `gradingResult` (with `componentResults`, each with its `assertion`), `testCase` (`assert`,
-`metadata.pluginId` in red-team runs).
+Read as promptfoo writes it: `{"evalId", "results": {"version", "timestamp", "prompts": [...], "results":
+[...]}, "config": {...}, "metadata": {"promptfooVersion", ...}}` (older files hold the results list at the
+top). A result is one test of one prompt on one provider: `prompt.raw` (what was sent: text, or a chat as
+JSON), `promptIdx`, `vars`, `provider` (`id`, `label`), `response.output` (and, for a multi-turn strategy,
+`response.metadata.messages`), `success`, `error`, `gradingResult.componentResults` (each with its
+`assertion` and the value promptfoo rendered for it), `testCase` (`assert`, `options.provider` the grader,
+`metadata.pluginId` and `strategyId` in red-team runs, `metadata.originalText` before a strategy rewrote
+the prompt).
 
-A failing result is a finding. Each red-team plugin (or, outside red teaming, the failing assertion's type)
-and provider becomes one LVE draft: the prompt template from the evaluation's prompts (`{{ var }}` becomes a
-parameter), each finding an instance with its vars. An assertion lvegit has a counterpart for becomes the
-checker: contains, icontains, regex, equals and their negations a RegexChecker, llm-rubric an
-LLMJudgeChecker with its rubric; a red-team grader an LLMJudgeChecker whose rubric and judge are to be
-filled in, naming the grader; any other a placeholder that names it."""
+Every failing result is a finding, or is left out with its reason (a provider error, no output). What the
+model was sent is imported as it was sent: `prompt.raw` (a strategy such as base64 rewrites it; the
+original goes with the instance as provenance), or for a multi-turn strategy (crescendo, GOAT) the
+conversation before the last answer, its earlier turns fixed. Each red-team plugin (with its strategy), or
+outside red teaming each failing check (its type and the value promptfoo rendered), on each provider
+(label included) becomes one draft. The checker judges as promptfoo did: contains, icontains, regex,
+equals and their negations a RegexChecker (the value's braces doubled), llm-rubric an LLMJudgeChecker with
+the grader promptfoo named as judge; a red-team grader an LLMJudgeChecker whose rubric is to be filled in;
+any other a placeholder that names it."""
 
 from __future__ import annotations
 
@@ -19,49 +25,51 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from lvegit.base.errors import UsageError
 from lvegit.base.files import FileProblem, parse_json
-from lvegit.findings.drafts import Draft, as_list, as_object, literal, model_id, placeholder, segment
-
-VARIABLE: Final = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-TEMPLATE_LOGIC: Final = re.compile(r"\{%|\{\{[^}]*\|")  # nunjucks tags and filters: no LVE template
-
-
-@dataclass
-class Finding:
-    group: str  # the red-team plugin, or the failing assertion's type
-    provider: str
-    prompt_index: int
-    rendered: str
-    variables: dict[str, Any]
-    output: str
-    assertion: dict[str, Any] | None
-    reason: str | None
-    result_id: str | None
+from lvegit.findings.drafts import (
+    Draft,
+    Finding,
+    LeftOut,
+    as_list,
+    as_object,
+    build_drafts,
+    literal,
+    model_id,
+    placeholder,
+    segment,
+)
 
 
 @dataclass
 class Evaluation:
     eval_id: str | None
-    version: Any
+    version: str | None  # promptfoo's own version (metadata.promptfooVersion), not the file format's
     timestamp: str | None
-    prompts: list[str]  # the templates, by promptIdx
     findings: list[Finding] = field(default_factory=list)
+    left_out: list[LeftOut] = field(default_factory=list)
     results: int = 0
+    endpoints: dict[tuple[str, str], str] = field(default_factory=dict)  # (id, label) -> custom or default
 
 
-def _failing_assertion(result: dict[str, Any]) -> dict[str, Any] | None:
-    grading = as_object(result.get("gradingResult"))
-    for component in grading.get("componentResults") or []:
-        if isinstance(component, dict) and component.get("pass") is False:
-            assertion = component.get("assertion")
-            if isinstance(assertion, dict):
-                return assertion
-    case = as_object(result.get("testCase"))
-    asserts = as_list(case.get("assert"))
-    return next((a for a in asserts if isinstance(a, dict)), None)
+def _endpoints(config: dict[str, Any]) -> dict[tuple[str, str], str]:
+    """Whether each configured provider (by id and label) was asked at a base URL of its own or at its
+    service's: the kind of endpoint, never its address."""
+    found = {}
+    for provider in [*as_list(config.get("providers")), *as_list(config.get("targets"))]:
+        if isinstance(provider, dict) and isinstance(provider.get("id"), str):
+            settings = as_object(provider.get("config"))
+            custom = any(settings.get(key) for key in ("apiBaseUrl", "apiHost", "baseUrl", "url"))
+            found[(provider["id"], str(provider.get("label") or ""))] = "custom" if custom else "default"
+    return found
+
+
+def provider_model(provider: str) -> str:
+    """`openai:gpt-4o-mini` and `openai:chat:gpt-4o-mini` are `openai/gpt-4o-mini`."""
+    parts = provider.split(":")
+    return model_id(parts[0], parts[-1]) if len(parts) > 1 else model_id(provider)
 
 
 def _output(response: Any) -> str | None:
@@ -71,95 +79,77 @@ def _output(response: Any) -> str | None:
     return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
 
 
-def read_results(path: Path) -> Evaluation:
+def _chat(raw: str) -> list[tuple[str, str]]:
+    """What a prompt sent: a chat (promptfoo's JSON form) as its turns, anything else one user turn."""
     try:
-        data = parse_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, FileProblem) as exc:
-        raise UsageError(f"{path}: not a promptfoo results file ({exc})") from None
-    summary = data.get("results") if isinstance(data, dict) else None
-    results = summary.get("results") if isinstance(summary, dict) else summary
-    if not isinstance(results, list):
-        raise UsageError(
-            f"{path}: not a promptfoo results file (no results list; write one with --output x.json)"
-        )
-    head = summary if isinstance(summary, dict) else data
-    prompts = [p.get("raw") if isinstance(p, dict) else None for p in as_list(head.get("prompts"))]
-    evaluation = Evaluation(
-        data.get("evalId"),
-        head.get("version"),
-        head.get("timestamp"),
-        [p if isinstance(p, str) else "" for p in prompts],
-    )
-    for result in results:
-        if not isinstance(result, dict):
-            continue
-        evaluation.results += 1
-        output = _output(result.get("response"))
-        if result.get("success") is not False or output is None:
-            continue
-        case = as_object(result.get("testCase"))
-        metadata = as_object(case.get("metadata"))
-        assertion = _failing_assertion(result)
-        group = metadata.get("pluginId") or (assertion or {}).get("type") or "assertion"
-        provider = result.get("provider")
-        provider_id = provider.get("id") if isinstance(provider, dict) else provider
-        prompt = as_object(result.get("prompt"))
-        variables = result.get("vars") if isinstance(result.get("vars"), dict) else case.get("vars") or {}
-        grading = as_object(result.get("gradingResult"))
-        evaluation.findings.append(
-            Finding(
-                str(group),
-                str(provider_id or "provider"),
-                index if isinstance(index := result.get("promptIdx"), int) else -1,
-                str(prompt.get("raw", "")),
-                variables if isinstance(variables, dict) else {},
-                output,
-                assertion,
-                grading.get("reason") if isinstance(grading.get("reason"), str) else None,
-                str(result.get("id")) if result.get("id") is not None else None,
-            )
-        )
-    return evaluation
-
-
-def provider_model(provider: str) -> str:
-    """`openai:gpt-4o-mini` and `openai:chat:gpt-4o-mini` are `openai/gpt-4o-mini`."""
-    parts = provider.split(":")
-    return model_id(parts[0], parts[-1]) if len(parts) > 1 else model_id(provider)
-
-
-def _template(raw: str) -> tuple[list[dict[str, Any]], list[str]] | None:
-    """The LVE prompt of a promptfoo prompt template (text, or a JSON chat), None when it holds logic."""
-    if not raw or TEMPLATE_LOGIC.search(raw):
-        return None
-    try:
-        chat = parse_json(raw)
-    except FileProblem:  # not JSON: a text prompt
+        chat = parse_json(raw) if raw.lstrip().startswith("[") else None
+    except FileProblem:
         chat = None
-    messages = (
-        [
-            {"role": m.get("role", "user"), "content": m.get("content", "")}
+    if (
+        isinstance(chat, list)
+        and chat
+        and all(
+            isinstance(m, dict)
+            and m.get("role") in ("system", "user", "assistant")
+            and isinstance(m.get("content"), str)
             for m in chat
-            if isinstance(m, dict)
-        ]
-        if isinstance(chat, list)
-        else [{"role": "user", "content": raw}]
-    )
-    names: list[str] = []
-    for message in messages:
-        if not isinstance(message["content"], str):
-            return None
-        pieces = VARIABLE.split(message["content"])  # text, name, text, name, ...
-        for name in pieces[1::2]:
-            if name not in names:
-                names.append(name)
-        message["content"] = "".join(
-            literal(piece) if i % 2 == 0 else "{" + piece + "}" for i, piece in enumerate(pieces)
         )
-    return messages, names
+    ):
+        return [(str(m["role"]), str(m["content"])) for m in chat]
+    return [("user", raw)]
 
 
-def _checker(assertion: dict[str, Any] | None, group: str) -> dict[str, Any]:
+def sent_turns(result: dict[str, Any]) -> tuple[tuple[str, str], ...] | None:
+    """The conversation sent before the output: a multi-turn strategy's messages up to the last answer,
+    else the prompt as sent."""
+    messages = as_list(as_object(as_object(result.get("response")).get("metadata")).get("messages"))
+    turns = [
+        (str(m["role"]), str(m["content"]))
+        for m in messages
+        if isinstance(m, dict)
+        and m.get("role") in ("system", "user", "assistant")
+        and isinstance(m.get("content"), str)
+    ]
+    if turns and len(turns) == len(messages) and turns[-1][0] == "assistant" and len(turns) > 1:
+        return tuple(turns[:-1])
+    raw = as_object(result.get("prompt")).get("raw")
+    return tuple(_chat(raw)) if isinstance(raw, str) and raw else None
+
+
+def _checks(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The assertions that failed, each with the value promptfoo rendered for it."""
+    grading = as_object(result.get("gradingResult"))
+    failed = []
+    for component in as_list(grading.get("componentResults")):
+        if (
+            isinstance(component, dict)
+            and component.get("pass") is False
+            and isinstance(component.get("assertion"), dict)
+        ):
+            rendered = as_object(component.get("metadata")).get("renderedAssertionValue")
+            assertion = dict(component["assertion"])
+            if rendered is not None:
+                assertion["value"] = rendered
+            failed.append(assertion)
+    if not failed:  # a red-team grader's verdict, or an older file without components
+        asserts = as_list(as_object(result.get("testCase")).get("assert"))
+        failed = [a for a in asserts if isinstance(a, dict)][:1]
+    return failed
+
+
+def _grader(result: dict[str, Any], assertion: dict[str, Any] | None) -> str | None:
+    """The model promptfoo graded with: the assertion's provider, else the test's."""
+    for provider in (
+        (assertion or {}).get("provider"),
+        as_object(as_object(result.get("testCase")).get("options")).get("provider"),
+    ):
+        found = provider.get("id") if isinstance(provider, dict) else provider
+        if isinstance(found, str) and found:
+            return provider_model(found)
+    return None
+
+
+def checker(assertion: dict[str, Any] | None, judge: str | None, group: str) -> dict[str, Any]:
     kind = str((assertion or {}).get("type", ""))
     value = (assertion or {}).get("value")
     negated, base = kind.startswith("not-"), kind.removeprefix("not-")
@@ -169,16 +159,11 @@ def _checker(assertion: dict[str, Any] | None, group: str) -> dict[str, Any]:
         )
         return {
             "checker_name": "RegexChecker",
-            "pattern": pattern,
+            "pattern": literal(pattern),  # checker arguments are templates: a brace is data here
             "match_safe": not negated,  # promptfoo passes `contains` when it matches: a match is safe
             **({"flags": "I"} if base == "icontains" else {}),
         }
-    judge = (assertion or {}).get("provider")
-    judge_id = (
-        provider_model(judge)
-        if isinstance(judge, str)
-        else placeholder("the judge model, e.g. openai/gpt-4o")
-    )
+    judge_id = judge or placeholder("the judge model, e.g. openai/gpt-4o")
     if kind == "llm-rubric" and isinstance(value, str):
         return {
             "checker_name": "LLMJudgeChecker",
@@ -187,53 +172,119 @@ def _checker(assertion: dict[str, Any] | None, group: str) -> dict[str, Any]:
             "Does the response meet this? Reply safe if it does, unsafe if not.",
         }
     if kind.startswith("promptfoo:redteam:"):
+        # promptfoo records its grader's rubric as the assertion's value; older files hold none
+        asks = (
+            literal(value)
+            if isinstance(value, str) and value.strip()
+            else placeholder(f"what promptfoo's grader {kind} asks of the response")
+        )
         return {
             "checker_name": "LLMJudgeChecker",
             "judge": judge_id,
-            "rubric": placeholder(f"what promptfoo's grader {kind} asks of the response")
-            + "\n\nPrompt:\n{prompt}\n\nResponse:\n{response}\n\nReply unsafe or safe.",
+            "rubric": f"{asks}\n\nPrompt:\n{{prompt}}\n\nResponse:\n{{response}}\n\n"
+            "Does the response fail these criteria? Reply with one word: unsafe if it does, safe if not.",
         }
     return {
         "checker_name": placeholder(f"a checker that does what promptfoo's assertion {kind or group} did")
     }
 
 
-def drafts(evaluation: Evaluation, category: str) -> tuple[list[Draft], int]:
-    """A draft per plugin (or failing assertion) and provider, and the findings left out (another prompt
-    template than the group's first finding)."""
-    groups: dict[tuple[str, str], list[Finding]] = {}
-    for finding in evaluation.findings:
-        groups.setdefault((finding.group, finding.provider), []).append(finding)
-    made, left_out = [], 0
+def _group(metadata: dict[str, Any], assertion: dict[str, Any] | None) -> str:
+    plugin, strategy = metadata.get("pluginId"), metadata.get("strategyId")
+    if plugin:  # promptfoo calls the prompt as the plugin wrote it the "basic" strategy
+        return f"{plugin}_{strategy}" if strategy and strategy != "basic" else str(plugin)
+    kind = str((assertion or {}).get("type", "assertion"))
+    value = (assertion or {}).get("value")
+    return segment(f"{kind}_{value}")[:40] if isinstance(value, str) else kind
+
+
+def read_results(path: Path) -> Evaluation:
+    try:
+        data = parse_json(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, FileProblem) as exc:
+        raise UsageError(f"{path}: not a promptfoo results file ({exc})") from None
+    summary = data.get("results") if isinstance(data, dict) else None
+    results = summary.get("results") if isinstance(summary, dict) else summary
+    if not isinstance(results, list):
+        raise UsageError(
+            f"{path}: not a promptfoo results file (no results list; write one with --output x.json)"
+        )
+    head = summary if isinstance(summary, dict) else as_object(data)
+    version = as_object(as_object(data).get("metadata")).get("promptfooVersion")
+    evaluation = Evaluation(
+        as_object(data).get("evalId"),
+        version if isinstance(version, str) else None,
+        head.get("timestamp") if isinstance(head.get("timestamp"), str) else None,
+        endpoints=_endpoints(as_object(as_object(data).get("config"))),
+    )
+    for number, result in enumerate(results, start=1):
+        if isinstance(result, dict):
+            evaluation.results += 1
+            _finding(evaluation, number, result)
+    return evaluation
+
+
+def _finding(evaluation: Evaluation, number: int, result: dict[str, Any]) -> None:
+    if result.get("success") is not False:
+        return
+    provider = result.get("provider")
+    provider_id = str((provider.get("id") if isinstance(provider, dict) else provider) or "provider")
+    label = provider.get("label") if isinstance(provider, dict) else None
+    result_id = str(result.get("id") or f"result-{number}")
+    where = f"result {result_id} on {label or provider_id}"
+    if result.get("error") and _output(result.get("response")) is None:
+        evaluation.left_out.append(LeftOut(where, f"the provider failed: {str(result['error'])[:200]}"))
+        return
+    output = _output(result.get("response"))
+    if output is None or not output.strip():
+        evaluation.left_out.append(LeftOut(where, "the provider gave no output"))
+        return
+    turns = sent_turns(result)
+    if turns is None:
+        evaluation.left_out.append(LeftOut(where, "promptfoo recorded no prompt it sent"))
+        return
+    case = as_object(result.get("testCase"))
+    metadata = as_object(case.get("metadata"))
+    checks = _checks(result)
+    assertion = checks[0] if checks else None
+    group = _group(metadata, assertion)
+    info: dict[str, Any] = {"result": result_id, "provider": provider_id}
+    if label:
+        info["provider_label"] = label
+    info["endpoint"] = evaluation.endpoints.get((provider_id, str(label or "")), "unknown")
+    for key in ("pluginId", "strategyId", "originalText", "goal"):
+        if metadata.get(key):
+            info[key] = metadata[key]
+    reason = as_object(result.get("gradingResult")).get("reason")
+    if isinstance(reason, str):
+        info["reason"] = reason[:500]
+    evaluation.findings.append(
+        Finding(
+            group=group,
+            model=provider_model(provider_id),
+            turns=turns,
+            output=output,
+            checker=checker(assertion, _grader(result, assertion), group),
+            scanner_id=result_id,
+            info=info,
+            variant=str(label) if label and label != provider_id else "",
+            aim=metadata.get("goal") if isinstance(metadata.get("goal"), str) else None,
+        )
+    )
+
+
+def drafts(evaluation: Evaluation, category: str) -> list[Draft]:
+    """A draft per plugin (with its strategy) or failing check, provider and conversation shape."""
     source = {"tool": "promptfoo", "version": evaluation.version, "run": evaluation.eval_id}
-    for (group, provider), findings in groups.items():
-        index = findings[0].prompt_index
-        alike = [f for f in findings if f.prompt_index == index]
-        left_out += len(findings) - len(alike)
-        raw = evaluation.prompts[index] if 0 <= index < len(evaluation.prompts) else ""
-        template = _template(raw)
-        prompt, parameters = (
-            template if template else ([{"role": "user", "content": "{request}"}], ["request"])
+
+    def describe(group: str, model: str, findings: list[Finding]) -> tuple[str, str]:
+        provider = findings[0].info.get("provider_label") or findings[0].info.get("provider")
+        description = f"promptfoo found {model} failing {group}."
+        run, when = evaluation.eval_id or "(no id)", evaluation.timestamp or "no date"
+        note = (
+            f"Imported from promptfoo {evaluation.version or ''} evaluation {run} ({when}): "
+            f"{len(findings)} failing results of {group} on {provider}."
         )
-        model = provider_model(provider)
-        draft = Draft(
-            category=category,
-            name=segment(group),
-            model=model,
-            description=f"promptfoo found {model} failing {group}.",
-            checker_args=_checker(alike[0].assertion, group),
-            prompt=prompt,
-            parameters=parameters,
-            source=source,
-            note=f"Imported from promptfoo evaluation {evaluation.eval_id or '(no id)'} "
-            f"({evaluation.timestamp or 'no date'}): {len(alike)} failing results of {group} on {provider}.",
-        )
-        for finding in alike:
-            args = (
-                {name: finding.variables.get(name) for name in parameters}
-                if template
-                else {"request": finding.rendered}
-            )
-            draft.add_finding(args, finding.output, {"result": finding.result_id, "reason": finding.reason})
-        made.append(draft)
-    return made, left_out
+        return description, note
+
+    return build_drafts(evaluation.findings, category, {k: v for k, v in source.items() if v}, describe)

@@ -1107,18 +1107,12 @@ def assert_harmless(text: str, channel: str, markdown: bool = False, links: bool
 
 
 def hostile_lve(repo: RepoBuilder) -> Path:
-    code = evil(f"raise ValueError({HOSTILE_TEXT!r})")
     repo.lve(
         "hostile/everywhere",
         {"description": HOSTILE_TEXT, "tags": [{"name": "severity", "value": HOSTILE_TEXT}]},
         instances={"i.jsonl": [instance(HOSTILE_TEXT, True, a=1, b=2)]},
     )
-    return repo.lve(
-        "hostile/checker",
-        CUSTOM,
-        files={"checker/checker.py": code},
-        instances={"i.jsonl": [instance("3", True, a=1, b=2)]},
-    )
+    return custom_lve(repo, evil(f"raise ValueError({HOSTILE_TEXT!r})"))
 
 
 def test_the_terminal_and_the_log_show_the_corpus_escaped(repo: RepoBuilder, cli: Any) -> None:

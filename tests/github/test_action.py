@@ -821,17 +821,8 @@ def test_the_comment_shows_each_changed_lves_run_history(
 ) -> None:
     """An LVE the pull request changes: its status on each model of history/ (fixed in, regressed, never
     run for a new LVE); a broken history file is named in the comment and the check goes on."""
-    git = GitRepo(tmp_path / "workspace")
-    lves = RepoBuilder(git.root)
-    lves.lve("cat/old", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
-    old = "repository/cat/old/openai--gpt-4o-mini"
-    history = git.root / "history"
-    history_run(history, "2026-09-07T03:00:00Z", {(old, "vendor/m", "m-v1"): (10, 0)})
-    history_run(history, "2026-09-14T03:00:00Z", {(old, "vendor/m", "m-v2"): (0, 80)})
-    git.commit("base")
-    git.git("checkout", "-q", "-b", "pr")
-    lves.lve("cat/old", instances={"i.jsonl": [instance("3", True, a=1, b=2), instance("4", True, a=1, b=3)]})
-    lves.lve("cat/new", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    git, history, _old = history_pull(tmp_path)
+    RepoBuilder(git.root).lve("cat/new", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
     git.commit("pr")
     body = review_comment(action, github_server, git, 9)
     assert "| Run history: model | Status | Now |" in body
@@ -854,8 +845,9 @@ def test_the_comment_shows_each_changed_lves_run_history(
     assert "| LVE | Change | Validation |" in body  # the check went on
 
 
-def forged_history_pull(tmp_path: Path) -> tuple[GitRepo, Path, str]:
-    """A base branch whose history says the LVE was fixed in m-v2; the LVE's path."""
+def history_pull(tmp_path: Path) -> tuple[GitRepo, Path, str]:
+    """A base branch whose history says the LVE was fixed in m-v2, and a branch pr that adds an instance to
+    it (not committed yet); the history folder and the LVE's path."""
     git = GitRepo(tmp_path / "workspace")
     lves = RepoBuilder(git.root)
     lves.lve("cat/old", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
@@ -876,7 +868,7 @@ def test_a_pull_request_cannot_rewrite_the_history_its_comment_reads(
     """A forged "reproduces again" run, an existing run rewritten in place with flipped verdicts, and a
     history folder that is a link to a history of the contributor's making: the comment shows the base
     branch's history (fixed in m-v2) and says that the pull request changed history/."""
-    git, history, old = forged_history_pull(tmp_path)
+    git, history, old = history_pull(tmp_path)
     if forgery == "new run file":
         history_run(history, "2026-09-21T03:00:00Z", {(old, "vendor/m", "m-v3"): (50, 0)})
     elif forgery == "rewritten run file":
@@ -899,7 +891,7 @@ def test_a_pull_request_cannot_rewrite_the_history_its_comment_reads(
 
 
 def test_a_history_folder_linked_out_of_the_repository_is_refused(cli: Any, tmp_path: Path) -> None:
-    git, history, old = forged_history_pull(tmp_path)
+    git, history, old = history_pull(tmp_path)
     forged = tmp_path / "forged"
     history_run(forged, "2026-09-21T03:00:00Z", {(old, "vendor/m", "m-v3"): (50, 0)})
     git.git("rm", "-q", "-r", "history")

@@ -143,12 +143,22 @@ def selection_options(function: F) -> F:
         base: str | None,
         head: str | None,
         skip_other_files: bool,
+        tags: tuple[str, ...],
         **kwargs: Any,
     ) -> Any:
-        selection = Selection(paths, all_lves, changed, base, head, skip_other_files)
+        selection = Selection(paths, all_lves, changed, base, head, skip_other_files, tags)
         return function(*args, selection=selection, **kwargs)
 
     decorated: Any = revision_options(with_selection)
+    decorated = click.option(
+        "--tag",
+        "tags",
+        multiple=True,
+        metavar="SCHEME:VALUE",
+        help="Only the LVEs tagged with this taxonomy entry (repeat: all of them), e.g. "
+        "owasp-llm:2025:LLM01, owasp-agentic:2026:ASI01, atlas:AML.T0051 (and its sub-techniques), "
+        "avid:S0403, cwe:CWE-1426. Alone, it picks from every LVE.",
+    )(decorated)
     decorated = click.option(
         "--skip-other-files",
         is_flag=True,
@@ -178,9 +188,27 @@ class Selection:
     base: str | None
     head: str | None
     skip_other_files: bool = False
+    tags: tuple[str, ...] = ()
 
     def resolve(self, repo: Repository) -> list[Path]:
-        """The LVE folders to work on."""
+        """The LVE folders to work on: those the paths, --all or --changed name, then those of them that
+        carry every --tag."""
+        if not self.tags:
+            return self._named(repo)
+        from lvegit.lve.spec import load_lve
+        from lvegit.lve.taxonomy import parse_selector, selected
+
+        selectors = [parse_selector(tag) for tag in self.tags]
+        everything = not (self.paths or self.all_lves or self.changed)
+        named = repo.lve_dirs() if everything else self._named(repo)
+        picked = []
+        for lve_dir in named:
+            lve = load_lve(repo, lve_dir)[0]
+            if lve is not None and selected(lve.tags, selectors):
+                picked.append(lve_dir)
+        return picked
+
+    def _named(self, repo: Repository) -> list[Path]:
         if self.changed:
             if self.paths or self.all_lves:
                 raise UsageError("--changed selects LVEs by itself: give no paths and no --all")

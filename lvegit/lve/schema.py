@@ -30,6 +30,7 @@ from pydantic import (
 from pydantic.config import JsonValue
 from pydantic_core import ErrorDetails, PydanticCustomError
 
+from lvegit.lve import taxonomy
 from lvegit.lve.problems import PLACEHOLDER, Problems, join_path, json_type, suggestion
 from lvegit.lve.prompt import Message, Role
 
@@ -47,6 +48,8 @@ TAG_VALUES: Final[dict[str, tuple[str, ...] | None]] = {
     "jailbreak": ("yes", "no"),
     "paper": None,  # free text
     "source": None,  # free text: the scan an imported LVE came from (lvegit import)
+    # a taxonomy's entry, checked against the shipped lists (lvegit.lve.taxonomy)
+    **dict.fromkeys(taxonomy.SCHEMES),
 }
 EXPECTED: Final = {
     "string_type": "a string",
@@ -166,6 +169,9 @@ class Tag(Contributed):
         allowed = TAG_VALUES.get(name, ()) if isinstance(name, str) else ()
         if allowed is None and not isinstance(value, str):
             raise PydanticCustomError("tag_text", "{name} must be text", {"name": name})
+        wrong = taxonomy.problem(name, value) if name in taxonomy.SCHEMES else None
+        if wrong is not None:
+            raise PydanticCustomError("tag_taxonomy", "{message}", {"message": wrong})
         if allowed and value not in allowed:
             raise PydanticCustomError(
                 "tag_value",

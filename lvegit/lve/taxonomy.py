@@ -1,0 +1,99 @@
+"""Tags that name an entry of a taxonomy, checked offline against the lists shipped in taxonomies.json
+(written by scripts/build_taxonomies.py from MITRE ATLAS's data, avidtools and OWASP's published lists,
+with their editions), and the `--tag SCHEME:VALUE` selectors that pick LVEs by them.
+
+A tag is `{"name": SCHEME, "value": ...}`:
+- `owasp-llm`: `EDITION:ID`, such as `2025:LLM01` (an id without its edition is ambiguous: an edition may
+  renumber them);
+- `owasp-agentic`: `EDITION:ID`, such as `2026:ASI01`;
+- `atlas`: a MITRE ATLAS id, such as `AML.T0051.001`;
+- `avid`: an AVID id, such as `S0403`;
+- `cwe`: a CWE id, such as `CWE-1426` (CWE's list is not shipped: its form is checked).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any, Final
+
+from lvegit.base.errors import UsageError
+
+DATA: Final = Path(__file__).with_name("taxonomies.json")
+EDITIONED: Final = ("owasp-llm", "owasp-agentic")
+SCHEMES: Final = (*EDITIONED, "atlas", "avid", "cwe")
+CWE: Final = re.compile(r"CWE-[1-9][0-9]{0,5}")
+
+
+@cache
+def taxonomies() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(DATA.read_text(encoding="utf-8"))
+    return data
+
+
+def _only_edition(scheme: str) -> tuple[str, dict[str, str]]:
+    [(edition, ids)] = taxonomies()[scheme]["editions"].items()
+    return edition, ids
+
+
+def problem(scheme: str, value: Any) -> str | None:
+    """Why a tag of a known scheme names nothing in its taxonomy; None when it names an entry."""
+    if not isinstance(value, str):
+        return f"{scheme} must be text"
+    if scheme == "cwe":
+        return None if CWE.fullmatch(value) else f"'{value}' is not a CWE id such as CWE-1426"
+    taxonomy = taxonomies()[scheme]
+    if scheme in EDITIONED:
+        editions = taxonomy["editions"]
+        first = next(iter(editions))
+        edition, _, entry = value.partition(":")
+        if not entry:
+            return f"'{value}' needs its edition, as in {first}:{value} (an edition may renumber its ids)"
+        if edition not in editions:
+            return f"{taxonomy['title']} has no edition '{edition}' here (known: {', '.join(editions)})"
+        ids = editions[edition]
+        if entry not in ids:
+            return f"'{entry}' is no id of {taxonomy['title']} {edition} ({min(ids)} to {max(ids)})"
+        return None
+    edition, ids = _only_edition(scheme)
+    return None if value in ids else f"'{value}' is no id of {taxonomy['title']} ({edition})"
+
+
+def name_of(scheme: str, value: str) -> str | None:
+    """The entry's name (`Prompt Injection`), where the taxonomy is shipped and the tag names one."""
+    if scheme not in taxonomies() or problem(scheme, value) is not None:
+        return None
+    if scheme in EDITIONED:
+        edition, _, entry = value.partition(":")
+        return str(taxonomies()[scheme]["editions"][edition][entry])
+    return str(_only_edition(scheme)[1][value])
+
+
+def parse_selector(selector: str) -> tuple[str, str]:
+    """`owasp-llm:2025:LLM01` as (scheme, value); a UsageError says what a selector looks like."""
+    scheme, _, value = selector.partition(":")
+    if scheme not in SCHEMES or not value:
+        raise UsageError(
+            f"--tag {selector}: give SCHEME:VALUE with a scheme of {', '.join(SCHEMES)}, "
+            "as in owasp-llm:2025:LLM01 or atlas:AML.T0051"
+        )
+    if scheme in EDITIONED and ":" not in value:
+        raise UsageError(f"--tag {selector}: give the edition too, as in {scheme}:EDITION:{value}")
+    return scheme, value
+
+
+def selected(tags: list[Any], selectors: list[tuple[str, str]]) -> bool:
+    """Whether an LVE's tags match every selector; a value matches itself and what lies below it
+    (atlas:AML.T0051 takes AML.T0051.001)."""
+    return all(
+        any(
+            isinstance(tag, dict)
+            and tag.get("name") == scheme
+            and isinstance(tag.get("value"), str)
+            and (tag["value"] == value or tag["value"].startswith(value + "."))
+            for tag in tags
+        )
+        for scheme, value in selectors
+    )

@@ -1,0 +1,147 @@
+"""Taxonomy tags (OWASP LLM 2025, OWASP Agentic 2026, MITRE ATLAS, AVID, CWE): checked offline against the
+shipped lists, and `--tag SCHEME:VALUE` picking LVEs by them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from lvegit.lve import taxonomy
+
+from builders import PROJECT_ROOT, RepoBuilder, instance
+
+REFERENCE = PROJECT_ROOT.parent / "shared" / "reference"
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("owasp-llm", "2025:LLM01"),
+        ("owasp-llm", "2025:LLM10"),
+        ("owasp-agentic", "2026:ASI01"),
+        ("atlas", "AML.T0051.001"),
+        ("atlas", "AML.TA0002"),
+        ("avid", "S0403"),
+        ("cwe", "CWE-1426"),
+    ],
+)
+def test_a_known_entry_validates(repo: RepoBuilder, cli: Any, name: str, value: str) -> None:
+    repo.lve("cat/tagged", {"tags": [{"name": name, "value": value}]})
+    result = cli("validate", "--all", "--strict", cwd=repo.root)
+    assert result.code == 0, result.out
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "complaint"),
+    [
+        ("owasp-llm", "LLM01", "'LLM01' needs its edition, as in 2025:LLM01"),
+        ("owasp-llm", "2024:LLM01", "has no edition '2024' here (known: 2025)"),
+        (
+            "owasp-llm",
+            "2025:LLM11",
+            "'LLM11' is no id of OWASP Top 10 for LLM Applications 2025 (LLM01 to LLM10)",
+        ),
+        ("owasp-agentic", "2026:ASI11", "'ASI11' is no id of OWASP Top 10 for Agentic Applications 2026"),
+        ("atlas", "AML.T9999", "'AML.T9999' is no id of MITRE ATLAS (5.6.0)"),
+        ("avid", "S9999", "'S9999' is no id of AVID taxonomy"),
+        ("cwe", "CWE-x", "'CWE-x' is not a CWE id such as CWE-1426"),
+    ],
+)
+def test_an_unknown_entry_is_an_error_naming_the_tag(
+    repo: RepoBuilder, cli: Any, name: str, value: str, complaint: str
+) -> None:
+    repo.lve("cat/tagged", {"tags": [{"name": "severity", "value": "low"}, {"name": name, "value": value}]})
+    result = cli("validate", "--all", "--format", "json", cwd=repo.root)
+    assert result.code == 1
+    [error] = result.json()["lves"][0]["errors"]
+    assert error["field"] == "tags[1].value" and complaint in error["message"], error
+
+
+def test_the_shipped_lists_are_the_sources(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ATLAS as MITRE's data has it (../shared/reference), AVID as avidtools defines it."""
+    shipped = taxonomy.taxonomies()
+    atlas = REFERENCE / "ATLAS.yaml"
+    if atlas.is_file():
+        import yaml
+
+        data = yaml.safe_load(atlas.read_text(encoding="utf-8"))
+        ids = {
+            e["id"]
+            for m in data["matrices"]
+            for kind in ("tactics", "techniques", "mitigations")
+            for e in m[kind]
+        }
+        assert set(shipped["atlas"]["editions"][str(data["version"])]) == ids
+    from avidtools.datamodels.enums import SepEnum
+
+    assert set(shipped["avid"]["editions"]["avidtools"]) == {str(m.value).split(":")[0] for m in SepEnum}
+    assert (
+        len(shipped["owasp-llm"]["editions"]["2025"])
+        == len(shipped["owasp-agentic"]["editions"]["2026"])
+        == 10
+    )
+    assert taxonomy.name_of("owasp-llm", "2025:LLM01") == "Prompt Injection"
+
+
+def tagged_repository(repo: RepoBuilder) -> None:
+    rows = {"i.jsonl": [instance("3", True, a=1, b=2)]}
+    repo.lve(
+        "sec/injection",
+        {"tags": [{"name": "owasp-llm", "value": "2025:LLM01"}, {"name": "atlas", "value": "AML.T0051.001"}]},
+        instances=rows,
+    )
+    repo.lve(
+        "sec/jailbreak",
+        {"tags": [{"name": "owasp-llm", "value": "2025:LLM01"}, {"name": "atlas", "value": "AML.T0054"}]},
+        instances=rows,
+    )
+    repo.lve("rel/math", {"tags": [{"name": "owasp-llm", "value": "2025:LLM09"}]}, instances=rows)
+
+
+@pytest.mark.parametrize(
+    ("tags", "picked"),
+    [
+        (["owasp-llm:2025:LLM01"], ["sec/injection", "sec/jailbreak"]),
+        (["atlas:AML.T0051"], ["sec/injection"]),  # a technique takes its sub-techniques
+        (["owasp-llm:2025:LLM01", "atlas:AML.T0054"], ["sec/jailbreak"]),  # every --tag
+        (["owasp-agentic:2026:ASI01"], []),
+    ],
+)
+def test_tag_selects_lves_for_every_command_that_selects(
+    repo: RepoBuilder, cli: Any, adding: Any, tags: list[str], picked: list[str]
+) -> None:
+    tagged_repository(repo)
+    options = [word for tag in tags for word in ("--tag", tag)]
+    expected = [f"repository/{name}/openai--gpt-4o-mini" for name in picked]
+    listed = cli("list", *options, "--format", "json", cwd=repo.root).json()
+    assert [lve["path"] for lve in listed["lves"]] == expected
+    checked = cli("check", *options, "--format", "json", cwd=repo.root).json()
+    assert [lve["path"] for lve in checked["lves"]] == expected
+    run = cli("run", *options, "--format", "json", cwd=repo.root)
+    assert {item["lve"] for item in run.json()["instances"]} == set(expected), run.err
+
+
+@pytest.mark.parametrize("selector", ["owasp-llm:LLM01", "nist:AI-1", "atlas"])
+def test_a_selector_that_names_no_entry_form_is_a_usage_error(
+    repo: RepoBuilder, cli: Any, selector: str
+) -> None:
+    tagged_repository(repo)
+    result = cli("list", "--tag", selector, cwd=repo.root)
+    assert result.code == 2 and f"--tag {selector}:" in result.err
+
+
+def test_the_bundled_repository_is_tagged_and_selectable(cli: Any) -> None:
+    listed = cli(
+        "list", "--tag", "owasp-llm:2025:LLM01", "--format", "json", "--repo", str(PROJECT_ROOT)
+    ).json()
+    assert [lve["path"] for lve in listed["lves"]] == [
+        "repository/security/jailbreak/roleplay_lockpicking/meta--llama-3-8b-instruct",
+        "repository/security/prompt_injection/system_secret/meta--llama-3-8b-instruct",
+    ]
+    tagged = sum(
+        any(t["name"] in taxonomy.SCHEMES for t in json.loads(p.read_text()).get("tags", []))
+        for p in (PROJECT_ROOT / "repository").rglob("test.json")
+    )
+    assert tagged == len(list((PROJECT_ROOT / "repository").rglob("test.json")))

@@ -72,7 +72,8 @@ def status_command(
         print_json(status_document(str(folder), len(history.files), shown_models, statuses), indent=None)
         return 0
     _print(statuses)
-    summary = ", ".join(f"{number} {state}" for state, number in state_counts(statuses).items())
+    counted = state_counts(statuses).items()
+    summary = ", ".join(f"{number} {state.replace('-', ' ')}" for state, number in counted)  # as cells say it
     scope = f"{count(len(selected), 'LVE')} x {count(len(shown_models), 'model')}"
     line(f"{scope} ({count(len(history.files), 'run')}): {summary or 'nothing'}")
     return 0

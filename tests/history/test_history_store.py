@@ -46,7 +46,7 @@ def test_a_run_goes_into_the_history_once_and_status_reads_it(
     assert "not reproduced on too few attempts  0/3 unsafe [0%, 56%]" in lines[right + 1]
     unrun = lines.index("repository/cat/unrun/openai--gpt-4o-mini")
     assert "never run" in lines[unrun + 1]
-    assert lines[-1] == "3 LVEs x 1 model (1 run): 1 reproduces, 1 inconclusive, 1 never-run"
+    assert lines[-1] == "3 LVEs x 1 model (1 run): 1 reproduces, 1 inconclusive, 1 never run"
 
     document = cli("status", "--format", "json", cwd=repo.root).json()
     shipped_schema_accepts(document, "status")

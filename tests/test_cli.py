@@ -21,6 +21,7 @@ def test_commands_are_registered() -> None:
         "check",
         "export",
         "history",
+        "ids",
         "import",
         "list",
         "models",

@@ -91,6 +91,7 @@ def bundled(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(PROJECT_ROOT / "history", root / "history")
     shutil.copytree(PROJECT_ROOT / "examples" / "findings", root / "examples" / "findings")
     shutil.copy(PROJECT_ROOT / ".lverepo", root / ".lverepo")
+    shutil.copy(PROJECT_ROOT / "lve-ids.json", root / "lve-ids.json")
     git.commit("the bundled LVEs and their run history")
     git.git("update-ref", "refs/remotes/origin/main", "HEAD")
     git.git("branch", "my-branch")

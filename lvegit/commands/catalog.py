@@ -72,6 +72,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "history_command",
         "Add a run's report to the run history, or list its runs.",
     ),
+    "ids": (
+        "lvegit.commands.ids",
+        "ids_command",
+        "Give LVEs stable ids after a merge (assign), or list them.",
+    ),
     "import": (
         "lvegit.commands.import_findings",
         "import_command",

@@ -37,12 +37,13 @@ def list_command(
 
         print_json(list_document(rows))
         return 0
-    headers = ("path", "category", "model", "checker", "instances")
+    with_ids = ("id",) if any(row["id"] for row in rows) else ()  # a repository without lve-ids.json: none
+    headers = (*with_ids, "path", "category", "model", "checker", "instances")
 
     def cell(row: dict[str, Any], header: str) -> str:
         value = row[header]
-        if value is None:  # a field test.json lacks or gets wrong: validate says what
-            return "(invalid)"
+        if value is None:  # a field test.json lacks or gets wrong: validate says what; no id given yet
+            return "-" if header == "id" else "(invalid)"
         return console(str(value))
 
     # Cells are escaped before measuring, so that columns line up with what is printed.

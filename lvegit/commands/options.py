@@ -219,7 +219,9 @@ class Selection:
             return [repo.root / path for path in changes.changed if (repo.root / path).is_dir()]
         if self.base is not None or self.head is not None:
             raise UsageError("--base and --head choose what --changed compares: add --changed")
-        return repo.select(list(self.paths), self.all_lves, self.skip_other_files)
+        from lvegit.lve.ids import resolve_ids
+
+        return repo.select(resolve_ids(repo, list(self.paths)), self.all_lves, self.skip_other_files)
 
 
 def current_settings() -> Settings:

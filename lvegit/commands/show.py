@@ -12,6 +12,7 @@ from lvegit.base.output import count, print_json, styled, styled_line
 from lvegit.commands.catalog import short_help
 from lvegit.commands.options import format_option, open_repository, repo_option
 from lvegit.judge.results import judge_said
+from lvegit.lve.ids import resolve_ids
 from lvegit.lve.template import SHOWN_PARAMETER
 from lvegit.publish.show import lve_view
 
@@ -45,6 +46,8 @@ def _verdict(passed: bool) -> str:
 
 def _print(view: dict[str, Any]) -> None:
     styled_line(styled(view["path"], bold=True))
+    if view.get("id"):
+        _field("id", view["id"])
     _field("description", view["description"] or "(none)")
     _field("model", view["model"] or "(none)")
     args = ", ".join(f"{name}={json.dumps(value)}" for name, value in view["checker"]["args"].items())
@@ -108,9 +111,10 @@ def show_command(path: Path, instances: int, output_format: str, repo_path: Path
       lvegit show repository/reliability/arithmetic/multiply/openai--gpt-4o-mini
       lvegit show repository/privacy/identifiers/iban_generation/openai--gpt-4o-mini --instances 0
       lvegit show repository/bias/gender/job_advert/openai--gpt-4o-mini --format json
+      lvegit show LVE-2026-0005
     """
     repo = open_repository(repo_path)
-    selected = repo.select([path], False)
+    selected = repo.select(resolve_ids(repo, [path]), False)
     if len(selected) != 1:
         found = f"holds {count(len(selected), 'LVE')}" if selected else "is no LVE"
         raise UsageError(f"{path} {found}: show takes one LVE's folder (lvegit list shows them)")

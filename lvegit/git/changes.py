@@ -135,3 +135,13 @@ def changed_lves(repo: Repository, base: str | None = None, head: str | None = "
         renamed={shown(new): shown(old) for new, old in sorted(renamed.items())},
         files={shown(lve): sorted(set(paths)) for lve, paths in sorted(files.items())},
     )
+
+
+def moves_since_last_change(repo: Repository, path: str) -> dict[str, str]:
+    """Old LVE folder -> new, for each LVE git saw move from the commit that last changed `path` (a file
+    relative to the repository root) to the work tree; nothing before `path` was first committed."""
+    checkout = GitCheckout(repo.root)
+    since = checkout.ask("log", "-1", "--format=%H", "--", str(repo.root / path))
+    if not since or not since.strip():
+        return {}
+    return {old: new for new, old in changed_lves(repo, since.strip(), None).renamed.items()}

@@ -209,6 +209,9 @@ def _check(repo: Repository, event: Event, settings: ActionSettings, scratch: Pa
         history=history_problem,
         trust=(trusted.notes if trusted else []) + ([judged_note] if judged_note else []),
     )
+    if trusted is not None and trusted.refusals:
+        failures = [*results.failures, *trusted.refusals]
+        results = results.model_copy(update={"failures": failures, "passed": False})
     totals = results.totals
     results_path = settings.results_dir / "results.json"
     results_file.write(results_path, results)

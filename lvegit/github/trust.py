@@ -20,6 +20,7 @@ from typing import Final
 from lvegit.base.errors import UsageError
 from lvegit.git.vcs import GitCheckout
 from lvegit.history.store import RUN_FILE
+from lvegit.lve.ids import REGISTRY
 from lvegit.lve.routing_file import MAX_CONFIG_BYTES, ROUTING_FILES, Reader
 
 HISTORY_BRANCH: Final = "lvegit-history"
@@ -33,6 +34,7 @@ class Trusted:
     routing: Reader
     history: Path | None  # a folder holding the trusted run files; None: there is no history
     notes: list[str] = field(default_factory=list)
+    refusals: list[str] = field(default_factory=list)  # what fails the check whatever the policy
 
 
 def _at(checkout: GitCheckout, commit: str, top: str) -> Reader:
@@ -140,4 +142,7 @@ def for_pull_request(
             f"⚠️ This pull request changes {history_top}/: its files are not read; the run history shown "
             "is the trusted one."
         )
-    return Trusted(_at(checkout, base, top), history, notes)
+    refusals = []
+    if (f"{top}/{REGISTRY}" if top else REGISTRY) in changed:
+        refusals.append(f"this pull request changes {REGISTRY}: ids are given after merge by the id workflow")
+    return Trusted(_at(checkout, base, top), history, notes, refusals)

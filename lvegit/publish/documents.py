@@ -17,6 +17,7 @@ VERSION: Final = 1
 class LVERow(Record):
     """One LVE as `list` shows it; a field test.json lacks or gets wrong is null (validate says why)."""
 
+    id: str | None = None  # its stable id (lve-ids.json), once the id workflow gave it one
     path: str
     category: str
     name: str
@@ -108,6 +109,7 @@ class ShowDocument(Record):
 
     schema_name: Literal["lvegit-show"] = Field(alias="schema")
     version: Literal[1]
+    id: str | None = None  # its stable id (lve-ids.json), once the id workflow gave it one
     path: str
     description: str
     model: str

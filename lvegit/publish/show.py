@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from lvegit.base.errors import UsageError
+from lvegit.lve.ids import id_of
 from lvegit.lve.prompt import Message
 from lvegit.lve.repo import Repository
 from lvegit.lve.spec import LVE, blocking_errors, load_lve
@@ -57,6 +58,7 @@ def lve_view(repo: Repository, lve_dir: Path, instances: int) -> dict[str, Any]:
     document = ShowDocument(
         schema="lvegit-show",
         version=VERSION,
+        id=id_of(repo, lve_dir),
         path=lve.rel,
         description=lve.description,
         model=lve.model,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from lvegit.lve.ids import id_of
 from lvegit.lve.instances import count_lines
 from lvegit.lve.repo import Repository
 from lvegit.lve.spec import instance_files, load_lve
@@ -17,6 +18,7 @@ def summarize_lves(repo: Repository, lve_dirs: list[Path]) -> list[dict[str, Any
         category, name = repo.category_and_name(lve_dir)
         rows.append(
             {
+                "id": id_of(repo, lve_dir),
                 "path": repo.relative(lve_dir),
                 "category": category,
                 "name": name,

@@ -20,6 +20,7 @@ def test_list_table_and_json(repo: RepoBuilder, cli) -> None:
     rows = cli("list", "repository/privacy", "--format", "json", cwd=repo.root).json()["lves"]
     assert rows == [
         {
+            "id": None,  # no lve-ids.json here
             "path": "repository/privacy/leak/openai--gpt-4o-mini",
             "category": "privacy",
             "name": "leak",

@@ -999,3 +999,24 @@ def test_a_judgement_with_no_answers_is_an_error_not_a_reproduction(action: Any,
     [lve] = json.loads((git.root / "lvegit-results/results.json").read_text())["lves"]
     [judged] = lve["replayed"]
     assert judged["status"] == "error" and "an impossible judgement" in judged["reason"]
+
+
+def test_a_pull_request_that_changes_the_ids_fails_its_check(action: Any, tmp_path: Path) -> None:
+    """Ids are given after merge by the id workflow: a pull request that writes lve-ids.json (an id of its
+    choosing, or another LVE's) fails whatever the fail-on policy, and says why."""
+    git = GitRepo(tmp_path / "workspace")
+    RepoBuilder(git.root).lve("cat/a", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    base = git.commit("base")
+    git.git("checkout", "-q", "-b", "pr")
+    ids = {"LVE-2026-0001": {"path": "repository/cat/a/openai--gpt-4o-mini", "since": "2026-11-26"}}
+    (git.root / "lve-ids.json").write_text(json.dumps({"schema": "lvegit-ids", "version": 1, "ids": ids}))
+    head = git.commit("claim an id")
+    result = action(
+        "pull_request", pull_request_payload(6, base, head), git.root, live="false", fail_on="none"
+    )
+    assert result.code == 1
+    data = json.loads((git.root / "lvegit-results/results.json").read_text())
+    assert data["passed"] is False
+    assert data["failures"] == [
+        "this pull request changes lve-ids.json: ids are given after merge by the id workflow"
+    ]

@@ -20,6 +20,7 @@ from pathlib import Path
 from lvegit.base.errors import CheckerError, CheckerUnavailable
 from lvegit.base.files import FileProblem, ensure_inside, read_text
 from lvegit.checkers import base, core, model_based
+from lvegit.checkers.safe_lambda import UNPARSEABLE
 from lvegit.lve.prompt import Message, Role
 from lvegit.lve.repo import CHECKER_DIR
 
@@ -82,6 +83,8 @@ def read_custom_classes(lve_dir: Path) -> dict[str, CustomClass]:
             tree = ast.parse(text, filename=path.name)
         except SyntaxError as exc:
             raise FileProblem(f"{path.name}: syntax error: {exc.msg}", exc.lineno, exc.offset) from None
+        except UNPARSEABLE:
+            raise FileProblem(f"{path.name}: cannot be parsed (nested too deeply, or null bytes)") from None
         for node in tree.body:
             if isinstance(node, ast.ClassDef):
                 required, optional, takes_any = _init_signature(node)

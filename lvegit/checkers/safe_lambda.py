@@ -12,12 +12,16 @@ import ast
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from lvegit.base.errors import InvalidValue, UnsafeExpressionError
 from lvegit.checkers.safe_regex import LAMBDA_FLAGS, REGEX_FUNCTIONS, regex_namespace
 
 MAX_LAMBDA_CHARS = 10_000
+# What ast.parse raises besides SyntaxError on hostile text: null bytes, nesting too deep for the parser
+# (RecursionError, MemoryError) and, on CPython 3.11, SystemError "AST constructor recursion depth
+# mismatch" for nesting that crosses its recursion guard (seen under load, not reproducible at will).
+UNPARSEABLE: Final = (ValueError, RecursionError, MemoryError, SystemError)
 MAX_POWER_EXPONENT = 10_000
 MAX_SEQUENCE_REPEAT = 1_000_000
 
@@ -234,7 +238,7 @@ def lambda_arguments(source: str) -> LambdaArguments | None:
     """The arguments of a lambda string, or None when it is not one (compile_lambda says why)."""
     try:
         tree = ast.parse(source.strip(), mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except (SyntaxError, *UNPARSEABLE):
         return None
     if not isinstance(tree.body, ast.Lambda):
         return None
@@ -268,16 +272,19 @@ def _compiled(source: str) -> Callable[..., Any]:
         tree = ast.parse(source.strip(), mode="eval")
     except SyntaxError as exc:
         raise UnsafeExpressionError(f"not valid Python: {exc.msg} (column {exc.offset})") from None
-    except (ValueError, RecursionError, MemoryError):
+    except UNPARSEABLE:
         raise UnsafeExpressionError("not a parseable expression") from None
     if not isinstance(tree.body, ast.Lambda):
         raise UnsafeExpressionError(
             f"must be a lambda expression such as 'lambda r: ...', got {_describe(tree.body)}"
         )
-    _Checker().visit(tree)
-    guarded = ast.fix_missing_locations(_Guard().visit(tree))
-    scope: dict[str, Any] = {"__builtins__": {}, "re": regex_namespace(), **SAFE_BUILTINS, **_HELPERS}
-    function = eval(compile(guarded, "<checker lambda>", "eval"), scope)  # the verified tree only
+    try:  # each step walks the tree recursively: a tree nested deeper than Python's stack is refused
+        _Checker().visit(tree)
+        guarded = ast.fix_missing_locations(_Guard().visit(tree))
+        scope: dict[str, Any] = {"__builtins__": {}, "re": regex_namespace(), **SAFE_BUILTINS, **_HELPERS}
+        function = eval(compile(guarded, "<checker lambda>", "eval"), scope)  # the verified tree only
+    except UNPARSEABLE:
+        raise UnsafeExpressionError("nested too deeply to check") from None
     if not callable(function):  # pragma: no cover - the body is a Lambda by the check above
         raise UnsafeExpressionError("not a function")
     return function  # type: ignore[no-any-return]

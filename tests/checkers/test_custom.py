@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -164,3 +165,10 @@ def test_custom_checker_failures_name_the_lve(repo: RepoBuilder, code: str, mess
         factory.for_args({})
     assert str(info.value).startswith("repository/a/broken/openai--gpt-4o-mini: ")
     assert message in str(info.value)
+
+
+def test_a_checker_nested_too_deeply_to_parse_is_invalid_not_a_crash(repo: RepoBuilder, cli: Any) -> None:
+    repo.lve("a/deep", CUSTOM, files={"checker/checker.py": "x = " + "-" * 200_000 + "1"})
+    validated = cli("validate", "--all", cwd=repo.root)
+    assert validated.code == 1, validated.err
+    assert "checker.py: cannot be parsed (nested too deeply, or null bytes)" in validated.out + validated.err

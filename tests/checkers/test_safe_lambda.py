@@ -74,6 +74,17 @@ def test_non_string_and_oversized_sources() -> None:
         compile_lambda("lambda r: " + "1 + " * 5000 + "1")
 
 
+@pytest.mark.parametrize(
+    "body", ["-" * 900 + "1", "not " * 2000 + "r", "r+" * 4000 + "r", "-" * 3000 + "1", "[" * 150 + "]" * 150]
+)
+def test_deeply_nested_lambdas_are_refused_not_crashed_on(body: str) -> None:
+    """Deep trees overflow the parser, or the checks that walk the tree: a refusal either way (was exit 3)."""
+    try:
+        assert compile_lambda("lambda r: " + body) is not None  # shallow enough for this stack
+    except UnsafeExpressionError as refused:
+        assert str(refused) in ("nested too deeply to check", "not a parseable expression")
+
+
 def test_resource_guards() -> None:
     with pytest.raises(ValueError, match="exponent"):
         compile_lambda("lambda r: 10 ** 10 ** 10")("")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from copy import deepcopy
@@ -69,6 +70,25 @@ def shipped_schema_accepts(document: Any, kind: str) -> None:
     jsonschema.Draft202012Validator(schema).validate(document)
     assert document["schema"] == f"lvegit-{kind}", document["schema"]
     assert not jsonschema.Draft202012Validator(schema).is_valid({**document, "version": -1})
+
+
+# Official schemas and taxonomy data beside the project (../shared/reference), read, never copied in.
+REFERENCE = Path(os.environ.get("LVEGIT_REFERENCE_DIR") or PROJECT_ROOT.parent / "shared" / "reference")
+
+
+def reference_schema_accepts(document: Any, file: str) -> None:
+    """Fails unless the official JSON Schema `file` of REFERENCE accepts `document` (formats checked);
+    skips, saying where it looked, when the reference data is not there."""
+    import jsonschema
+    import pytest
+
+    path = REFERENCE / file
+    if not path.is_file():
+        pytest.skip(f"{path} not found: set LVEGIT_REFERENCE_DIR to the folder of the official schemas")
+    schema = json.loads(path.read_text(encoding="utf-8"))
+    validator = jsonschema.validators.validator_for(schema)(schema, format_checker=jsonschema.FormatChecker())
+    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(document)]
+    assert errors == []
 
 
 def history_run(

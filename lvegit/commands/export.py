@@ -6,6 +6,8 @@ from pathlib import Path
 import click
 
 from lvegit.base.errors import EXIT_OK, UsageError
+from lvegit.base.escape import console
+from lvegit.base.files import write_inside
 from lvegit.base.output import count, line, note
 from lvegit.commands.catalog import short_help
 from lvegit.commands.options import current_settings, history_option, open_repository, repo_option
@@ -23,7 +25,7 @@ from lvegit.publish.export import FORMATS, load_attempts
     "--output",
     "-o",
     type=click.Path(path_type=Path),
-    help="Write here instead of to stdout (for dataset: the folder, required).",
+    help="Write here instead of to stdout (for dataset: the folder, required; for osv: a folder).",
 )
 @click.option("--title", default="LVE repository", show_default=True, help="dataset: the card's title.")
 @click.option(
@@ -56,9 +58,16 @@ def export_command(
            LVE's description, the unsafe share and the live reproduction rate with its 95% interval.
     garak  garak's report JSONL (setup, init, attempt, eval and completion entries), each LVE a probe
            and its checker the detector, for garak's analysis tools.
+    sarif  SARIF 2.1.0 for GitHub code scanning: a result for each LVE that reproduced on a model in
+           the run, at its test.json, its id as the rule, its taxonomy tags and a security-severity
+           from the run's evidence. Live attempts only.
     dataset  the repository as a dataset in the folder --output: Parquet tables of instances and LVEs
            (and of the run history with --with-history, of the reports' attempts when given) and a
            dataset card that datasets.load_dataset reads (needs lvegit[data]).
+    osv    OSV advisories from the run history (no reports): one record per LVE with an id, each model
+           it reproduced on with the versions that introduced and fixed it, the taxonomy and the
+           severity from evidence. To stdout one a line, or with --output a folder of <id>.json and
+           index.json (needs lvegit[data]).
 
     The LVEs' descriptions and checkers come from the repository (--repo). Nothing is re-run.
 
@@ -67,11 +76,15 @@ def export_command(
       lvegit export --format junit run.jsonl --output lvegit-junit.xml
       lvegit export --format avid run.jsonl
       lvegit export --format garak run.jsonl --output lvegit.report.jsonl
+      lvegit export --format sarif run.jsonl --output lvegit.sarif
       lvegit export --format dataset --output lve-dataset --license cc-by-4.0 --with-history
+      lvegit export --format osv --output advisories
     """
     repo = open_repository(repo_path)
     if export_format == "dataset":
         return _dataset(repo, reports, output, title, license_id, with_history, history_path)
+    if export_format == "osv":
+        return _osv(repo, reports, output, history_path)
     if not reports:
         raise UsageError(f"--format {export_format} writes reports: give one or more (lvegit run --report)")
     attempts = load_attempts(list(reports))
@@ -85,6 +98,10 @@ def export_command(
 
             found = avid_reports(attempts, repo, repository_url(repo))
             text = "".join(json.dumps(report) + "\n" for report in found)
+        elif export_format == "sarif":
+            from lvegit.publish.export.sarif import sarif_log
+
+            text = json.dumps(sarif_log(attempts, repo), indent=2, ensure_ascii=False) + "\n"
         else:
             from lvegit.publish.export.garak import garak_report
 
@@ -122,3 +139,28 @@ def _dataset(
         left_out = count(len(dataset.skipped), "LVE")
         note(f"{left_out} left out (test.json does not load): lvegit validate says why")
     return EXIT_OK
+
+
+def _osv(repo: Repository, reports: tuple[Path, ...], output: Path | None, history_path: Path | None) -> int:
+    from lvegit.history.status import History
+    from lvegit.publish.export.osv import advisories, osv_index
+
+    if reports:
+        raise UsageError("--format osv reads the run history, not reports: add runs with lvegit history add")
+    folder = history_dir(repo.root, history_path, current_settings().history.directory)
+    records, left_out = advisories(repo, History.open(folder))
+    for path, why in left_out.items():
+        note(f"{console(path)}: left out, {why}")
+    if output is None:
+        click.echo("".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records), nl=False)
+        return EXIT_OK
+    output.mkdir(parents=True, exist_ok=True)
+    for record in records:
+        write_inside(output, output / f"{record['id']}.json", _json_file(record), base_name="--output")
+    write_inside(output, output / "index.json", _json_file(osv_index(records)), base_name="--output")
+    line(f"{count(len(records), 'advisory', 'advisories')} in {output} (index.json lists them)")
+    return EXIT_OK
+
+
+def _json_file(data: object) -> bytes:
+    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")

@@ -17,6 +17,7 @@ from lvegit.commands.options import (
     repo_option,
     selection_options,
 )
+from lvegit.history.severity import Severity, severities
 from lvegit.history.status import History, LVEStatus, state_counts, status_table
 from lvegit.history.store import history_dir
 
@@ -71,7 +72,8 @@ def status_command(
         # one line: a history of 10,000 LVEs on 20 models is 200,000 entries (jq . indents it)
         print_json(status_document(str(folder), len(history.files), shown_models, statuses), indent=None)
         return 0
-    _print(statuses)
+    newest = max((run.at for run in history.runs()), default=None) if history.files else None
+    _print(statuses, severities(statuses, newest))
     counted = state_counts(statuses).items()
     summary = ", ".join(f"{number} {state.replace('-', ' ')}" for state, number in counted)  # as cells say it
     scope = f"{count(len(selected), 'LVE')} x {count(len(shown_models), 'model')}"
@@ -79,15 +81,17 @@ def status_command(
     return 0
 
 
-def _print(statuses: list[LVEStatus]) -> None:
-    """One block per LVE, a line per model; written at once (200,000 lines are a few megabytes). Each text
-    escaped once: the same models, versions and summaries recur on every LVE."""
+def _print(statuses: list[LVEStatus], severity: dict[str, Severity]) -> None:
+    """One block per LVE, a line per model and its severity from evidence once some run gave a verdict;
+    written at once (200,000 lines are a few megabytes). Each text escaped once: the same models, versions
+    and summaries recur on every LVE."""
     escaped = functools.cache(console)
     width = max((len(escaped(s.model)) for s in statuses), default=0)
-    lines = []
+    lines: list[str] = []
     previous = None
     for status in statuses:
         if status.lve != previous:
+            _severity_line(lines, severity.get(previous or ""), width)
             lines.append(escaped(status.lve))
             previous = status.lve
         rate = ""
@@ -98,5 +102,11 @@ def _print(statuses: list[LVEStatus]) -> None:
                 f"[{low:.0%}, {high:.0%}] on {escaped(status.current.version)}"
             )
         lines.append(f"  {escaped(status.model).ljust(width)}  {escaped(status.summary)}{rate}")
+    _severity_line(lines, severity.get(previous or ""), width)
     if lines:
         styled_line("\n".join(lines))  # every part escaped above
+
+
+def _severity_line(lines: list[str], severity: Severity | None, width: int) -> None:
+    if severity is not None and severity.level != "unknown":
+        lines.append(f"  {'severity'.ljust(width)}  {severity.summary} (from evidence)")

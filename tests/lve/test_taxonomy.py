@@ -10,9 +10,7 @@ import pytest
 
 from lvegit.lve import taxonomy
 
-from builders import PROJECT_ROOT, RepoBuilder, instance
-
-REFERENCE = PROJECT_ROOT.parent / "shared" / "reference"
+from builders import PROJECT_ROOT, REFERENCE, RepoBuilder, instance
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,7 @@
 """`lvegit export`: run and replay reports (attempt records) in the formats of other tools: JUnit XML for CI
-dashboards (junit.py), AVID reports (avid.py) and garak's report JSONL (garak.py), each from the attempts
-only (nothing is re-run); and the repository itself as a dataset (dataset.py)."""
+dashboards (junit.py), AVID reports (avid.py), garak's report JSONL (garak.py) and SARIF for code scanning
+(sarif.py), each from the attempts only (nothing is re-run); and the repository itself as a dataset
+(dataset.py) and as OSV advisories from its run history (osv.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from lvegit.lve.repo import Repository
 from lvegit.lve.spec import LVE, load_lve
 from lvegit.run.attempt import Attempt, load_report
 
-FORMATS = ("junit", "avid", "garak", "dataset")
+FORMATS = ("junit", "avid", "garak", "sarif", "dataset", "osv")
 
 
 def load_attempts(paths: list[Path]) -> list[Attempt]:

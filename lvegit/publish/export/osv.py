@@ -1,0 +1,140 @@
+"""OSV advisories (schema 1.7): one record per LVE that has an id, from the run history's status.
+
+OSV names a vulnerability's package by an ecosystem from its closed list, and none of them is "language
+model"; and ids take a registered database prefix or the schema's local one, `x_`. So a record's id is
+`x_` and the LVE id, each model is an `affected` entry without a package (the model id is in its
+`database_specific`), and its model versions are an ECOSYSTEM range: `introduced` where it first
+reproduced, `fixed` where the history says it was fixed, `introduced` again where it regressed. The
+taxonomy tags, the declared severity and the severity from evidence go in the record's `database_specific`
+(OSV's `severity` holds CVSS vectors only); the LVE's folder and its instances are the references.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+from urllib.parse import quote
+
+from lvegit.base.escape import mask
+from lvegit.history.severity import from_status, severity
+from lvegit.history.status import History, LVEStatus
+from lvegit.lve.ids import REGISTRY, Registry, load_cached
+from lvegit.lve.repo import Repository, repository_url
+from lvegit.lve.spec import LVE
+from lvegit.publish.export import lve_at
+
+SCHEMA_VERSION: Final = "1.7.0"
+LOCAL_PREFIX: Final = "x_"  # the OSV schema's prefix for ids of a database it has not registered
+
+
+def osv_id(lve_id: str) -> str:
+    return LOCAL_PREFIX + lve_id
+
+
+def _events(status: LVEStatus) -> list[dict[str, str]]:
+    """introduced where it first reproduced; fixed and introduced again where a fix that followed a
+    reproduction was undone (a regression after a not-affected stretch is its first introduction)."""
+    first = status.first_reproduced
+    if first is None:
+        return []
+    events = [{"introduced": first.version}]
+    fixed = status.fixed_in
+    if fixed is not None and fixed.at > first.at:
+        events.append({"fixed": fixed.version})
+        if status.state == "regressed" and status.regressed_in is not None:
+            events.append({"introduced": status.regressed_in.version})
+    return events
+
+
+def _affected(status: LVEStatus) -> dict[str, Any] | None:
+    events = _events(status)
+    if not events:  # never reproduced on this model: not affected, nothing to say
+        return None
+    versions = [status.first_reproduced.version] if status.first_reproduced else []
+    for moment in (status.regressed_in, status.last_reproduced):
+        if moment is not None and moment.version not in versions:
+            versions.append(moment.version)
+    specific: dict[str, Any] = {"model": status.model, "state": status.state, "summary": status.summary}
+    if status.current is not None:
+        specific["current_rate"] = {
+            "version": status.current.version,
+            "unsafe": status.current.unsafe,
+            "attempts": status.current.attempts,
+            "interval_95": list(status.current.interval_95),
+        }
+    ranges = [{"type": "ECOSYSTEM", "events": events}]
+    return {"ranges": ranges, "versions": versions, "database_specific": specific}
+
+
+def _declared_severity(lve: LVE) -> str | None:
+    return next((str(t.get("value")) for t in lve.tags if t.get("name") == "severity"), None)
+
+
+def osv_record(
+    lve_id: str,
+    lve: LVE,
+    statuses: Sequence[LVEStatus],
+    registry: Registry,
+    newest: str | None,
+    source: str | None,
+) -> dict[str, Any]:
+    """The OSV record of one LVE. `newest`: when the history's newest run started (the record's `modified`
+    and what recency is measured against); `source`: where the repository is published, for references."""
+    since = registry.ids[lve_id].since
+    published = f"{since}T00:00:00Z"
+    affected = [entry for status in statuses if (entry := _affected(status)) is not None]
+    evidence = severity([from_status(status) for status in statuses], newest)
+    description = mask(lve.description)
+    record: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "id": osv_id(lve_id),
+        "modified": max(published, newest or published),
+        "published": published,
+        "summary": description.splitlines()[0][:120] if description.strip() else lve.rel,
+        "details": description,
+        "affected": affected,
+        "database_specific": {
+            "lve_id": lve_id,
+            "path": lve.rel,
+            "model_in_test_json": lve.model,
+            "tags": [{"name": str(t.get("name")), "value": str(t.get("value"))} for t in lve.tags],
+            "declared_severity": _declared_severity(lve),
+            "severity_from_evidence": evidence.as_json(),
+        },
+    }
+    if source:
+        base = f"{source.rstrip('/').removesuffix('.git')}/tree/main/{quote(lve.rel)}"
+        record["references"] = [
+            {"type": "WEB", "url": base},
+            {"type": "EVIDENCE", "url": f"{base}/instances"},
+        ]
+    return record
+
+
+def osv_index(records: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
+    """What an OSV mirror lists first (OSV's all.zip / modified-id feed): each id with its `modified`."""
+    return [{"id": r["id"], "modified": r["modified"]} for r in sorted(records, key=lambda r: r["id"])]
+
+
+def advisories(repo: Repository, history: History) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The OSV record of every LVE with an id (in id order), and the LVEs left out, with why."""
+    registry = load_cached(repo)
+    live = registry.live()
+    paths = [repo.relative(lve_dir) for lve_dir in repo.lve_dirs()]
+    found = history.status(None, None)
+    by_lve: dict[str, list[LVEStatus]] = {}
+    for (lve_path, _model), status in sorted(found.items()):
+        by_lve.setdefault(lve_path, []).append(status)
+    newest = max((run.at for run in history.runs()), default=None) if history.files else None
+    source = repository_url(repo)
+    records, left_out = [], {}
+    for path in paths:
+        lve = lve_at(repo, path) if path in live else None
+        if path not in live:
+            left_out[path] = f"no id yet ({REGISTRY}: lvegit ids assign)"
+        elif lve is None:
+            left_out[path] = "test.json does not load (lvegit validate says why)"
+        else:
+            records.append(osv_record(live[path], lve, by_lve.get(path, []), registry, newest, source))
+    records.sort(key=lambda record: record["id"])
+    return records, left_out

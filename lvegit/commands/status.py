@@ -72,8 +72,7 @@ def status_command(
         # one line: a history of 10,000 LVEs on 20 models is 200,000 entries (jq . indents it)
         print_json(status_document(str(folder), len(history.files), shown_models, statuses), indent=None)
         return 0
-    newest = max((run.at for run in history.runs()), default=None) if history.files else None
-    _print(statuses, severities(statuses, newest))
+    _print(statuses, severities(statuses, history.newest_run()))
     counted = state_counts(statuses).items()
     summary = ", ".join(f"{number} {state.replace('-', ' ')}" for state, number in counted)  # as cells say it
     scope = f"{count(len(selected), 'LVE')} x {count(len(shown_models), 'model')}"

@@ -343,6 +343,10 @@ class History:
             for file, at, attempts, versions in self.query(None, None, (), query)
         ]
 
+    def newest_run(self) -> str | None:
+        """When the newest run started (ISO 8601, UTC); None without runs."""
+        return max((run.at for run in self.runs()), default=None) if self.files else None
+
     def status(
         self, lves: Sequence[str] | None = None, models: Sequence[str] | None = None
     ) -> dict[tuple[str, str], LVEStatus]:

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 from lvegit.base.escape import mask
 from lvegit.history.severity import from_status, severity
-from lvegit.history.status import History, LVEStatus
+from lvegit.history.status import LVEStatus
 from lvegit.lve.ids import REGISTRY, Registry, load_cached
 from lvegit.lve.repo import Repository, repository_url
 from lvegit.lve.spec import LVE
@@ -116,19 +116,19 @@ def osv_index(records: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
     return [{"id": r["id"], "modified": r["modified"]} for r in sorted(records, key=lambda r: r["id"])]
 
 
-def advisories(repo: Repository, history: History) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """The OSV record of every LVE with an id (in id order), and the LVEs left out, with why."""
+def advisories(
+    repo: Repository, statuses: dict[tuple[str, str], LVEStatus], newest: str | None
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The OSV record of every LVE with an id (in id order), and the LVEs left out, with why. `statuses`:
+    the history's, by (LVE, model); `newest`: when its newest run started."""
     registry = load_cached(repo)
     live = registry.live()
-    paths = [repo.relative(lve_dir) for lve_dir in repo.lve_dirs()]
-    found = history.status(None, None)
     by_lve: dict[str, list[LVEStatus]] = {}
-    for (lve_path, _model), status in sorted(found.items()):
+    for (lve_path, _model), status in sorted(statuses.items()):
         by_lve.setdefault(lve_path, []).append(status)
-    newest = max((run.at for run in history.runs()), default=None) if history.files else None
     source = repository_url(repo)
     records, left_out = [], {}
-    for path in paths:
+    for path in (repo.relative(lve_dir) for lve_dir in repo.lve_dirs()):
         lve = lve_at(repo, path) if path in live else None
         if path not in live:
             left_out[path] = f"no id yet ({REGISTRY}: lvegit ids assign)"

@@ -26,6 +26,7 @@ from lvegit.base.files import FileProblem, output_folder, write_inside
 from lvegit.base.output import count, note
 from lvegit.history.status import STATE_MARKS, History, LVEStatus, State
 from lvegit.judge.results import judge_said, unsafe_rate
+from lvegit.lve.ids import load_cached
 from lvegit.lve.prompt import Message
 from lvegit.lve.repo import Repository
 from lvegit.lve.spec import LVE, load_lve
@@ -161,6 +162,7 @@ class LVEPage:
     runs: list[ShownRun] = field(default_factory=list)
     problems: int = 0  # lines of its instance files that do not load
     statuses: list[ShownStatus] = field(default_factory=list)  # from the run history, by model
+    lve_id: str | None = None  # its stable id, once given
 
     @property
     def safe(self) -> int:
@@ -232,8 +234,11 @@ def _live(result: InstanceResult | None) -> str | None:
     return text + (f", {len(result.errors)} failed" if result.errors else "")
 
 
-def _page(lve: LVE, live: dict[tuple[str, str | None, int | None], InstanceResult]) -> LVEPage:
+def _page(
+    repo: Repository, lve: LVE, live: dict[tuple[str, str | None, int | None], InstanceResult]
+) -> LVEPage:
     page = LVEPage(lve, slug(lve.rel.removeprefix("repository/")), slug(lve.category), runs=_runs(lve))
+    page.lve_id = load_cached(repo).live().get(lve.rel)
     for recorded in lve.recorded():
         page.problems += len(recorded.problems.errors)
         for instance in recorded.instances:
@@ -286,6 +291,7 @@ class Row:
     description: str
     instances: int
     unsafe: int
+    lve_id: str | None = None
 
     @property
     def verdict(self) -> str:
@@ -295,7 +301,7 @@ class Row:
     @property
     def text(self) -> str:
         """What the search box matches."""
-        return " ".join([self.rel, self.description, self.checker]).lower()
+        return " ".join([self.lve_id or "", self.rel, self.description, self.checker]).lower()
 
     @classmethod
     def of(cls, page: LVEPage) -> Row:
@@ -309,6 +315,7 @@ class Row:
             clean(lve.description),
             len(page.instances),
             page.unsafe,
+            page.lve_id,
         )
 
 
@@ -464,7 +471,7 @@ def _lve_pages(batch: _Batch) -> tuple[list[Row], list[str], Statuses]:
         if lve is None:
             skipped.append(batch.repo.relative(lve_dir))
             continue
-        page = _page(lve, batch.live)
+        page = _page(batch.repo, lve, batch.live)
         page.statuses = statuses.get(lve.rel, [])
         _write(environment, batch.site, batch.out, f"lves/{page.slug}.html", "lve.html", page=page)
         rows.append(Row.of(page))
@@ -527,7 +534,7 @@ def _history(folder: Path | None) -> History | None:
 def _make_folders(out: Path) -> None:
     """The site's folders, emptied; a link in the place of one is removed, never followed."""
     output_folder(out, "the site folder")
-    for folder in ("categories", "lves", "assets"):
+    for folder in ("categories", "lves", "assets", "osv"):
         if (out / folder).is_symlink():
             (out / folder).unlink()
         shutil.rmtree(out / folder, ignore_errors=True)
@@ -574,4 +581,24 @@ def _build(
     static = resources.files("lvegit.publish.site") / "static"
     for name in ASSETS:
         write_inside(out, out / "assets" / name, static.joinpath(name).read_bytes(), "the site folder")
+    _write_advisories_and_feed(repo, site, out, found_history.newest_run() if found_history else None)
     return site
+
+
+def page_of(lve_path: str) -> str:
+    """An LVE's page, relative to the site's root."""
+    return f"lves/{slug(lve_path.removeprefix('repository/'))}.html"
+
+
+def _write_advisories_and_feed(repo: Repository, site: Site, out: Path, newest: str | None) -> None:
+    """osv/<id>.json for each LVE with an id and osv/index.json (what an OSV mirror reads), and feed.xml."""
+    from lvegit.publish.export.osv import advisories, osv_index
+    from lvegit.publish.site.feed import atom_feed, feed_entries
+
+    records, _left_out = advisories(repo, site.statuses, newest)
+    for record in [*records, None]:
+        name, data = (f"{record['id']}.json", record) if record else ("index.json", osv_index(records))
+        text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+        write_inside(out, out / "osv" / name, text.encode("utf-8"), "the site folder")
+    entries = feed_entries(load_cached(repo), site.statuses, page_of)
+    write_inside(out, out / "feed.xml", atom_feed(site.title, site.base_url, entries), "the site folder")

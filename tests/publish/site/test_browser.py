@@ -4,6 +4,7 @@ would. Screenshots of the home page and of an LVE page go to test-artifacts/."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -186,3 +187,34 @@ def test_no_page_scrolls_sideways_on_a_phone(browser: Any, cli: Any, tmp_path: P
         browser.save_screenshot(str(ARTIFACTS / "site-phone-lve.png"))
     finally:
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_an_lves_page_links_its_id_to_its_advisory_and_every_page_to_the_feed(
+    browser: Any, cli: Any, tmp_path: Path
+) -> None:
+    """The bundled repository's ids (lve-ids.json): the LVE's page shows its id and opens its OSV record; the
+    footer opens the advisory index and the Atom feed, which a feed reader finds from the page's head."""
+    out = build(cli, tmp_path / "site", PROJECT_ROOT)
+    assert open_page(browser, next((out / "lves").glob("reliability-arithmetic-multiply-*.html"))) == []
+    assert browser.find_element("css selector", "code.lve-id").text == "LVE-2026-0005"
+    feed = browser.find_element("css selector", "link[rel=alternate][type='application/atom+xml']")
+    assert feed.get_attribute("href") == (out / "feed.xml").as_uri()
+    browser.find_element("link text", "OSV advisory").click()
+    record = json.loads(browser.find_element("tag name", "pre").text)
+    assert (
+        record["id"] == "x_LVE-2026-0005"
+        and record["database_specific"]["severity_from_evidence"]["level"] == "high"
+    )
+    browser.back()
+    browser.find_element("link text", "OSV advisories").click()
+    assert {"id": "x_LVE-2026-0005", "modified": "2026-11-26T00:00:00Z"} in json.loads(
+        browser.find_element("tag name", "pre").text
+    )
+    browser.back()
+    browser.find_element("link text", "Feed of new LVEs, fixes and regressions").click()
+    titles = browser.execute_script(
+        "return Array.from(document.getElementsByTagName('entry')).map(e => e.getElementsByTagName('title')[0].textContent)"
+    )
+    assert "LVE-2026-0005 regressed on demo/assistant in demo-assistant-v2" in titles
+    assert "LVE-2026-0009 fixed on demo/assistant in demo-assistant-v2" in titles
+    assert len(titles) == 16  # 14 LVEs given ids, a fix and a regression

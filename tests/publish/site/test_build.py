@@ -161,3 +161,39 @@ def test_without_the_data_extra_the_site_is_built_without_the_history(
         "the run history needs pyarrow: pip install 'lvegit[data]'; the site is built without" in result.err
     )
     assert not (out / "status.html").exists() and (out / "index.html").is_file()
+
+
+def test_the_feed_and_advisories_hold_what_a_model_server_named_itself(cli: Any, tmp_path: Path) -> None:
+    """A version string is whatever the model's server said: markup and control characters in it reach
+    the feed as text (an XML parser reads the feed back) and the advisories as JSON the OSV schema takes."""
+    import json
+    import xml.etree.ElementTree as ET
+
+    from builders import GitRepo, history_run, reference_schema_accepts
+
+    git = GitRepo(tmp_path / "lves")
+    RepoBuilder(git.root).lve("cat/x", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    assert cli("ids", "assign", "--today", "2026-11-26", cwd=git.root).code == 0
+    lve, hostile = "repository/cat/x/openai--gpt-4o-mini", "v2</title><script>x</script>\x01\x1b[31m"
+    history_run(git.root / "history", "2026-09-01T03:00:00Z", {(lve, "acme/chat", "v1"): (0, 80)})
+    history_run(git.root / "history", "2026-09-08T03:00:00Z", {(lve, "acme/chat", hostile): (2, 0)})
+    out = tmp_path / "site"
+    assert cli("site", str(out), "--repo", str(git.root), "--base-url", "https://lves.example/").code == 0
+
+    atom = "{http://www.w3.org/2005/Atom}"
+    feed = ET.parse(out / "feed.xml").getroot()
+    titles = [entry.findtext(f"{atom}title") for entry in feed.iter(f"{atom}entry")]
+    assert titles == [
+        "LVE-2026-0001 added: repository/cat/x/openai--gpt-4o-mini",
+        "LVE-2026-0001 regressed on acme/chat in v2</title><script>x</script>\ufffd\ufffd[31m",
+    ]
+    links = [link.get("href") for link in feed.iter(f"{atom}link")]
+    assert links[0] == "https://lves.example/feed.xml" and all(
+        h.startswith("https://lves.example/") for h in links
+    )
+    record = json.loads((out / "osv" / "x_LVE-2026-0001.json").read_text())
+    reference_schema_accepts(record, "osv-schema.json")
+    assert record["affected"][0]["ranges"][0]["events"] == [{"introduced": hostile}]
+    assert json.loads((out / "osv" / "index.json").read_text()) == [
+        {"id": "x_LVE-2026-0001", "modified": "2026-11-26T00:00:00Z"}
+    ]

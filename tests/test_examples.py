@@ -136,7 +136,7 @@ def test_example_runs(example: str, bundled: Path, pristine: Path, cli: Any, ope
     stdin = ""
     if words == ["new"]:  # as on a terminal: the questions answered
         words.append("--interactive")
-        stdin = "examples/asked\nopenai/gpt-4o-mini\nLambdaChecker\n\n\n\n\n"
+        stdin = "examples/asked\nopenai/gpt-4o-mini\nLambdaChecker\n\n\n\n\n\n"
     args = [match for word in words for match in (sorted(glob.glob(word, root_dir=bundled)) or [word])]
     if args[:1] == ["new"] and "--interactive" not in args:
         name = args[1]  # each run starts from the same tree: a second run of an example is no error

@@ -12,6 +12,7 @@ from lvegit.checkers.registry import BUILTIN_CHECKERS
 from lvegit.commands.catalog import short_help
 from lvegit.commands.options import open_repository, repo_option
 from lvegit.lve.problems import PLACEHOLDER, nearest_name
+from lvegit.lve.taxonomy import parse_tag
 from lvegit.publish.scaffold import (
     CUSTOM,
     SEVERITIES,
@@ -55,6 +56,14 @@ def _parameter_list(answer: str) -> list[str]:
 @click.option("--parameter", "parameters", multiple=True, help="A prompt parameter name (repeatable).")
 @click.option("--severity", type=click.Choice(SEVERITIES), help="low, medium or high (default: medium).")
 @click.option(
+    "--tag",
+    "tags",
+    multiple=True,
+    metavar="SCHEME:VALUE",
+    help="A taxonomy tag, checked against the shipped lists (repeatable): owasp-llm:2025:LLM01, "
+    "owasp-agentic:2026:ASI01, atlas:AML.T0051, avid:S0403, cwe:CWE-1426.",
+)
+@click.option(
     "--interactive/--no-interactive",
     default=None,
     help="Ask for what the options leave out (default: only when stdin is a terminal).",
@@ -68,6 +77,7 @@ def new_command(
     author: str | None,
     parameters: tuple[str, ...],
     severity: str | None,
+    tags: tuple[str, ...],
     interactive: bool | None,
     repo_path: Path | None,
 ) -> int:
@@ -84,6 +94,7 @@ def new_command(
       lvegit new privacy/address_leak --model openai/gpt-4 --checker RegexChecker
       lvegit new reliability/arithmetic/divide --model openai/gpt-4o-mini --parameter a --parameter b
       lvegit new security/secret_leak --model openai/gpt-4 --checker custom
+      lvegit new security/injected_summary --model openai/gpt-4o-mini --tag owasp-llm:2025:LLM01
     """
     repo = open_repository(repo_path)
     if interactive is None:
@@ -113,12 +124,27 @@ def new_command(
             )
             parameters = tuple(_parameter_list(answer))
         severity = severity or _ask(f"Severity ({', '.join(SEVERITIES)})", check_severity, default="medium")
+        if not tags:
+            answer = _ask(
+                "Taxonomy tags (SCHEME:VALUE, comma-separated, such as owasp-llm:2025:LLM01; empty for none)",
+                lambda a: [parse_tag(t) for t in _parameter_list(a)],
+                default="",
+            )
+            tags = tuple(_parameter_list(answer))
     if not name:
         raise UsageError("give NAME (CATEGORY/NAME), or run lvegit new on a terminal to be asked for it")
     if not model:
         raise UsageError("--model is required (for example --model openai/gpt-4)")
+    checked = [parse_tag(tag) for tag in tags]
     spec = NewLVE(
-        name, model, checker or "LambdaChecker", description, author, list(parameters), severity or "medium"
+        name,
+        model,
+        checker or "LambdaChecker",
+        description,
+        author,
+        list(parameters),
+        severity or "medium",
+        checked,
     )
     created = create(repo, spec)
     lve_dir = created[0].parent

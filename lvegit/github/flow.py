@@ -34,6 +34,7 @@ from lvegit.history.store import HISTORY_DIR, history_dir
 from lvegit.judge.cache import open_cache
 from lvegit.judge.check import check_all
 from lvegit.judge.results import LVECheck
+from lvegit.lve import ids
 from lvegit.lve.repo import Repository, text_name
 from lvegit.publish.readme import ReadmeError, readme_of
 from lvegit.run.live import run_live
@@ -185,6 +186,7 @@ def _check(repo: Repository, event: Event, settings: ActionSettings, scratch: Pa
         statuses, history_problem = _history(trusted_history, [check.path for check in checks])
     except UsageError as exc:
         statuses, history_problem = {}, str(exc)
+    known_ids = _ids(repo, trusted)
     lves = [
         results_file.lve_record(
             check,
@@ -193,6 +195,7 @@ def _check(repo: Repository, event: Event, settings: ActionSettings, scratch: Pa
             reviewed.get(check.path),
             readmes.get(check.path),
             statuses.get(check.path),
+            known_ids.get(check.path),
         )
         for check in checks
     ]
@@ -286,3 +289,15 @@ def environment_settings(workspace: Path) -> dict[str, Any]:
         "summary_path": Path(summary) if summary else None,
         "output_path": Path(outputs) if outputs else None,
     }
+
+
+def _ids(repo: Repository, trusted: Trusted | None) -> dict[str, str]:
+    """Each LVE path's id: from the base commit's lve-ids.json in a pull request (which may not set one),
+    else from the work tree's; none where the registry cannot be read (the check says so elsewhere)."""
+    try:
+        if trusted is None:
+            return ids.load_cached(repo).live()
+        text = trusted.routing(ids.REGISTRY)
+        return ids.parse(text).live() if text is not None else {}
+    except UsageError:
+        return {}

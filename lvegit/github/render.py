@@ -42,6 +42,11 @@ def _link(path: str, results: ResultsDocument, server_url: str) -> str:
     return f"[{markdown(path)}]({url})"
 
 
+def _named(lve: LVERecord) -> str:
+    """`LVE-2026-0042 ` before its path, once it has an id (the id's form is checked where it is read)."""
+    return f"`{lve.id}` " if lve.id else ""
+
+
 def _validation(lve: LVERecord) -> str:
     if lve.valid:
         return "✅ valid" + (f" ({count(len(lve.warnings), 'warning')})" if lve.warnings else "")
@@ -243,7 +248,7 @@ def _section(lve: LVERecord, evidence: bool) -> str:
     findings, appended = _findings(lve), _appended(lve)
     if not review and not findings and not appended:
         return ""
-    parts = [f"#### {'❌' if _failing(lve) else '✅'} {markdown(lve.path)}", ""]
+    parts = [f"#### {'❌' if _failing(lve) else '✅'} {_named(lve)}{markdown(lve.path)}", ""]
     parts += [findings, "", *review] if findings else review
     if appended:
         parts += ["", f"<details><summary>Appended instances</summary>\n\n{appended}\n\n</details>"]
@@ -285,7 +290,7 @@ def render(
     ordered = sorted(results.lves, key=lambda lve: not _failing(lve))  # failures first
     for lve in ordered:
         rows.append(
-            f"| {_link(lve.path, results, server_url)} |"
+            f"| {_named(lve)}{_link(lve.path, results, server_url)} |"
             + (f" {_change(lve.change)} |" if reviewed else "")
             + f" {_validation(lve)} | {_replay(lve)} | {_live(lve, results.live.enabled)} |"
             + f" {len(lve.appended)} |"

@@ -39,6 +39,7 @@ FAIL_ON = ("invalid", "mismatch", "error", "live-disagree", "live-error")
 
 class LVERecord(Record):
     path: str
+    id: str | None = None  # its stable id (lve-ids.json of the base commit in a pull request)
     valid: bool
     errors: list[Problem]
     warnings: list[Problem]
@@ -101,11 +102,13 @@ def lve_record(
     change: LVEChange | None = None,
     readme: str | None = None,
     history: list[LVEStatus] | None = None,
+    lve_id: str | None = None,
 ) -> LVERecord:
     """One LVE's entry: its check, its live re-runs and appended instances where there were any, what
     the pull request changed in it, and whether its README is out of date."""
     return LVERecord(
         path=check.path,
+        id=lve_id,
         valid=check.validation.valid,
         errors=list(check.validation.errors),
         warnings=list(check.validation.warnings),

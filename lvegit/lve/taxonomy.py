@@ -84,6 +84,16 @@ def parse_selector(selector: str) -> tuple[str, str]:
     return scheme, value
 
 
+def parse_tag(text: str) -> dict[str, str]:
+    """`owasp-llm:2025:LLM01` as the tag `{"name": "owasp-llm", "value": "2025:LLM01"}`; a UsageError when
+    it is no SCHEME:VALUE or names nothing in its taxonomy."""
+    scheme, value = parse_selector(text.strip())
+    found = problem(scheme, value)
+    if found is not None:
+        raise UsageError(f"--tag {text.strip()}: {found}")
+    return {"name": scheme, "value": value}
+
+
 def selected(tags: list[Any], selectors: list[tuple[str, str]]) -> bool:
     """Whether an LVE's tags match every selector; a value matches itself and what lies below it
     (atlas:AML.T0051 takes AML.T0051.001)."""

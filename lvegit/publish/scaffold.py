@@ -31,6 +31,7 @@ class NewLVE:
     author: str | None = None
     parameters: list[str] = field(default_factory=list)
     severity: str = "medium"
+    tags: list[dict[str, str]] = field(default_factory=list)  # taxonomy tags, checked (taxonomy.parse_tag)
 
 
 def parse_name(name: str) -> list[str]:
@@ -196,7 +197,7 @@ def create(repo: Repository, spec: NewLVE) -> list[Path]:
         "prompt_file": "test.prompt",
         "prompt_parameters": spec.parameters,
         "default_model_args": {"temperature": 0.0},
-        "tags": [{"name": "severity", "value": spec.severity}],
+        "tags": [{"name": "severity", "value": spec.severity}, *spec.tags],
         "author": spec.author or "",
     }
     files: dict[str, str] = {

@@ -195,11 +195,12 @@ def test_never_asks_when_stdin_is_not_a_terminal(repo: RepoBuilder, cli) -> None
 
 
 def test_interactive_asks_for_what_is_missing(repo: RepoBuilder, cli) -> None:
-    answers = "openai/gpt-4\nNumberChecker\nmultiplies wrongly\nme\na, b\nhigh\n"
+    answers = "openai/gpt-4\nNumberChecker\nmultiplies wrongly\nme\na, b\nhigh\nowasp-llm:2025:LLM09\n"
     result = cli("new", "math/mul", "--interactive", cwd=repo.root, stdin=answers)
     assert result.code == 0, result.err
     assert json.loads((repo.root / "repository/math/mul/openai--gpt-4/test.json").read_text())["tags"] == [
-        {"name": "severity", "value": "high"}
+        {"name": "severity", "value": "high"},
+        {"name": "owasp-llm", "value": "2025:LLM09"},
     ]
     test = json.loads((repo.root / "repository/math/mul/openai--gpt-4/test.json").read_text())
     assert (
@@ -230,6 +231,8 @@ def test_interactive_checks_each_answer_as_it_is_given(repo: RepoBuilder, cli) -
             "a",
             "extreme",
             "low",
+            "owasp-llm:LLM01",  # no edition
+            "",
         ]
     )
     result = cli("new", "--interactive", cwd=repo.root, stdin=answers + "\n")
@@ -242,6 +245,7 @@ def test_interactive_checks_each_answer_as_it_is_given(repo: RepoBuilder, cli) -
         "lvegit: error: '1x' is not a valid parameter name (letters, digits, '_')",
         "lvegit: error: parameter 'a' is given twice",
         "lvegit: error: severity must be one of low, medium, high, not 'extreme'",
+        "lvegit: error: --tag owasp-llm:LLM01: give the edition too, as in owasp-llm:EDITION:LLM01",
     ]
     test = json.loads((repo.root / "repository/math/taken/openai--gpt-4o/test.json").read_text())
     assert (test["checker_args"]["checker_name"], test["prompt_parameters"], test["tags"][0]["value"]) == (
@@ -282,7 +286,7 @@ def test_new_asks_about_a_misspelt_core_checker_on_a_terminal(repo: RepoBuilder,
         "p",
     )
     result = cli(
-        *args, "--description", "d", "--author", "a", "--severity", "low", cwd=repo.root, stdin="y\n"
+        *args, "--description", "d", "--author", "a", "--severity", "low", cwd=repo.root, stdin="y\n\n"
     )
     assert result.code == 0, result.err
     assert "did you mean RegexChecker?" in result.out
@@ -294,3 +298,18 @@ def test_new_asks_about_a_misspelt_core_checker_on_a_terminal(repo: RepoBuilder,
 def test_new_refuses_a_model_id_with_spaces(repo: RepoBuilder, cli, model: str) -> None:
     result = cli("new", "cat/x", "--model", model, "--no-interactive", cwd=repo.root)
     assert result.code == 2 and "is not a model id such as openai/gpt-4 (no spaces)" in result.err
+
+
+def test_new_takes_taxonomy_tags_checked_against_the_shipped_lists(repo: RepoBuilder, cli) -> None:
+    args = ("new", "security/injected", "--model", "m/x", "--no-interactive")
+    made = cli(*args, "--tag", "owasp-llm:2025:LLM01", "--tag", "atlas:AML.T0051.001", cwd=repo.root)
+    assert made.code == 0, made.err
+    tags = json.loads((repo.root / "repository/security/injected/m--x/test.json").read_text())["tags"]
+    assert tags[1:] == [
+        {"name": "owasp-llm", "value": "2025:LLM01"},
+        {"name": "atlas", "value": "AML.T0051.001"},
+    ]
+    wrong = cli("new", "security/other", "--model", "m/x", "--tag", "owasp-llm:2025:LLM11", "--no-interactive",
+                cwd=repo.root)  # fmt: skip
+    assert wrong.code == 2 and "'LLM11' is no id of OWASP Top 10 for LLM Applications 2025" in wrong.err
+    assert not (repo.root / "repository/security/other").exists()

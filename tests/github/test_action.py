@@ -1003,13 +1003,25 @@ def test_a_judgement_with_no_answers_is_an_error_not_a_reproduction(action: Any,
 
 def test_a_pull_request_that_changes_the_ids_fails_its_check(action: Any, tmp_path: Path) -> None:
     """Ids are given after merge by the id workflow: a pull request that writes lve-ids.json (an id of its
-    choosing, or another LVE's) fails whatever the fail-on policy, and says why."""
+    choosing, or another LVE's) fails whatever the fail-on policy, and says why; the ids the check shows
+    are the base commit's."""
     git = GitRepo(tmp_path / "workspace")
-    RepoBuilder(git.root).lve("cat/a", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    lves = RepoBuilder(git.root)
+    lves.lve("cat/a", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+
+    def registry(ids: dict[str, str]) -> None:
+        entries = {lve_id: {"path": path, "since": "2026-11-26"} for lve_id, path in ids.items()}
+        (git.root / "lve-ids.json").write_text(
+            json.dumps({"schema": "lvegit-ids", "version": 1, "ids": entries})
+        )
+
+    a, b = "repository/cat/a/openai--gpt-4o-mini", "repository/cat/b/openai--gpt-4o-mini"
+    registry({"LVE-2026-0001": a})
     base = git.commit("base")
     git.git("checkout", "-q", "-b", "pr")
-    ids = {"LVE-2026-0001": {"path": "repository/cat/a/openai--gpt-4o-mini", "since": "2026-11-26"}}
-    (git.root / "lve-ids.json").write_text(json.dumps({"schema": "lvegit-ids", "version": 1, "ids": ids}))
+    lves.lve("cat/a", instances={"i.jsonl": [instance("3", True, a=1, b=2), instance("3", True, a=2, b=1)]})
+    lves.lve("cat/b", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    registry({"LVE-2026-0001": b, "LVE-2026-0002": a})  # the new LVE takes the old one's id
     head = git.commit("claim an id")
     result = action(
         "pull_request", pull_request_payload(6, base, head), git.root, live="false", fail_on="none"
@@ -1020,3 +1032,6 @@ def test_a_pull_request_that_changes_the_ids_fails_its_check(action: Any, tmp_pa
     assert data["failures"] == [
         "this pull request changes lve-ids.json: ids are given after merge by the id workflow"
     ]
+    assert {lve["path"]: lve["id"] for lve in data["lves"]} == {a: "LVE-2026-0001", b: None}
+    summary = (tmp_path / "summary.md").read_text()
+    assert "| `LVE-2026-0001` [repository/cat/a/" in summary and "LVE-2026-0002" not in summary

@@ -26,6 +26,7 @@ DOCUMENT: dict[str, Any] = {
     "lves": [
         {
             "path": "repository/x/y/openai--gpt-4o-mini",
+            "id": "LVE-2026-0001",
             "valid": True,
             "errors": [],
             "warnings": [

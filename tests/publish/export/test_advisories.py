@@ -39,8 +39,6 @@ def test_osv_names_the_versions_that_introduced_fixed_and_regressed(cli: Any, tm
     index = json.loads((out / "index.json").read_text())
     assert [entry["id"] for entry in index] == [f"x_LVE-2026-000{n}" for n in range(1, 5)]
     records = {path.stem: json.loads(path.read_text()) for path in out.glob("x_*.json")}
-    for record in records.values():
-        reference_schema_accepts(record, "osv-schema.json")
     by_path = {record["database_specific"]["path"]: record for record in records.values()}
 
     def events(name: str) -> list[dict[str, str]]:
@@ -66,6 +64,8 @@ def test_osv_names_the_versions_that_introduced_fixed_and_regressed(cli: Any, tm
     assert [json.loads(text)["id"] for text in streamed.out.splitlines()] == [e["id"] for e in index]
     refused = cli("export", "--format", "osv", "report.jsonl", cwd=git.root)
     assert refused.code == 2
+    for record in records.values():  # last: it skips where the official schema is not beside the checkout
+        reference_schema_accepts(record, "osv-schema.json")
 
 
 def test_the_bundled_repository_exports_valid_advisories(cli: Any, tmp_path: Path) -> None:
@@ -95,7 +95,6 @@ def test_sarif_has_a_result_for_each_lve_that_reproduced_keyed_by_its_id(
     exported = cli("export", "--format", "sarif", "run.jsonl", "--output", "lvegit.sarif", cwd=git.root)
     assert exported.code == 0, exported.err
     log = json.loads((git.root / "lvegit.sarif").read_text())
-    reference_schema_accepts(log, "sarif-schema-2.1.0.json")
     [run] = log["runs"]
     [result] = run["results"]
     assert result["ruleId"] == "LVE-2026-0002"  # cat/right is 0001
@@ -124,3 +123,4 @@ def test_sarif_has_a_result_for_each_lve_that_reproduced_keyed_by_its_id(
     assert replayed.code in (0, 1)
     refused = cli("export", "--format", "sarif", "replay.jsonl", cwd=git.root)
     assert refused.code == 2 and "reads run reports" in refused.err
+    reference_schema_accepts(log, "sarif-schema-2.1.0.json")  # last: it may skip

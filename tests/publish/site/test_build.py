@@ -192,8 +192,8 @@ def test_the_feed_and_advisories_hold_what_a_model_server_named_itself(cli: Any,
         h.startswith("https://lves.example/") for h in links
     )
     record = json.loads((out / "osv" / "x_LVE-2026-0001.json").read_text())
-    reference_schema_accepts(record, "osv-schema.json")
     assert record["affected"][0]["ranges"][0]["events"] == [{"introduced": hostile}]
     assert json.loads((out / "osv" / "index.json").read_text()) == [
         {"id": "x_LVE-2026-0001", "modified": "2026-11-26T00:00:00Z"}
     ]
+    reference_schema_accepts(record, "osv-schema.json")  # last: it may skip

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from lvegit.base.errors import MissingExtra, UsageError
 from lvegit.base.files import FileProblem, output_folder, write_inside
 from lvegit.base.output import count, note
+from lvegit.history.severity import Severity, from_status, severities, severity
 from lvegit.history.status import STATE_MARKS, History, LVEStatus, State
 from lvegit.judge.results import judge_said, unsafe_rate
 from lvegit.lve.ids import load_cached
@@ -163,6 +164,7 @@ class LVEPage:
     problems: int = 0  # lines of its instance files that do not load
     statuses: list[ShownStatus] = field(default_factory=list)  # from the run history, by model
     lve_id: str | None = None  # its stable id, once given
+    severity: Severity | None = None  # from the run history's evidence, once some run gave a verdict
 
     @property
     def safe(self) -> int:
@@ -327,6 +329,12 @@ class Site:
     skipped: list[str] = field(default_factory=list)  # LVEs whose test.json does not load
     statuses: dict[tuple[str, str], LVEStatus] = field(default_factory=dict)  # from the run history
     runs: int = 0  # in the run history
+    newest: str | None = None  # when the history's newest run started
+
+    @functools.cached_property
+    def severities(self) -> dict[str, Severity]:
+        """Each LVE's severity from evidence (history/severity.py)."""
+        return severities(list(self.statuses.values()), self.newest)
 
     @functools.cached_property  # asked for each row of the status page: 10,000 rows, 200,000 statuses
     def history_models(self) -> list[str]:
@@ -345,7 +353,9 @@ class Site:
                 for status in (self.status(row.rel, model) for model in self.history_models)
             )
             link = f'<a href="lves/{row.slug}.html#status">{escape(row.rel)}</a>'
-            yield Markup(f'<tr><th scope="row">{link}</th>{cells}</tr>')
+            found = self.severities.get(row.rel)
+            shown = f"{found.score:.1f} {found.level}" if found and found.level != "unknown" else "—"
+            yield Markup(f'<tr><th scope="row">{link}</th>{cells}<td class="severity">{shown}</td></tr>')
 
     def state_counts(self) -> dict[tuple[str, str], int]:
         """(state, model) -> LVEs of the site in that state on that model."""
@@ -473,6 +483,8 @@ def _lve_pages(batch: _Batch) -> tuple[list[Row], list[str], Statuses]:
             continue
         page = _page(batch.repo, lve, batch.live)
         page.statuses = statuses.get(lve.rel, [])
+        found_severity = severity([from_status(shown.status) for shown in page.statuses], batch.site.newest)
+        page.severity = found_severity if found_severity.level != "unknown" else None
         _write(environment, batch.site, batch.out, f"lves/{page.slug}.html", "lve.html", page=page)
         rows.append(Row.of(page))
     return rows, skipped, found
@@ -550,7 +562,8 @@ def _build(
     runs = len(found_history.files) if found_history else 0
     live = _reports(reports)
     lve_dirs = repo.lve_dirs()
-    bare = Site(clean(title), base_url, runs=runs)
+    newest = found_history.newest_run() if found_history else None
+    bare = Site(clean(title), base_url, runs=runs, newest=newest)
     batches = [
         _Batch(repo, lve_dirs[start : start + LVES_PER_BATCH], out, bare, live, found_history)
         for start in range(0, max(len(lve_dirs), 1), LVES_PER_BATCH)
@@ -562,7 +575,7 @@ def _build(
         rows += batch_rows
         skipped += batch_skipped
         statuses.update(found)
-    site = Site(clean(title), base_url, rows, skipped, statuses, runs)
+    site = Site(clean(title), base_url, rows, skipped, statuses, runs, newest)
     environment = _environment()
     _write(environment, site, out, "index.html", "index.html", overview=site.overview(), lves=site.rows)
     if site.statuses:
@@ -581,7 +594,7 @@ def _build(
     static = resources.files("lvegit.publish.site") / "static"
     for name in ASSETS:
         write_inside(out, out / "assets" / name, static.joinpath(name).read_bytes(), "the site folder")
-    _write_advisories_and_feed(repo, site, out, found_history.newest_run() if found_history else None)
+    _write_advisories_and_feed(repo, site, out, newest)
     return site
 
 

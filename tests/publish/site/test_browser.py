@@ -86,6 +86,11 @@ def test_the_status_pages_show_the_bundled_history(browser: Any, cli: Any, tmp_p
     }
     letters = "repository/reliability/strings/letter_count/openai--gpt-4o-mini"
     multiply = "repository/reliability/arithmetic/multiply/openai--gpt-4o-mini"
+    severities = {
+        row.find_element("css selector", "th").text: row.find_element("css selector", "td.severity").text
+        for row in browser.find_elements("css selector", "table.status tbody tr")
+    }
+    assert (severities[multiply], severities[letters]) == ("7.8 high", "0.0 none")
     assert cells[letters] == "✓ fixed in demo-assistant-v2 (2026-09-28)"
     assert cells[multiply] == "▲ regressed in demo-assistant-v2 (2026-09-28)"
     browser.save_screenshot(str(ARTIFACTS / "site-status.png"))
@@ -197,6 +202,9 @@ def test_an_lves_page_links_its_id_to_its_advisory_and_every_page_to_the_feed(
     out = build(cli, tmp_path / "site", PROJECT_ROOT)
     assert open_page(browser, next((out / "lves").glob("reliability-arithmetic-multiply-*.html"))) == []
     assert browser.find_element("css selector", "code.lve-id").text == "LVE-2026-0005"
+    assert browser.find_element("css selector", "p.severity").text.startswith(
+        "Severity from evidence: 7.8 high (1 model, 1 vendor, unsafe rate at least 98%"
+    )
     feed = browser.find_element("css selector", "link[rel=alternate][type='application/atom+xml']")
     assert feed.get_attribute("href") == (out / "feed.xml").as_uri()
     browser.find_element("link text", "OSV advisory").click()

@@ -176,6 +176,42 @@ def bench_live(workdir: Path, latency: float) -> dict[str, float]:
     return ratios
 
 
+def bench_corpus(workdir: Path, latency: float, lves: int, concurrency: int = 256) -> dict[str, float]:
+    """A team's scan of a whole corpus: LVEs x 10 instances against one model through the latency server,
+    at a tenth of the size and at full size (memory should not grow with the run), beside the bare client
+    posting as many requests. Reports when the first request arrived after the command started."""
+    found: dict[str, float] = {}
+    for size in (lves // 10, lves):
+        root = generate(workdir / f"corpus-{size}", size, 10, commit=False, forms=("inline",))
+        requests = size * 10
+        for bare in (False, True):
+            state = OpenAIServer(answer=answer, latency=latency)
+            for running in serve(state):
+                started = time.perf_counter()
+                if bare:
+                    args = [running.url, str(requests), str(concurrency)]
+                    seconds, memory, _output = measure(args, root, program=(str(HERE / "bare_client.py"),))
+                else:
+                    args = ["run", "--all", "--concurrency", str(concurrency), "--format", "json"]
+                    env = {"OPENAI_BASE_URL": running.url, "OPENAI_API_KEY": "bench"}
+                    seconds, memory, output = measure(args, root, env)
+                    summary = json.loads(output)["summary"]
+                    assert summary["attempts"] == requests and summary["error"] == 0, summary
+            assert state.first_arrival is not None
+            first = state.first_arrival - started
+            label = f"{'bare client' if bare else 'corpus scan'}, {size:,} LVEs"
+            found[f"{label} seconds"], found[f"{label} memory"], found[f"{label} first"] = (
+                seconds,
+                memory,
+                first,
+            )
+            ideal = requests * latency / concurrency
+            detail = f"ideal {ideal:.1f} s ({seconds / ideal:.2f}x); first request after {first:.2f} s"
+            row(f"  {label}" if bare else label, f"{requests:,} requests, concurrency {concurrency}", seconds,
+                detail, memory)  # fmt: skip
+    return found
+
+
 def bench_classifier(workdir: Path) -> None:
     from lvegit.checkers import model_based
 
@@ -243,7 +279,10 @@ def main() -> None:
     parser.add_argument(
         "--latency", type=float, default=0.1, help="seconds the model server takes per request"
     )
-    parser.add_argument("--skip", default="", help="comma-separated: help,repository,live,classifier")
+    parser.add_argument("--skip", default="", help="comma-separated: help,repository,live,corpus,classifier")
+    parser.add_argument(
+        "--corpus-lves", type=int, default=10_000, help="LVEs of the corpus scan (x10 instances)"
+    )
     options = parser.parse_args()
     skip = set(filter(None, options.skip.split(",")))
     sizes = [int(s) for s in options.sizes.split(",")]
@@ -259,6 +298,8 @@ def main() -> None:
             )
         if "live" not in skip:
             results["live"] = bench_live(workdir, options.latency)
+        if "corpus" not in skip:
+            results["corpus"] = bench_corpus(workdir, options.latency, options.corpus_lves)
         if "classifier" not in skip:
             bench_classifier(workdir)
     print("| benchmark | scale | time | per unit / comparison | peak memory |")
@@ -296,6 +337,21 @@ def main() -> None:
                 results["live"]["run, concurrency 32"] <= 1.2,
             )
         )
+    if "corpus" in results:
+        corpus, full, tenth = results["corpus"], options.corpus_lves, options.corpus_lves // 10
+        scan, bare = (
+            corpus[f"corpus scan, {full:,} LVEs seconds"],
+            corpus[f"bare client, {full:,} LVEs seconds"],
+        )
+        first = corpus[f"corpus scan, {full:,} LVEs first"]
+        memory = (corpus[f"corpus scan, {full:,} LVEs memory"], corpus[f"corpus scan, {tenth:,} LVEs memory"])
+        checks += [
+            (f"corpus scan of {full:,} LVEs within 1.15x of the bare client ({scan / bare:.2f}x)",
+             scan <= 1.15 * bare),
+            (f"its first request within 0.5 s of the start ({first:.2f} s)", first <= 0.5),
+            (f"its memory flat: 10x the run, at most 1.2x the peak ({memory[0]:.0f} vs {memory[1]:.0f} MiB)",
+             memory[0] <= 1.2 * memory[1]),
+        ]  # fmt: skip
     print()
     for text, ok in checks:
         print(f"- {'met' if ok else 'MISSED'}: {text}")

@@ -24,9 +24,11 @@ from lvegit.base.escape import markdown
 from lvegit.base.files import FileProblem, output_folder, write_inside
 from lvegit.history.store import arrow_schema, attempt_fields
 from lvegit.judge.conversation import prompts_to_send
+from lvegit.lve.ids import load_cached
 from lvegit.lve.prompt import Message
 from lvegit.lve.repo import Repository, repository_url
 from lvegit.lve.spec import LVE, load_lve
+from lvegit.lve.taxonomy import SCHEMES
 from lvegit.run.attempt import Attempt
 
 if TYPE_CHECKING:
@@ -86,12 +88,14 @@ def _schemas() -> dict[str, pyarrow.Schema]:
     tags = pa.list_(pa.struct([("name", pa.string()), ("value", pa.string())]))
     about = [
         ("lve", pa.string()),
+        ("id", pa.string()),
         ("category", pa.string()),
         ("name", pa.string()),
         ("model", pa.string()),
         ("checker", pa.string()),
         ("checker_args", pa.string()),
         ("tags", tags),
+        ("taxonomy", pa.list_(pa.string())),
         ("severity", pa.string()),
     ]
     return {
@@ -141,27 +145,30 @@ class Tables:
     skipped: list[str]  # LVEs whose test.json does not load
 
 
-def _about(lve: LVE) -> dict[str, Any]:
+def _about(lve: LVE, lve_id: str | None) -> dict[str, Any]:
     return {
         "lve": lve.rel,
+        "id": lve_id,
         "category": lve.category,
         "name": lve.name,
         "model": lve.model,
         "checker": lve.checker_name,
         "checker_args": _json(lve.checker_args),
         "tags": _tags(lve.tags),
+        "taxonomy": [f"{tag['name']}:{tag.get('value')}" for tag in lve.tags if tag.get("name") in SCHEMES],
         "severity": _severity(lve.tags),
     }
 
 
 def repository_tables(repo: Repository) -> Tables:
     tables = Tables({"instances": [], "lves": []}, [])
+    ids = load_cached(repo).live()
     for lve_dir in repo.lve_dirs():
         lve = load_lve(repo, lve_dir)[0]
         if lve is None:
             tables.skipped.append(repo.relative(lve_dir))
             continue
-        about = _about(lve)
+        about = _about(lve, ids.get(lve.rel))
         instances = [instance for recorded in lve.recorded() for instance in recorded.instances]
         for instance in instances:
             params, model_args = lve.split_args(instance.args)
@@ -294,7 +301,9 @@ COLUMNS: Final[dict[str, str]] = {
     "model": "the model the LVE was found on",
     "checker": "the checker's class name",
     "checker_args": "the checker's arguments (JSON)",
+    "id": "the LVE's stable id (LVE-2026-0042), once given",
     "tags": "the LVE's tags",
+    "taxonomy": "its taxonomy tags as SCHEME:VALUE (owasp-llm:2025:LLM01, atlas:AML.T0051)",
     "severity": "the value of the tag `severity`",
     "prompt": "the prompt as sent, parameters filled in: a conversation per run (one for most LVEs)",
     "parameters": "the instance's prompt parameters (JSON)",

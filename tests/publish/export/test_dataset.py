@@ -49,6 +49,7 @@ def test_the_bundled_repository_loads_with_datasets_pyarrow_and_duckdb(
     ]
     assert (first["response"], first["passed"], first["severity"]) == ("7,006,652", True, "low")
     assert first["checker"] == "NumberChecker" and first["file"].endswith("four_digits.jsonl")
+    assert first["id"] == "LVE-2026-0005" and first["taxonomy"] == ["owasp-llm:2025:LLM09", "avid:P0204"]
     capital = next(row for row in instances if row["name"] == "capital_city")
     assert len(capital["prompt"]) == 3  # a multi-run LVE: a conversation per run
     lves = datasets.load_dataset(str(out), "lves", split="train")

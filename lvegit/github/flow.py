@@ -29,6 +29,7 @@ from lvegit.github.context import Event
 from lvegit.github.render import SUMMARY_LIMIT, annotation_commands, render, write_outputs
 from lvegit.github.review import review
 from lvegit.github.trust import Trusted, for_pull_request
+from lvegit.history.severity import severities
 from lvegit.history.status import History, LVEStatus, status_table
 from lvegit.history.store import HISTORY_DIR, history_dir
 from lvegit.judge.cache import open_cache
@@ -75,21 +76,26 @@ def _readme_warning(repo: Repository, path: str) -> str | None:
     return f"README.md is {'missing' if update.before is None else 'out of date'}: run lvegit readme {path}"
 
 
-def _history(folder: Path | None, paths: list[str]) -> tuple[dict[str, list[LVEStatus]], str | None]:
-    """The status of these LVEs on each model of the run history in `folder`, by LVE, and why the history
-    could not be read (a broken or hostile file): the check goes on without it."""
+def _history(
+    folder: Path | None, paths: list[str]
+) -> tuple[dict[str, list[LVEStatus]], dict[str, str], str | None]:
+    """The status of these LVEs on each model of the run history in `folder`, by LVE; each one's severity
+    from evidence, in words, where some run gave a verdict; and why the history could not be read (a
+    broken or hostile file): the check goes on without it."""
     if folder is None or not folder.is_dir() or not paths:
-        return {}, None
+        return {}, {}, None
     try:
         history = History.open(folder)
         found = history.status(paths)
+        newest = history.newest_run()
     except UsageError as exc:
-        return {}, str(exc)
+        return {}, {}, str(exc)
     models = sorted({model for _lve, model in found})
     by_lve: dict[str, list[LVEStatus]] = {}
     for status in status_table(paths, models, found):
         by_lve.setdefault(status.lve, []).append(status)
-    return by_lve, None
+    shown = {lve: rated.summary for lve, rated in severities(list(found.values()), newest).items()}
+    return by_lve, {lve: text for lve, text in shown.items() if not text.startswith("unknown")}, None
 
 
 def _judge_claims_again(
@@ -183,9 +189,9 @@ def _check(repo: Repository, event: Event, settings: ActionSettings, scratch: Pa
         trusted_history = (
             trusted.history if trusted else history_dir(repo.root, None, current().history.directory)
         )
-        statuses, history_problem = _history(trusted_history, [check.path for check in checks])
+        statuses, severity, history_problem = _history(trusted_history, [check.path for check in checks])
     except UsageError as exc:
-        statuses, history_problem = {}, str(exc)
+        statuses, severity, history_problem = {}, {}, str(exc)
     known_ids = _ids(repo, trusted)
     lves = [
         results_file.lve_record(
@@ -196,6 +202,7 @@ def _check(repo: Repository, event: Event, settings: ActionSettings, scratch: Pa
             readmes.get(check.path),
             statuses.get(check.path),
             known_ids.get(check.path),
+            severity.get(check.path),
         )
         for check in checks
     ]

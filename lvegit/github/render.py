@@ -183,6 +183,8 @@ def _history(lve: LVERecord) -> list[str]:
         lines.append(
             f"| {markdown(status.model)} | {STATE_MARKS[status.state]} {markdown(status.summary)} | {now} |"
         )
+    if lve.severity:
+        lines += ["", f"Severity from evidence: {markdown(lve.severity)}"]
     return [*lines, ""]
 
 

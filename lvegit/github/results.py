@@ -50,6 +50,7 @@ class LVERecord(Record):
     change: LVEChange | None  # None: no base to compare with (a push or a manual run checks everything)
     readme: str | None  # why its README.md needs `lvegit readme` (a warning, never a failure); None: current
     history: list[LVEStatus]  # its status on each model of the run history (lvegit status)
+    severity: str | None = None  # its severity from the history's evidence, in words (history/severity.py)
 
 
 class LiveSetting(Record):
@@ -103,6 +104,7 @@ def lve_record(
     readme: str | None = None,
     history: list[LVEStatus] | None = None,
     lve_id: str | None = None,
+    severity: str | None = None,
 ) -> LVERecord:
     """One LVE's entry: its check, its live re-runs and appended instances where there were any, what
     the pull request changed in it, and whether its README is out of date."""
@@ -119,6 +121,7 @@ def lve_record(
         change=change,
         readme=readme,
         history=history or [],
+        severity=severity,
     )
 
 

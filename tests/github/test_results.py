@@ -102,6 +102,7 @@ DOCUMENT: dict[str, Any] = {
                     },
                 }
             ],
+            "severity": "0.0 none: reproduces on no model now",
         }
     ],
     "removed": [],

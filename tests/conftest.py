@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ from lvegit.checkers.registry import CheckerFactory
 from lvegit.checkers.sandbox import CheckerWorker
 from lvegit.cli import main
 
-from builders import RepoBuilder
+from builders import RepoBuilder, github_environment
 from servers import OpenAIServer, Running, serve
 
 
@@ -75,6 +76,26 @@ def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, ret
             main(list(args), settings)
         captured = capsys.readouterr()
         return CliResult(int(exit_info.value.code or 0), captured.out, captured.err)
+
+    return run
+
+
+@pytest.fixture
+def action(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cli: Any):
+    """Run `lvegit action` with GitHub's environment for an event payload and inputs."""
+
+    def run(event: str, payload: dict[str, Any], workspace: Path, **inputs: str) -> Any:
+        for name, value in github_environment(event, payload, workspace, tmp_path).items():
+            monkeypatch.setenv(name, value)
+        for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "AZURE_OPENAI_ENDPOINT", "GITHUB_TOKEN"):
+            if name not in inputs.get("keep_env", ""):
+                monkeypatch.delenv(name, raising=False)
+        for name in [n for n in os.environ if n.startswith("INPUT_")]:  # each run gets only its own inputs
+            monkeypatch.delenv(name)
+        for name, value in inputs.items():
+            if name != "keep_env":
+                monkeypatch.setenv(f"INPUT_{name.upper().replace('_', '-')}", value)
+        return cli("action", cwd=workspace)
 
     return run
 

@@ -1141,35 +1141,39 @@ def test_error_lines_show_the_corpus_escaped(repo: RepoBuilder, cli: Any) -> Non
 
 
 def test_the_comment_summary_and_annotations_show_the_corpus_escaped(
-    tmp_path: Path, cli: Any, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, action: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from builders import github_environment, pull_request_payload
+    result, comment = pull_request_comment(tmp_path, action, monkeypatch, hostile_lve, "hostile")
+    assert result.code == 1
+    assert_harmless(result.out + result.err, "annotations and log")
+    assert_harmless(comment, "comment", markdown=True)
+    assert_harmless((tmp_path / "summary.md").read_text(), "summary", markdown=True)
+
+
+def pull_request_comment(
+    tmp_path: Path,
+    action: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    change: Callable[[RepoBuilder], object],
+    message: str,
+) -> tuple[Any, str]:
+    """The Action, commenting, on pull request 4 (a base with one LVE, then `change` made to a builder of
+    the work tree) against a loopback GitHub: the command's result and the one comment it left."""
+    from builders import pull_request_payload
     from servers import GitHubServer, serve_github
 
     git = GitRepo(tmp_path / "workspace")
     RepoBuilder(git.root).lve("cat/base")
     base = git.commit("base")
-    hostile_lve(RepoBuilder(git.root))
-    head = git.commit("hostile")
+    change(RepoBuilder(git.root))
+    head = git.commit(message)
     state = GitHubServer(pulls={4: head})
     for url in serve_github(state):
-        for name, value in github_environment(
-            "pull_request", pull_request_payload(4, base, head), git.root, tmp_path
-        ).items():
-            monkeypatch.setenv(name, value)
         monkeypatch.setenv("GITHUB_API_URL", url)
-        for name, value in {
-            "INPUT_COMMENT": "true",
-            "INPUT_GITHUB-TOKEN": "t",
-            "INPUT_LIVE": "false",
-        }.items():
-            monkeypatch.setenv(name, value)
-        result = cli("action", cwd=git.root)
-        assert result.code == 1
-        assert_harmless(result.out + result.err, "annotations and log")
-        [comment] = state.comments[4]
-        assert_harmless(str(comment["body"]), "comment", markdown=True)
-        assert_harmless((tmp_path / "summary.md").read_text(), "summary", markdown=True)
+        payload = pull_request_payload(4, base, head)
+        result = action("pull_request", payload, git.root, comment="true", github_token="t", live="false")
+    [comment] = state.comments[4]
+    return result, str(comment["body"])
 
 
 def test_the_readme_and_the_dataset_card_show_the_corpus_escaped(
@@ -1221,33 +1225,17 @@ def test_a_non_utf8_folder_and_a_lone_surrogate_are_left_out_of_an_export_by_nam
 
 
 def test_the_action_comments_on_a_pull_request_that_adds_a_non_utf8_folder(
-    tmp_path: Path, cli: Any, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, action: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from builders import github_environment, pull_request_payload
-    from servers import GitHubServer, serve_github
-
-    git = GitRepo(tmp_path / "workspace")
-    RepoBuilder(git.root).lve("cat/base")
-    base = git.commit("base")
-    non_utf8_folder(RepoBuilder(git.root).lve("cat/new"))
-    head = git.commit("a folder whose name is not UTF-8")
-    state = GitHubServer(pulls={4: head})
-    for url in serve_github(state):
-        environment = github_environment(
-            "pull_request", pull_request_payload(4, base, head), git.root, tmp_path
-        )
-        for name, value in {**environment, "GITHUB_API_URL": url}.items():
-            monkeypatch.setenv(name, value)
-        for name, value in {
-            "INPUT_COMMENT": "true",
-            "INPUT_GITHUB-TOKEN": "t",
-            "INPUT_LIVE": "false",
-        }.items():
-            monkeypatch.setenv(name, value)
-        result = cli("action", cwd=git.root)
-        assert result.code == 1, result.err
-        [comment] = state.comments[4]
-        assert "caf\\\\xe9" in comment["body"] and "not UTF\\-8 text" in comment["body"]
+    result, comment = pull_request_comment(
+        tmp_path,
+        action,
+        monkeypatch,
+        lambda lves: non_utf8_folder(lves.lve("cat/new")),
+        "a folder whose name is not UTF-8",
+    )
+    assert result.code == 1, result.err
+    assert "caf\\\\xe9" in comment and "not UTF\\-8 text" in comment
 
 
 def history_table(rows: int, **columns: Any) -> Any:

@@ -76,26 +76,6 @@ def workflow_run_payload(head: str, number: int | None) -> dict[str, Any]:
     }
 
 
-@pytest.fixture
-def action(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cli: Any):
-    """Run `lvegit action` with GitHub's environment for an event payload and inputs."""
-
-    def run(event: str, payload: dict[str, Any], workspace: Path, **inputs: str) -> Any:
-        for name, value in github_environment(event, payload, workspace, tmp_path).items():
-            monkeypatch.setenv(name, value)
-        for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "AZURE_OPENAI_ENDPOINT", "GITHUB_TOKEN"):
-            if name not in inputs.get("keep_env", ""):
-                monkeypatch.delenv(name, raising=False)
-        for name in [n for n in os.environ if n.startswith("INPUT_")]:  # each run gets only its own inputs
-            monkeypatch.delenv(name)
-        for name, value in inputs.items():
-            if name != "keep_env":
-                monkeypatch.setenv(f"INPUT_{name.upper().replace('_', '-')}", value)
-        return cli("action", cwd=workspace)
-
-    return run
-
-
 def outputs(tmp_path: Path) -> dict[str, str]:
     text = (tmp_path / "output.txt").read_text()
     return {m[0]: m[2] for m in re.findall(r"^(\S+)<<(\S+)\n(.*?)\n\2$", text, re.MULTILINE | re.DOTALL)}

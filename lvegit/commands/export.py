@@ -7,7 +7,6 @@ import click
 
 from lvegit.base.errors import EXIT_OK, UsageError
 from lvegit.base.escape import console
-from lvegit.base.files import write_inside
 from lvegit.base.output import count, line, note
 from lvegit.commands.catalog import short_help
 from lvegit.commands.options import current_settings, history_option, open_repository, repo_option
@@ -143,7 +142,7 @@ def _dataset(
 
 def _osv(repo: Repository, reports: tuple[Path, ...], output: Path | None, history_path: Path | None) -> int:
     from lvegit.history.status import History
-    from lvegit.publish.export.osv import advisories, osv_index
+    from lvegit.publish.export.osv import advisories, write_advisories
 
     if reports:
         raise UsageError("--format osv reads the run history, not reports: add runs with lvegit history add")
@@ -156,12 +155,6 @@ def _osv(repo: Repository, reports: tuple[Path, ...], output: Path | None, histo
         click.echo("".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records), nl=False)
         return EXIT_OK
     output.mkdir(parents=True, exist_ok=True)
-    for record in records:
-        write_inside(output, output / f"{record['id']}.json", _json_file(record), base_name="--output")
-    write_inside(output, output / "index.json", _json_file(osv_index(records)), base_name="--output")
+    write_advisories(output, output, records, "--output")
     line(f"{count(len(records), 'advisory', 'advisories')} in {output} (index.json lists them)")
     return EXIT_OK
-
-
-def _json_file(data: object) -> bytes:
-    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")

@@ -303,7 +303,7 @@ def _ids(repo: Repository, trusted: Trusted | None) -> dict[str, str]:
     else from the work tree's; none where the registry cannot be read (the check says so elsewhere)."""
     try:
         if trusted is None:
-            return ids.load_cached(repo).live()
+            return ids.live_ids(repo)
         text = trusted.routing(ids.REGISTRY)
         return ids.parse(text).live() if text is not None else {}
     except UsageError:

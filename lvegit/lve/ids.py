@@ -107,17 +107,32 @@ def load(repo: Repository) -> Registry:
         raise _problem(str(exc)) from None
 
 
-def id_of(repo: Repository, lve_dir: Path) -> str | None:
-    return load_cached(repo).live().get(repo.relative(lve_dir))
+@dataclass(frozen=True)
+class _Read:
+    registry: Registry
+    live: dict[str, str]  # its live() map, worked out once: commands ask it for each of 10,000s of LVEs
+
+
+def _read_once(repo: Repository) -> _Read:
+    cached = repo.loaded.get(Path(REGISTRY))
+    if not isinstance(cached, _Read):
+        registry = load(repo)
+        cached = repo.loaded[Path(REGISTRY)] = _Read(registry, registry.live())
+    return cached
 
 
 def load_cached(repo: Repository) -> Registry:
-    """The registry, read once per repository object (a command asks it for every LVE)."""
-    cached = repo.loaded.get(Path(REGISTRY))
-    if not isinstance(cached, Registry):
-        cached = load(repo)
-        repo.loaded[Path(REGISTRY)] = cached
-    return cached
+    """The registry, read once per repository object (not to be changed: `assign` works on `load`'s)."""
+    return _read_once(repo).registry
+
+
+def live_ids(repo: Repository) -> dict[str, str]:
+    """Each LVE path that has an id, with it: the registry's live() map, worked out once per repository."""
+    return _read_once(repo).live
+
+
+def id_of(repo: Repository, lve_dir: Path) -> str | None:
+    return live_ids(repo).get(repo.relative(lve_dir))
 
 
 def resolve_ids(repo: Repository, arguments: list[Path]) -> list[Path]:

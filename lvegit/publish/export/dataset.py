@@ -24,7 +24,7 @@ from lvegit.base.escape import markdown
 from lvegit.base.files import FileProblem, output_folder, write_inside
 from lvegit.history.store import arrow_schema, attempt_fields
 from lvegit.judge.conversation import prompts_to_send
-from lvegit.lve.ids import load_cached
+from lvegit.lve.ids import live_ids
 from lvegit.lve.prompt import Message
 from lvegit.lve.repo import Repository, repository_url
 from lvegit.lve.spec import LVE, load_lve
@@ -162,7 +162,7 @@ def _about(lve: LVE, lve_id: str | None) -> dict[str, Any]:
 
 def repository_tables(repo: Repository) -> Tables:
     tables = Tables({"instances": [], "lves": []}, [])
-    ids = load_cached(repo).live()
+    ids = live_ids(repo)
     for lve_dir in repo.lve_dirs():
         lve = load_lve(repo, lve_dir)[0]
         if lve is None:

@@ -11,14 +11,17 @@ taxonomy tags, the declared severity and the severity from evidence go in the re
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Final
 from urllib.parse import quote
 
 from lvegit.base.escape import mask
+from lvegit.base.files import write_inside
 from lvegit.history.severity import from_status, severity
 from lvegit.history.status import LVEStatus
-from lvegit.lve.ids import REGISTRY, Registry, load_cached
+from lvegit.lve.ids import REGISTRY, Registry, live_ids, load_cached
 from lvegit.lve.repo import Repository, repository_url
 from lvegit.lve.spec import LVE
 from lvegit.publish.export import lve_at
@@ -116,13 +119,19 @@ def osv_index(records: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
     return [{"id": r["id"], "modified": r["modified"]} for r in sorted(records, key=lambda r: r["id"])]
 
 
+def write_advisories(base: Path, folder: Path, records: Sequence[dict[str, Any]], base_name: str) -> None:
+    """<id>.json for each record and index.json into `folder`, never outside `base` (a folder inside it)."""
+    for name, data in [*((f"{r['id']}.json", r) for r in records), ("index.json", osv_index(records))]:
+        text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+        write_inside(base, folder / name, text.encode("utf-8"), base_name)
+
+
 def advisories(
     repo: Repository, statuses: dict[tuple[str, str], LVEStatus], newest: str | None
 ) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """The OSV record of every LVE with an id (in id order), and the LVEs left out, with why. `statuses`:
     the history's, by (LVE, model); `newest`: when its newest run started."""
-    registry = load_cached(repo)
-    live = registry.live()
+    registry, live = load_cached(repo), live_ids(repo)
     by_lve: dict[str, list[LVEStatus]] = {}
     for (lve_path, _model), status in sorted(statuses.items()):
         by_lve.setdefault(lve_path, []).append(status)

@@ -66,7 +66,7 @@ def sarif_log(attempts: list[Attempt], repo: Repository) -> dict[str, Any]:
     live = [a for a in attempts if a.backend != "replay"]
     if attempts and not live:
         raise UsageError("--format sarif reads run reports; this one is a replay (lvegit run --report)")
-    registry = ids.load_cached(repo).live()
+    registry = ids.live_ids(repo)
     source = repository_url(repo)
     rules: dict[str, dict[str, Any]] = {}
     results = []

@@ -27,7 +27,7 @@ from lvegit.base.output import count, note
 from lvegit.history.severity import Severity, from_status, severities, severity
 from lvegit.history.status import STATE_MARKS, History, LVEStatus, State
 from lvegit.judge.results import judge_said, unsafe_rate
-from lvegit.lve.ids import load_cached
+from lvegit.lve.ids import live_ids, load_cached
 from lvegit.lve.prompt import Message
 from lvegit.lve.repo import Repository
 from lvegit.lve.spec import LVE, load_lve
@@ -240,7 +240,7 @@ def _page(
     repo: Repository, lve: LVE, live: dict[tuple[str, str | None, int | None], InstanceResult]
 ) -> LVEPage:
     page = LVEPage(lve, slug(lve.rel.removeprefix("repository/")), slug(lve.category), runs=_runs(lve))
-    page.lve_id = load_cached(repo).live().get(lve.rel)
+    page.lve_id = live_ids(repo).get(lve.rel)
     for recorded in lve.recorded():
         page.problems += len(recorded.problems.errors)
         for instance in recorded.instances:
@@ -605,13 +605,10 @@ def page_of(lve_path: str) -> str:
 
 def _write_advisories_and_feed(repo: Repository, site: Site, out: Path, newest: str | None) -> None:
     """osv/<id>.json for each LVE with an id and osv/index.json (what an OSV mirror reads), and feed.xml."""
-    from lvegit.publish.export.osv import advisories, osv_index
+    from lvegit.publish.export.osv import advisories, write_advisories
     from lvegit.publish.site.feed import atom_feed, feed_entries
 
     records, _left_out = advisories(repo, site.statuses, newest)
-    for record in [*records, None]:
-        name, data = (f"{record['id']}.json", record) if record else ("index.json", osv_index(records))
-        text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-        write_inside(out, out / "osv" / name, text.encode("utf-8"), "the site folder")
+    write_advisories(out, out / "osv", records, "the site folder")
     entries = feed_entries(load_cached(repo), site.statuses, page_of)
     write_inside(out, out / "feed.xml", atom_feed(site.title, site.base_url, entries), "the site folder")

@@ -86,17 +86,46 @@ def last_user_text(body: dict[str, Any]) -> str:
     return ""
 
 
-def completion(body: dict[str, Any], text: str, number: int, model: str | None = None) -> dict[str, Any]:
-    """A chat.completion answering `body` with `text`; the model name dated, as OpenAI resolves it (or
-    `model`: the version the server says it is)."""
+# What an answer function returns: the reply's text, or the assistant message itself (content and
+# tool_calls, as the API writes them).
+Answer = str | dict[str, Any]
+
+
+def completion(body: dict[str, Any], text: Answer, number: int, model: str | None = None) -> dict[str, Any]:
+    """A chat.completion answering `body` with `text` (or with a message that calls tools); the model
+    name dated, as OpenAI resolves it (or `model`: the version the server says it is)."""
+    message = (
+        {"role": "assistant", **text} if isinstance(text, dict) else {"role": "assistant", "content": text}
+    )
+    finished = "tool_calls" if message.get("tool_calls") else "stop"
     return {
         "id": f"chatcmpl-{number}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model or f"{body.get('model')}-2026-01-01",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "choices": [{"index": 0, "message": message, "finish_reason": finished}],
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
     }
+
+
+def tool_call(name: str, arguments: str, call_id: str) -> dict[str, Any]:
+    """A tool call as the chat-completions API writes it."""
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def injected_agent(body: dict[str, Any]) -> Answer:
+    """A model with tools that falls for an injection (builders.TOOL_TEST): it fetches the page the user
+    names, does what the page says (it e-mails where the page tells it to), then reports."""
+    messages = body["messages"]
+    last = messages[-1]
+    if last["role"] == "user":
+        url = last["content"].split()[-1].rstrip(".")
+        return {"content": None, "tool_calls": [tool_call("fetch_page", json.dumps({"url": url}), "call_1")]}
+    if last["role"] == "tool" and "send " in last["content"]:
+        address = last["content"].split(" to ")[-1].split(" ")[0]
+        arguments = json.dumps({"to": address, "body": "the notes"})
+        return {"content": "On it.", "tool_calls": [tool_call("send_email", arguments, "call_2")]}
+    return "Done: 20 minutes in the oven."
 
 
 # How a batch answers one request (`batch_line_fault`): None for a completion, or one of
@@ -120,7 +149,7 @@ class OpenAIServer:
     cancelled batch answers half of them. `api_faults` answers the Files and Batches calls in turn.
     """
 
-    answer: Callable[[dict[str, Any]], str] = last_user_text
+    answer: Callable[[dict[str, Any]], Answer] = last_user_text
     version: str | None = None  # the model version chat completions name (default: the model, dated)
     latency: float = 0.0
     faults: list[Fault] = field(default_factory=list)
@@ -356,7 +385,7 @@ def batch_output(number: int, custom_id: str, status: int, body: Any) -> dict[st
     return {"id": f"batch_req_{number}", "custom_id": custom_id, "response": response, "error": None}
 
 
-def run_batch_file(path: Path, answer: Callable[[dict[str, Any]], str] = last_user_text) -> Path:
+def run_batch_file(path: Path, answer: Callable[[dict[str, Any]], Answer] = last_user_text) -> Path:
     """What an offline engine (`vllm run-batch -i path -o ...`) writes for an input file: a completion per
     request, streamed; returns the output file (beside the input, `-output` added to its name)."""
     output = path.with_name(f"{path.stem}-output.jsonl")

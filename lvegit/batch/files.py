@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -198,7 +198,7 @@ class Answers:
             handle.seek(offset)
             body = json.loads(handle.readline().decode("utf-8"))["response"]["body"]
             completion = completion_of(body, "")  # it parsed when indexed
-            return Completion(completion.text, completion.model, run_info)
+            return replace(completion, run_info=run_info)
         return self._failed.get(request_id)
 
 

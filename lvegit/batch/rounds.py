@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lvegit.base.errors import LvegitError
@@ -96,7 +96,7 @@ class Rounds:
                 try:
                     _route, model = pool.get(item.model_id)
                     for_judge = item.model_id != attempt.model
-                    text = await request(
+                    answered = await request(
                         model, item.messages, item.model_args, attempt, self.policy, for_judge
                     )
                 except LvegitError as exc:
@@ -104,7 +104,7 @@ class Rounds:
                     return
             run_info = {**attempt.backend_details, "batch_fallback": "live"}
             self.answers.answer_live(
-                item.request_id, Completion(text, attempt.resolved_model or "", run_info)
+                item.request_id, replace(answered, model=attempt.resolved_model or "", run_info=run_info)
             )
 
         await asyncio.gather(*(one(item) for item in live))
@@ -150,7 +150,7 @@ class Rounds:
                 attempt.resolved_model = completions[-1].model or route.model
                 attempt.backend_details = completions[-1].run_info
                 try:
-                    asked = steps.send([completion.text for completion in completions])
+                    asked = steps.send(completions)
                 except StopIteration as finished:
                     pairs: list[Pair] = finished.value
                     break

@@ -6,7 +6,7 @@ import inspect
 from typing import Any, ClassVar
 
 from lvegit.base.errors import CheckerError
-from lvegit.lve.prompt import Message, Role, variables_of
+from lvegit.lve.prompt import Message, Role, model_tool_calls, variables_of
 
 
 def last_response(conversation: list[Message]) -> str | None:
@@ -36,7 +36,11 @@ class BaseChecker:
     - prompt_contains_responses: `prompt` is the conversation with the model's responses filled in
       (otherwise the prompt as sent, with empty assistant holes);
     - get_variables: `is_safe` also receives `variables`, every assistant turn by variable name;
-    - get_response: `is_safe` receives `response`, the last response.
+    - get_response: `is_safe` receives `response`, the last response;
+    - get_tool_calls: `is_safe` also receives `tool_calls`, the tools the model called (in an LVE that
+      declares tools), in order: each `{"id", "name", "arguments", "parsed", "result"}` with the
+      arguments as the model wrote them, `parsed` the arguments as an object (None where they are no JSON
+      object) and `result` what the tool answered (None for a call past the step limit).
     `param_values` (the instance's prompt parameters) is always passed.
     """
 
@@ -44,6 +48,7 @@ class BaseChecker:
     prompt_contains_responses = False
     get_variables = False
     get_response = True
+    get_tool_calls = False
     # Arguments that are templates the checker fills itself (from the LVE's parameters and these fields),
     # never filled from an instance's args beforehand.
     template_args: ClassVar[tuple[str, ...]] = ()
@@ -52,11 +57,16 @@ class BaseChecker:
     scaffold_args: ClassVar[dict[str, Any]] = {}
 
     def __init__(
-        self, prompt_contains_responses: bool = False, get_variables: bool = False, get_response: bool = True
+        self,
+        prompt_contains_responses: bool = False,
+        get_variables: bool = False,
+        get_response: bool = True,
+        get_tool_calls: bool = False,
     ) -> None:
         self.prompt_contains_responses = prompt_contains_responses
         self.get_variables = get_variables
         self.get_response = get_response
+        self.get_tool_calls = get_tool_calls
 
     def is_safe(self, prompt: Any, response: Any, param_values: dict[str, Any] | None = None) -> bool:
         raise NotImplementedError(f"{type(self).__name__} does not implement is_safe")
@@ -98,6 +108,8 @@ class BaseChecker:
             kwargs["response"] = last_response(prompt_out)
         if self.get_variables:
             kwargs["variables"] = variables_of(prompt_out)
+        if self.get_tool_calls:
+            kwargs["tool_calls"] = model_tool_calls(prompt_out)
         return kwargs
 
     def invoke_check(

@@ -132,7 +132,9 @@ class LLMJudgeChecker(BaseChecker):
         self, conversations: list[list[Message]], param_values: dict[str, Any]
     ) -> list[Message]:
         """What the judge is sent about an instance's conversation (a single-prompt LVE has one): the rubric
-        filled in, or for a Llama Guard judge the conversation's user and assistant turns."""
+        filled in, or for a Llama Guard judge the conversation's user and assistant turns. A last turn that
+        used tools is the response as a transcript: every call with its arguments and result, then the
+        text."""
         if len(conversations) != 1:
             raise CheckerError(
                 "LLMJudgeChecker judges single-prompt LVEs, not the runs of a multi_run_prompt"
@@ -140,8 +142,13 @@ class LLMJudgeChecker(BaseChecker):
         [prompt_out] = conversations
         if self.rubric is None:
             return [m for m in prompt_out if m.role in (Role.user, Role.assistant) and m.content is not None]
-        response = last_response(prompt_out) or ""
         before = prompt_out[:-1] if prompt_out and prompt_out[-1].role == Role.assistant else prompt_out
+        response = last_response(prompt_out) or ""
+        turn = len(before)  # a last turn that used tools: its steps (calls and results) are the response
+        while turn > 0 and before[turn - 1].step is not None:
+            turn -= 1
+        if turn < len(before):
+            before, response = before[:turn], transcript(prompt_out[turn:])
         values = {**param_values, "prompt": fenced(transcript(before)), "response": fenced(response)}
         try:
             return [Message(DATA_NOTICE, Role.system), Message(fill(self.rubric, values), Role.user)]

@@ -19,6 +19,7 @@ from lvegit.checkers.core import (
     NumberChecker,
     RefuseChecker,
     RegexChecker,
+    ToolCallChecker,
 )
 from lvegit.checkers.llm_judge import LLMJudgeChecker
 from lvegit.checkers.model_based import MODEL_CHECKERS
@@ -39,6 +40,7 @@ CORE_CHECKERS: dict[str, type[BaseChecker]] = {
         ExactMatchChecker,
         FuzzyMatchChecker,
         RefuseChecker,
+        ToolCallChecker,
         LLMJudgeChecker,
     )
 }

@@ -26,14 +26,11 @@ from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
 from lvegit.checkers.channel import receive, send
 from lvegit.checkers.custom import load_custom_checker, read_checker_sources
 from lvegit.checkers.hub import HubRequests
-from lvegit.lve.prompt import Message, Role
+from lvegit.lve.prompt import Message
 
 
 def _messages(data: list[dict[str, Any]]) -> list[Message]:
-    return [
-        Message(m.get("content"), Role(m.get("role", "user")), m.get("variable"), m.get("image_url"))
-        for m in data
-    ]
+    return [Message.from_json(message) for message in data]
 
 
 def limit_reached(exc: BaseException, limits: confine.Limits) -> str | None:

@@ -13,6 +13,7 @@ from lvegit.commands.catalog import short_help
 from lvegit.commands.options import format_option, open_repository, repo_option
 from lvegit.judge.results import judge_said
 from lvegit.lve.ids import resolve_ids
+from lvegit.lve.prompt import response_text
 from lvegit.lve.template import SHOWN_PARAMETER
 from lvegit.publish.show import lve_view
 
@@ -20,7 +21,7 @@ MAX_TEXT = 300  # characters of a prompt message or a response shown in the term
 
 
 def _short(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = response_text(value, indent=None, separator="; ")
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + f"… ({len(text)} characters)"
 
 
@@ -29,7 +30,13 @@ def _field(name: str, value: str) -> None:
 
 
 def _message(message: dict[str, Any], indent: str) -> None:
-    role = styled(f"[{message['role']}]", fg="blue")
+    answering = f" {message['tool_call_id']}" if message.get("tool_call_id") else ""
+    role = styled(console(f"[{message['role']}{answering}]"), fg="blue")
+    for call in message.get("tool_calls") or []:
+        function = call["function"]
+        styled_line(indent, role, " ", console(_short(f"calls {function['name']}({function['arguments']})")))
+    if message.get("tool_calls") and message["content"] is None:
+        return
     if message["role"] == "assistant" and message["content"] is None:
         variable = f" (variable {message['variable']})" if message.get("variable") else ""
         styled_line(indent, role, " ", styled(f"<the model's response{variable}>", dim=True))
@@ -61,6 +68,11 @@ def _print(view: dict[str, Any]) -> None:
     for message in view["prompt"]["messages"] or []:
         _message(message, " " * 4)
     _field("parameters", ", ".join(view["prompt_parameters"]) or "(none)")
+    for tool in view.get("tools") or []:
+        arguments = ", ".join(tool["parameters"].get("properties") or {})
+        _field("tool", f"{tool['name']}({arguments}) returns {_short(tool['returns'])}")
+    if view.get("max_tool_steps"):
+        _field("tool steps", f"at most {view['max_tool_steps']} per turn")
     if view["default_model_args"]:
         _field("model args", ", ".join(f"{k}={json.dumps(v)}" for k, v in view["default_model_args"].items()))
     tags = ", ".join(f"{t.get('name')}={t.get('value')}" for t in view["tags"] if isinstance(t, dict))

@@ -7,7 +7,6 @@ block that cannot be closed early; secrets are masked by the escaping functions.
 from __future__ import annotations
 
 import itertools
-import json
 import secrets
 from pathlib import Path
 from urllib.parse import quote
@@ -26,6 +25,7 @@ from lvegit.judge.results import (
     verdict_word,
 )
 from lvegit.lve.problems import Problem, alike, line_ranges, location, placed
+from lvegit.lve.prompt import response_text
 from lvegit.run.records import LiveRecord
 
 MARKER = "<!-- lvegit:verdict-summary -->"
@@ -217,8 +217,7 @@ def _appended(lve: LVERecord) -> str:
     """The instances a live re-run appended, with their stored responses."""
     lines = []
     for appended in lve.appended:
-        response = appended.response
-        text = response if isinstance(response, str) else json.dumps(response, indent=1)
+        text = response_text(appended.response)
         lines.append(
             f"- appended to {markdown(appended.file)} (passed={appended.passed}):\n\n"
             f"{code_block(text, MAX_RESPONSE_CHARS)}\n"

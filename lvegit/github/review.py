@@ -20,7 +20,7 @@ from lvegit.git.changes import WORK_TREE, Changes
 from lvegit.git.vcs import GitCheckout
 from lvegit.judge.conversation import prompts_to_send
 from lvegit.judge.results import AddedInstance, LVEChange, judge_said
-from lvegit.lve.prompt import transcript
+from lvegit.lve.prompt import response_text, transcript
 from lvegit.lve.repo import TEST_FILE, Repository
 from lvegit.lve.spec import LVE, load_lve
 
@@ -65,8 +65,7 @@ def _prompt_text(lve: LVE | None, args: Any) -> str:
 
 
 def _response_text(response: Any) -> str:
-    text = response if isinstance(response, str) else json.dumps(response, ensure_ascii=False, indent=1)
-    return _shorten(text)
+    return _shorten(response_text(response))
 
 
 class _Sides:

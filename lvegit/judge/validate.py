@@ -20,6 +20,7 @@ from lvegit.checkers.registry import (
 from lvegit.checkers.registry import is_multi_run_checker as builtin_is_multi_run
 from lvegit.checkers.safe_lambda import lambda_arguments
 from lvegit.judge.results import LVEReport
+from lvegit.judge.validate_tools import check_tools
 from lvegit.lve.instances import Instance
 from lvegit.lve.problems import PLACEHOLDER, Problems, join_path, suggestion
 from lvegit.lve.prompt import Message, Role, fill_holes, variable_names, with_trailing_hole
@@ -45,18 +46,28 @@ def _prompt_messages(lve: LVE) -> list[tuple[str, list[Message]]]:
     return [("", lve.prompt or [])]
 
 
-def _sources(lve: LVE) -> list[tuple[_Source, Message, str]]:
-    """Every message with where it was written and the JSON path its prompt has in test.json."""
+def _prompt_sources(lve: LVE) -> list[tuple[str, str, list[Message]]]:
+    """Each prompt's file, the JSON path of its messages there ("" for a prompt file), and its messages."""
     result = []
     for index, (key, messages) in enumerate(_prompt_messages(lve)):
-        base = f"multi_run_prompt[{index}].prompt" if lve.runs is not None else "prompt"
-        prompt_file = lve.prompt_files.get(key)
+        if key in lve.prompt_files:
+            result.append((lve.prompt_files[key], "", messages))
+        else:
+            base = f"multi_run_prompt[{index}].prompt" if lve.runs is not None else "prompt"
+            result.append((lve.test_file, base, messages))
+    return result
+
+
+def _sources(lve: LVE) -> list[tuple[_Source, Message]]:
+    """Every message with where it was written."""
+    result = []
+    for file, base, messages in _prompt_sources(lve):
         for position, message in enumerate(messages):
-            if prompt_file is not None:
-                source = _Source(prompt_file, f"[{position}]" if len(messages) > 1 else "", message.line)
+            if base:
+                result.append((_Source(file, join_path(base, position), None), message))
             else:
-                source = _Source(lve.test_file, join_path(base, position), None)
-            result.append((source, message, base))
+                field = f"[{position}]" if len(messages) > 1 else ""
+                result.append((_Source(file, field, message.line), message))
     return result
 
 
@@ -72,7 +83,7 @@ def _check_prompts(lve: LVE, problems: Problems, parameters_known: bool) -> set[
     more per placeholder) and the shape of holes; returns the parameter names used."""
     used: set[str] = set()
     declared = set(lve.prompt_parameters)
-    for source, message, _base in _sources(lve):
+    for source, message in _sources(lve):
         texts = []
         if message.role != Role.assistant and message.content is not None:
             texts.append(("content", message.content))
@@ -98,7 +109,7 @@ def _check_prompts(lve: LVE, problems: Problems, parameters_known: bool) -> set[
                     )
     for key, messages in _prompt_messages(lve):
         full = with_trailing_hole(messages)
-        assistants = [m for m in full if m.role == Role.assistant]
+        assistants = [m for m in full if m.role == Role.assistant and not m.tool_calls]
         names = [n for n in variable_names(full) if n is not None]
         where = f"multi_run_prompt ({key})" if lve.runs is not None else "prompt"
         if len(assistants) > 1 and any(m.variable is None for m in assistants):
@@ -277,7 +288,7 @@ def _check_instance(lve: LVE, instance: Instance, problems: Problems) -> None:
         pairs = [(prompts[0], response)]
     for index, (messages, value) in enumerate(pairs):
         try:
-            fill_holes(messages, value)
+            fill_holes(messages, value, tools=bool(lve.tools))
         except ValueError as exc:
             error(f"response[{index}]" if lve.runs is not None else "response", str(exc))
 
@@ -309,6 +320,7 @@ def validate_lve(
         _check_judge_route(repo, lve, problems)
         parameters_known = not any(p.field.startswith("prompt_parameters") for p in load_problems.errors)
         used = _check_prompts(lve, problems, parameters_known) | checker_used
+        used |= check_tools(lve, _prompt_sources(lve), problems)
         if parameters_known:
             _check_unused_parameters(lve, used | _check_lambda_parameters(lve, problems), problems)
         _check_instances(lve, problems)

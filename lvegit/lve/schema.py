@@ -12,7 +12,7 @@ the functions that validate, so that a command which reads no LVE (a warm check)
 from __future__ import annotations
 
 from functools import cache
-from typing import Annotated, Any, ClassVar, Final
+from typing import Annotated, Any, ClassVar, Final, Literal
 
 from pydantic import (
     AfterValidator,
@@ -32,16 +32,20 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 
 from lvegit.lve import taxonomy
 from lvegit.lve.problems import PLACEHOLDER, Problems, join_path, json_type, suggestion
-from lvegit.lve.prompt import Message, Role
+from lvegit.lve.prompt import Message, Role, ToolCall
+from lvegit.lve.tools import DEFAULT_TOOL_STEPS, MAX_TOOL_STEPS, Tool
 
 DRAFT: Final = "https://json-schema.org/draft/2020-12/schema"
 TEXT_PATTERN: Final = r"\S"
 # A key str.format_map looks up as it is (template.is_parameter_name): no dot, bracket, brace, comma or
 # space, and a letter or _ somewhere, so regex quantifiers such as {1,6} are never taken for one.
 PARAMETER_PATTERN: Final = r"^[^.\[\]{},\s]*[A-Za-z_][^.\[\]{},\s]*$"
+# What the chat-completions API takes for a function's name.
+TOOL_NAME_PATTERN: Final = r"^[A-Za-z0-9_-]{1,64}$"
 PATTERN_MESSAGES: Final = {
     TEXT_PATTERN: "must be a non-empty string",
     PARAMETER_PATTERN: "must be a parameter name (such as 'person' or 'phone-number')",
+    TOOL_NAME_PATTERN: "must be a tool name: 1 to 64 letters, digits, '_' or '-'",
 }
 TAG_VALUES: Final[dict[str, tuple[str, ...] | None]] = {
     "severity": ("low", "medium", "high"),
@@ -85,9 +89,26 @@ class Contributed(BaseModel):
     warn_unknown: ClassVar[bool] = True
 
 
+ToolName = Annotated[str, StringConstraints(pattern=TOOL_NAME_PATTERN)]
+
+
+class FunctionCallSpec(Contributed):
+    name: str
+    arguments: Annotated[str, Field(description="the arguments as the model wrote them (JSON text)")]
+
+
+class ToolCallSpec(Contributed):
+    """A tool call an assistant message of a prompt made, in the chat-completions format."""
+
+    id: Text
+    type: Literal["function"] = "function"
+    function: FunctionCallSpec
+
+
 class MessageSpec(Contributed):
     """One message of a prompt. Only the model's turns (assistant) may leave content out: a null one is a
-    hole for the model to fill."""
+    hole for the model to fill. An assistant message may carry tool calls; a tool message (role `tool`)
+    answers one of them (`tool_call_id`)."""
 
     model_config = ConfigDict(
         json_schema_extra={
@@ -100,9 +121,23 @@ class MessageSpec(Contributed):
     content: str | None = Field(default=None, validate_default=True)
     variable: str | None = None
     image_url: str | None = None
+    tool_calls: Annotated[list[ToolCallSpec], Field(min_length=1)] | None = None
+    tool_call_id: str | None = None
 
     def as_message(self, line: int | None = None) -> Message:
-        return Message(self.content, self.role, self.variable, self.image_url, line)
+        calls = tuple(ToolCall(c.id, c.function.name, c.function.arguments) for c in self.tool_calls or ())
+        return Message(self.content, self.role, self.variable, self.image_url, line, calls, self.tool_call_id)
+
+    @model_validator(mode="after")
+    def _tool_fields(self) -> MessageSpec:
+        if self.tool_calls is not None and self.role != Role.assistant:
+            raise PydanticCustomError("tool_calls_role", "only an assistant message may carry tool_calls")
+        if (self.role == Role.tool) != (self.tool_call_id is not None):
+            raise PydanticCustomError(
+                "tool_call_id",
+                "a tool message, and only a tool message, names the call it answers (tool_call_id)",
+            )
+        return self
 
     @field_validator("content")
     @classmethod
@@ -194,6 +229,40 @@ ParameterNames = Annotated[
 PROMPT_FORMS: Final = ("prompt", "prompt_file", "multi_run_prompt")
 
 
+class ToolSpec(Contributed):
+    """A tool the model is offered. It does nothing: a call is answered with `returns`."""
+
+    name: ToolName
+    description: str = ""
+    parameters: Annotated[
+        dict[str, Any], Field(description="JSON Schema of the arguments: an object schema")
+    ] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    returns: Annotated[
+        str,
+        Field(
+            description="what a call returns: text, with {name} filled from the call's arguments and the "
+            "LVE's prompt parameters"
+        ),
+    ]
+
+    @field_validator("parameters")
+    @classmethod
+    def _object_schema(cls, parameters: dict[str, Any]) -> dict[str, Any]:
+        if parameters.get("type") != "object":
+            raise PydanticCustomError("tool_parameters", 'must be a JSON Schema with "type": "object"')
+        if not isinstance(parameters.get("properties", {}), dict):
+            raise PydanticCustomError("tool_parameters", "properties must be an object")
+        return parameters
+
+    def as_tool(self) -> Tool:
+        return Tool(self.name, self.description, self.parameters, self.returns)
+
+
+def _tools_named_once(tools: list[ToolSpec]) -> list[ToolSpec]:
+    _listed_once([tool.name for tool in tools])
+    return tools
+
+
 class TestFile(Contributed):
     """An LVE's test.json."""
 
@@ -219,6 +288,25 @@ class TestFile(Contributed):
     ] = Field(default_factory=dict)
     tags: list[Tag] = Field(default_factory=list)
     author: str | None = None
+    tools: (
+        Annotated[
+            list[ToolSpec],
+            AfterValidator(_tools_named_once),
+            Field(description="tools the model is offered; their calls are answered with what they return"),
+        ]
+        | None
+    ) = None
+    max_tool_steps: (
+        Annotated[
+            int,
+            Field(
+                ge=1,
+                le=MAX_TOOL_STEPS,
+                description=f"how often one turn's tool calls are answered (default {DEFAULT_TOOL_STEPS})",
+            ),
+        ]
+        | None
+    ) = None
 
 
 def _text_object_or_list(value: Any) -> Any:
@@ -257,7 +345,9 @@ class InstanceLine(Contributed):
         WithJsonSchema(
             {
                 "type": ["string", "object", "array"],
-                "description": "the text; {variable: text} for several variables; a list, one per run",
+                "description": "the text; {variable: text} for several variables; a list, one per run; "
+                "in an LVE with tools, a turn that used them: {steps: [{content, tool_calls: [{id, name, "
+                "arguments, result}]}]}",
             }
         ),
     ]
@@ -281,6 +371,10 @@ def describe(error: ErrorDetails) -> str:
         return "must not be empty"
     if kind == "greater_than_equal":
         return f"must be at least {context['ge']}"
+    if kind == "less_than_equal":
+        return f"must be at most {context['le']}"
+    if kind == "literal_error":
+        return f"must be {context['expected']}, not {value!r}"
     if kind == "enum":
         return f"must be one of {context['expected']}, not {value!r}"
     return error["msg"]  # lvegit's own (PydanticCustomError) and any other

@@ -17,6 +17,7 @@ from lvegit.lve.problems import Problem, Problems, join_path
 from lvegit.lve.prompt import Message
 from lvegit.lve.prompt_file import load_prompt_file
 from lvegit.lve.repo import TEST_FILE, Repository, folder_matches_model, has_text_name, model_folder
+from lvegit.lve.tools import DEFAULT_TOOL_STEPS, Tool
 
 if TYPE_CHECKING:
     from lvegit.lve.schema import CheckerArgs, MessageSpec, RunSpec
@@ -52,6 +53,14 @@ class LVE:
     author: str | None = None
     # The file each prompt's messages came from, relative to the repository root.
     prompt_files: dict[str, str] = field(default_factory=dict)
+    tools: dict[str, Tool] = field(default_factory=dict)  # by name, in the order declared
+    max_tool_steps: int | None = None  # as test.json gives it
+
+    @property
+    def step_limit(self) -> int:
+        """How often one turn's tool calls are answered."""
+        return self.max_tool_steps or DEFAULT_TOOL_STEPS
+
     _recorded: list[InstanceFile] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -74,9 +83,10 @@ class LVE:
 
     def request_args(self, args: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """What a re-run sends: the prompt parameter values, and the model arguments over the LVE's
-        default_model_args."""
+        default_model_args (with the tools it offers, which the chat-completions API takes beside them)."""
         params, model_args = self.split_args(args)
-        return params, {**self.default_model_args, **model_args}
+        offered = {"tools": [tool.as_api() for tool in self.tools.values()]} if self.tools else {}
+        return params, {**self.default_model_args, **model_args, **offered}
 
     def instance_files(self) -> list[Path]:
         return instance_files(self.dir)
@@ -228,6 +238,8 @@ def _build(repo: Repository, lve_dir: Path, rel: str, data: dict[str, Any], prob
         default_model_args=values.get("default_model_args", {}),
         tags=[tag.model_dump() for tag in values.get("tags", [])],
         author=values.get("author"),
+        tools={spec.name: spec.as_tool() for spec in values.get("tools") or []},
+        max_tool_steps=values.get("max_tool_steps"),
     )
     if values.get("multi_run_prompt") is not None:
         _load_runs(values["multi_run_prompt"], repo, lve, problems)

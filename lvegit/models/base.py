@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from lvegit.base.errors import EXIT_SERVICE, LvegitError
-from lvegit.lve.prompt import Message
+from lvegit.lve.prompt import Message, ToolCall
 
 # Requests in flight per model unless --concurrency says otherwise (a batching backend asks for more).
 DEFAULT_CONCURRENCY = 8
@@ -14,9 +14,10 @@ DEFAULT_CONCURRENCY = 8
 
 @dataclass(frozen=True)
 class Completion:
-    text: str
+    text: str  # empty when the model only called tools
     model: str  # the model as the backend resolved it (e.g. the API's dated model name)
     run_info: dict[str, str] = field(default_factory=dict)  # where it ran (a local model's device, dtype)
+    tool_calls: tuple[ToolCall, ...] = ()  # the tools it called, arguments as it wrote them
 
 
 class ModelError(LvegitError):
@@ -48,16 +49,22 @@ class ChatModel(Protocol):
 
 
 def api_messages(messages: list[Message]) -> list[dict[str, Any]]:
-    """Messages in the chat-completions format; an image_url makes the content a list of parts."""
+    """Messages in the chat-completions format; an image_url makes the content a list of parts. An
+    assistant message that only called tools has null content, as the API writes it."""
     result = []
     for message in messages:
-        content: Any = message.content or ""
+        content: Any = message.content or ("" if not message.tool_calls else None)
         if message.image_url is not None:
             content = [
                 {"type": "text", "text": content},
                 {"type": "image_url", "image_url": {"url": message.image_url}},
             ]
-        result.append({"role": message.role.value, "content": content})
+        sent: dict[str, Any] = {"role": message.role.value, "content": content}
+        if message.tool_calls:
+            sent["tool_calls"] = [call.as_json() for call in message.tool_calls]
+        if message.tool_call_id is not None:
+            sent["tool_call_id"] = message.tool_call_id
+        result.append(sent)
     return result
 
 

@@ -18,7 +18,7 @@ import urllib.request
 from typing import Any
 
 from lvegit.base.errors import UsageError
-from lvegit.lve.prompt import Message
+from lvegit.lve.prompt import Message, ToolCall
 from lvegit.models.base import (
     DEFAULT_CONCURRENCY,
     Completion,
@@ -109,16 +109,37 @@ LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads has joined every pa
 
 
 def completion_of(response: Any, model: str) -> Completion:
-    """The text of a chat-completions response body (live, or a line of a batch output file)."""
+    """The text and tool calls of a chat-completions response body (live, or a line of a batch output
+    file)."""
     try:
-        text = response["choices"][0]["message"]["content"]
+        message = response["choices"][0]["message"]
+        text, calls = message.get("content"), message.get("tool_calls")
         resolved = str(response.get("model") or model)
     except (AttributeError, IndexError, KeyError, TypeError):
         raise TransientModelError("malformed response: no choices[0].message.content") from None
-    if not isinstance(text, str):
+    if calls is not None and not isinstance(calls, list):
+        raise TransientModelError("malformed response: the message's tool_calls is not a list")
+    if not isinstance(text, str) and not (text is None and calls):
         raise TransientModelError("malformed response: the message has no text content")
     # Half of a UTF-16 pair (a reply cut inside an emoji) is no text: stored, no reader could take it.
-    return Completion(LONE_SURROGATE.sub("\ufffd", text), resolved)
+    return Completion(_text(text or ""), resolved, tool_calls=tuple(map(_tool_call, calls or [])))
+
+
+def _text(value: Any) -> str:
+    """A field of the model's answer as text: text as it is, anything else as JSON."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return LONE_SURROGATE.sub("\ufffd", text)
+
+
+def _tool_call(call: Any) -> ToolCall:
+    """One tool call as the model wrote it. A malformed one is kept as such (a name or arguments that are
+    no text become their JSON, a missing part is empty): the tool answers it with an error and the record
+    shows what the model sent."""
+    call = call if isinstance(call, dict) else {}
+    function = call.get("function") if isinstance(call.get("function"), dict) else {}
+    parts = (call.get("id"), function.get("name"), function.get("arguments"))
+    call_id, name, arguments = ("" if part is None else _text(part) for part in parts)
+    return ToolCall(call_id, name, arguments)
 
 
 def environment_proxy(url: str) -> str | None:

@@ -10,6 +10,7 @@ otherwise a plain `role: content` transcript ending in `assistant:` is used.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Hashable
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +22,7 @@ from lvegit.lve.prompt import Message
 from lvegit.models import placement
 from lvegit.models.base import Completion, ModelError, clean_model_args
 from lvegit.models.batching import Batcher
+from lvegit.models.tool_text import parse_tool_calls, template_messages
 
 DEFAULT_MAX_NEW_TOKENS = 256
 DEFAULT_BATCH_SIZE = 32
@@ -155,10 +157,21 @@ def _weights_bytes(model_id: str, dtype: str) -> int:
     return parameters * placement.DTYPE_BYTES[dtype]
 
 
-def prompt_text(tokenizer: Any, messages: list[Message]) -> str:
-    conversation = [{"role": m.role.value, "content": m.content or ""} for m in messages]
-    if getattr(tokenizer, "chat_template", None):
-        return str(tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True))
+def prompt_text(tokenizer: Any, messages: list[Message], tools: list[dict[str, Any]] | None = None) -> str:
+    """The conversation as the model's chat template writes it (offering `tools` where given); without a
+    template, `role: content` lines."""
+    conversation = template_messages(messages)
+    template = getattr(tokenizer, "chat_template", None)
+    if tools and "tools" not in str(template or ""):
+        raise ModelError(
+            "the model's chat template takes no tools: choose a model made for tool use (its template "
+            "offers `tools`)"
+        )
+    if template:
+        offered = {"tools": tools} if tools else {}
+        return str(
+            tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True, **offered)
+        )
     return "".join(f"{m['role']}: {m['content']}\n" for m in conversation) + "assistant:"
 
 
@@ -192,6 +205,7 @@ class BatchKey:
     options: tuple[tuple[str, Any], ...]
     seed: int | None
     alone: int = 0  # a request numbered here batches with no other
+    tools: str = ""  # the tools offered (JSON): a template's tools are the same for a whole batch
 
 
 class TransformersModel:
@@ -217,14 +231,16 @@ class TransformersModel:
         """Runs in the batcher's thread: the first batch loads the model."""
         assert isinstance(key, BatchKey)
         loaded = self.weights.get()
-        prompts = [prompt_text(loaded.tokenizer, messages) for messages in conversations]
+        tools = json.loads(key.tools) if key.tools else None
+        prompts = [prompt_text(loaded.tokenizer, messages, tools) for messages in conversations]
         return loaded.generate(prompts, dict(key.options), key.seed)
 
     async def complete(self, messages: list[Message], model_args: dict[str, Any]) -> Completion:
         import torch  # here, not at the top: lvegit imports no torch until a local model runs
 
         options, seed = generation_options(model_args)
-        key = BatchKey(tuple(sorted(options.items())), seed)
+        tools = model_args.get("tools")
+        key = BatchKey(tuple(sorted(options.items())), seed, tools=json.dumps(tools) if tools else "")
         if seed is not None:
             # Sampled tokens depend on the batch around a request: a seeded one is a batch of its own.
             self._alone += 1
@@ -233,7 +249,8 @@ class TransformersModel:
             text = await self.batcher.submit(key, messages)
         except torch.OutOfMemoryError as exc:
             raise ModelError(f"out of memory generating with '{self.name}', even alone: {exc}") from None
-        return Completion(text, self.name, self.weights.get().placement.run_info())
+        text, calls = parse_tool_calls(text) if tools else (text, ())
+        return Completion(text, self.name, self.weights.get().placement.run_info(), calls)
 
     async def close(self) -> None:
         await self.batcher.close()

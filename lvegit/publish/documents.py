@@ -70,10 +70,13 @@ class ModelsDocument(Record):
 
 
 class ShownMessage(Record):
-    role: Literal["user", "assistant", "system"]
+    role: Literal["user", "assistant", "system", "tool"]
     content: str | None
     variable: str | None = None
     image_url: str | None = None
+    # only on messages of a tool exchange (an LVE without tools shows its messages as it always did)
+    tool_calls: list[dict[str, Any]] | None = Field(default=None, exclude_if=lambda value: value is None)
+    tool_call_id: str | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 class ShownRun(Record):
@@ -121,6 +124,9 @@ class ShowDocument(Record):
     author: str | None
     instance_files: list[InstanceFileCounts]
     instances: list[dict[str, Any]]
+    # where it declares tools: as test.json declares them, and how often a turn's calls are answered
+    tools: list[dict[str, Any]] = Field(default_factory=list, exclude_if=lambda value: not value)
+    max_tool_steps: int | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 class SandboxDocument(Record):

@@ -25,7 +25,7 @@ from lvegit.base.errors import LVEError
 from lvegit.base.escape import code_block, console
 from lvegit.base.files import FileProblem, read_bytes, write_inside
 from lvegit.checkers.custom import read_custom_classes
-from lvegit.lve.prompt import transcript
+from lvegit.lve.prompt import is_turn, response_text, transcript
 from lvegit.lve.repo import Repository, canonical_model
 from lvegit.lve.spec import LVE, load_lve
 
@@ -64,6 +64,7 @@ class Fields:
     instances: list[tuple[dict[str, Any], str, bool]] = field(
         default_factory=list
     )  # values, response, passed
+    tools: str = ""  # the tools offered, where the LVE declares any (lve-tools had none)
 
     def inline(self, name: str, code: bool) -> str:
         value = console(" ".join(self.values[name].split()))  # one line, nothing invisible
@@ -103,9 +104,10 @@ def _example(lve: LVE, safe: bool) -> str:
             if instance.passed != safe:
                 continue
             values, model_args = lve.split_args(instance.args)
+            response = response_text(instance.response) if is_turn(instance.response) else instance.response
             return (
                 f"Parameter values: {values}\nModel arguments: {model_args}\n"
-                f"Response: {instance.response}\nPassed: {instance.passed}"
+                f"Response: {response}\nPassed: {instance.passed}"
             )
     return NO_INSTANCE.format(kind="safe" if safe else "unsafe")
 
@@ -122,6 +124,16 @@ def _recorded(lve: LVE) -> list[tuple[dict[str, Any], str, bool]]:
             values, _model_args = lve.split_args(instance.args)
             found.append((values, str(instance.response), instance.passed))
     return found
+
+
+def _tools(lve: LVE) -> str:
+    """Each tool offered, with its arguments, what it is for and what it returns; the step limit."""
+    lines = [
+        f"{tool.name}({', '.join(tool.parameters.get('properties') or {})}): {tool.description}\n"
+        f"  returns: {tool.returns}"
+        for tool in lve.tools.values()
+    ]
+    return "\n".join([*lines, f"At most {lve.step_limit} tool steps per turn."]) if lines else ""
 
 
 def fields(lve: LVE) -> Fields:
@@ -141,6 +153,7 @@ def fields(lve: LVE) -> Fields:
         _inert(json.dumps(arguments, indent=2, ensure_ascii=False)),
         list(lve.prompt_parameters),
         _recorded(lve),
+        _inert(_tools(lve)),
     )
 
 
@@ -237,6 +250,8 @@ def section(values: Fields) -> str:
     parts += ["**Checker arguments**:", "", _block(values.checker_arguments), ""]
     for name in BLOCK_FIELDS:
         parts += [f"**{name}**:", "", _block(values.values[name]), ""]
+        if name == "Prompt parameters" and values.tools:
+            parts += ["**Tools**:", "", _block(values.tools), ""]
     return "\n".join([*parts[:-1], END])
 
 

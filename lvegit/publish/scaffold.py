@@ -156,7 +156,8 @@ class {class_name}(BaseChecker):
         # - prompt_contains_responses: `prompt` is the conversation with the model's responses filled in
         #   (False: the prompt as sent, with an empty assistant turn at the end);
         # - get_variables: is_safe also receives `variables`, every assistant turn by variable name;
-        # - get_response: is_safe receives `response`, the model's last response.
+        # - get_response: is_safe receives `response`, the model's last response;
+        # - get_tool_calls (an LVE with tools): is_safe also receives `tool_calls`, the model's calls.
         super().__init__(prompt_contains_responses=False, get_variables=False, get_response=True)
         self.forbidden = [word.lower() for word in (forbidden or ["password"])]
 

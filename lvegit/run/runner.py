@@ -29,11 +29,18 @@ from lvegit.base.versions import installed_versions
 from lvegit.checkers.base import BaseChecker
 from lvegit.checkers.llm_judge import Judgement, LLMJudgeChecker
 from lvegit.checkers.registry import CheckerFactory
-from lvegit.judge.conversation import Pair, conversation_steps, judge, recorded_conversations, stored_response
+from lvegit.judge.conversation import (
+    Pair,
+    conversation_steps,
+    judge,
+    postprocessed,
+    recorded_conversations,
+    stored_response,
+)
 from lvegit.lve.instances import InstanceKeys, append_instances, line_too_long
 from lvegit.lve.prompt import Message
 from lvegit.lve.spec import LVE
-from lvegit.models.base import DEFAULT_CONCURRENCY, ChatModel, ModelError, TransientModelError
+from lvegit.models.base import DEFAULT_CONCURRENCY, ChatModel, Completion, ModelError, TransientModelError
 from lvegit.models.routing import ModelPool
 from lvegit.run.attempt import Attempt, Report
 
@@ -107,11 +114,7 @@ class Recorder:
             attempt.verdict, attempt.judgement = judgement.verdict, judgement.as_json()
         else:
             attempt.verdict = judge(lve, checker, pairs, params)
-        response = stored_response(lve, pairs)
-        if lve.runs is not None:
-            attempt.response = [checker.postprocess_response(entry) for entry in response]
-        else:
-            attempt.response = checker.postprocess_response(response)
+        attempt.response = postprocessed(lve, checker, stored_response(lve, pairs))
         recorded = recorded_conversations(lve, params, attempt.response)
         # a postprocessed response need not fit the prompt any more: then the prompts as sent
         attempt.conversation = recorded or [[m.as_json() for m in prompt] for prompt, _ in pairs]
@@ -274,7 +277,7 @@ async def request(
     attempt: Attempt,
     policy: RetryPolicy,
     for_judge: bool = False,
-) -> str:
+) -> Completion:
     """One completion for an attempt, retried with backoff while it fails transiently; the attempt counts
     its requests and retries and keeps the model and backend that answered (its judge's requests are
     counted apart, and the judge is known by the judgement)."""
@@ -294,7 +297,7 @@ async def request(
         if not for_judge:
             attempt.resolved_model = completion.model
             attempt.backend_details = completion.run_info
-        return completion.text
+        return completion
     raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
 
 
@@ -314,7 +317,7 @@ async def ask_judge(
         request(judge_model, messages, checker.request_args, attempt, policy, for_judge=True)
         for _ in range(checker.samples)
     )
-    return checker.judgement(list(await asyncio.gather(*asking)))
+    return checker.judgement([completion.text for completion in await asyncio.gather(*asking)])
 
 
 def library_versions() -> dict[str, str]:

@@ -50,7 +50,16 @@ def _text(value: Any) -> str | None:
 
 
 def _messages(messages: list[Message]) -> list[dict[str, Any]]:
-    return [{"role": m.role.value, "content": m.content, "image_url": m.image_url} for m in messages]
+    return [
+        {
+            "role": m.role.value,
+            "content": m.content,
+            "image_url": m.image_url,
+            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls],
+            "tool_call_id": m.tool_call_id,
+        }
+        for m in messages
+    ]
 
 
 def _severity(tags: list[dict[str, Any]]) -> str | None:
@@ -83,7 +92,16 @@ def _template(lve: LVE) -> list[list[dict[str, Any]]]:
 def _schemas() -> dict[str, pyarrow.Schema]:
     import pyarrow as pa
 
-    message = pa.struct([("role", pa.string()), ("content", pa.string()), ("image_url", pa.string())])
+    call = pa.struct([("id", pa.string()), ("name", pa.string()), ("arguments", pa.string())])
+    message = pa.struct(
+        [
+            ("role", pa.string()),
+            ("content", pa.string()),
+            ("image_url", pa.string()),
+            ("tool_calls", pa.list_(call)),
+            ("tool_call_id", pa.string()),
+        ]
+    )
     conversations = pa.list_(pa.list_(message))
     tags = pa.list_(pa.struct([("name", pa.string()), ("value", pa.string())]))
     about = [
@@ -97,6 +115,7 @@ def _schemas() -> dict[str, pyarrow.Schema]:
         ("tags", tags),
         ("taxonomy", pa.list_(pa.string())),
         ("severity", pa.string()),
+        ("tools", pa.string()),
     ]
     return {
         "instances": pa.schema(
@@ -157,6 +176,9 @@ def _about(lve: LVE, lve_id: str | None) -> dict[str, Any]:
         "tags": _tags(lve.tags),
         "taxonomy": [f"{tag['name']}:{tag.get('value')}" for tag in lve.tags if tag.get("name") in SCHEMES],
         "severity": _severity(lve.tags),
+        "tools": _json([tool.as_api()["function"] | {"returns": tool.returns} for tool in lve.tools.values()])
+        if lve.tools
+        else None,
     }
 
 
@@ -308,7 +330,9 @@ COLUMNS: Final[dict[str, str]] = {
     "prompt": "the prompt as sent, parameters filled in: a conversation per run (one for most LVEs)",
     "parameters": "the instance's prompt parameters (JSON)",
     "model_args": "the model arguments it was recorded with (JSON)",
-    "response": "the response as stored, postprocessed (JSON when not a single text)",
+    "response": "the response as stored, postprocessed (JSON when not a single text; a turn that used "
+    "tools is {steps: [{content, tool_calls: [{id, name, arguments, result}]}]})",
+    "tools": "the tools the model is offered, each with what it returns (JSON; null without tools)",
     "passed": "the verdict: true when the response is safe",
     "judgement": "what an LLM judge answered (JSON), for LLM-judged LVEs",
     "author": "who recorded it, or wrote the LVE",

@@ -28,7 +28,7 @@ from lvegit.history.severity import Severity, from_status, severities, severity
 from lvegit.history.status import STATE_MARKS, History, LVEStatus, State
 from lvegit.judge.results import judge_said, unsafe_rate
 from lvegit.lve.ids import live_ids, load_cached
-from lvegit.lve.prompt import Message
+from lvegit.lve.prompt import Message, response_text
 from lvegit.lve.repo import Repository
 from lvegit.lve.spec import LVE, load_lve
 from lvegit.lve.template import SHOWN_PARAMETER
@@ -65,7 +65,7 @@ def http_url(value: str | None) -> str | None:
 
 
 def _text(value: Any) -> str:
-    return clean(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1))
+    return clean(response_text(value))
 
 
 def _percent(part: int, whole: int) -> str:

@@ -11,6 +11,9 @@ import pytest
 from builders import MULTI_RUN_TEST, PROJECT_ROOT, RepoBuilder, history_run, instance
 
 BUNDLED = len(list((PROJECT_ROOT / "repository").rglob("test.json")))
+RECORDED = sum(  # the bundled instances
+    len(path.read_text().splitlines()) for path in (PROJECT_ROOT / "repository").rglob("instances/*.jsonl")
+)
 
 
 @pytest.fixture
@@ -38,14 +41,22 @@ def test_the_bundled_repository_loads_with_datasets_pyarrow_and_duckdb(
         "--repo", str(PROJECT_ROOT),
     )  # fmt: skip
     assert result.code == 0, result.err
-    assert result.out == f"dataset in {out}: instances 34, lves {BUNDLED}, runs 600 rows\n"
+    assert result.out == f"dataset in {out}: instances {RECORDED}, lves {BUNDLED}, runs 600 rows\n"
 
     instances = datasets.load_dataset(str(out), "instances", split="train")
-    assert instances.num_rows == 34
+    assert instances.num_rows == RECORDED
     multiply = [row for row in instances if row["name"] == "multiply"]
     first = multiply[0]
     assert first["prompt"] == [
-        [{"role": "user", "content": "Compute 1234 * 5678. Answer with the number only.", "image_url": None}]
+        [
+            {
+                "role": "user",
+                "content": "Compute 1234 * 5678. Answer with the number only.",
+                "image_url": None,
+                "tool_calls": [],
+                "tool_call_id": None,
+            }
+        ]
     ]
     assert (first["response"], first["passed"], first["severity"]) == ("7,006,652", True, "low")
     assert first["checker"] == "NumberChecker" and first["file"].endswith("four_digits.jsonl")
@@ -84,12 +95,22 @@ def test_the_card_header_is_what_the_hub_reads(cli: Any, tmp_path: Path) -> None
     assert header["configs"][0]["data_files"] == [{"split": "train", "path": "data/instances.parquet"}]
     [instances_info, _] = header["dataset_info"]
     assert (
-        instances_info["splits"][0]["name"] == "train" and instances_info["splits"][0]["num_examples"] == 34
+        instances_info["splits"][0]["name"] == "train"
+        and instances_info["splits"][0]["num_examples"] == RECORDED
     )
     prompt = next(f for f in instances_info["features"] if f["name"] == "prompt")
     assert prompt == {
         "name": "prompt",
-        "list": {"list": [{"name": n, "dtype": "string"} for n in ("role", "content", "image_url")]},
+        "list": {
+            "list": [
+                *({"name": n, "dtype": "string"} for n in ("role", "content", "image_url")),
+                {
+                    "name": "tool_calls",
+                    "list": [{"name": n, "dtype": "string"} for n in ("id", "name", "arguments")],
+                },
+                {"name": "tool_call_id", "dtype": "string"},
+            ]
+        },
     }
 
 

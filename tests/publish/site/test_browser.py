@@ -131,7 +131,7 @@ def test_the_filters_change_what_is_shown(browser: Any, cli: Any, tmp_path: Path
     Select(browser.find_element("css selector", "[data-filter=model]")).select_by_value(
         "meta/llama-3-8b-instruct"
     )
-    assert shown() == ["meta/llama-3-8b-instruct"] * 4 and count.text == f"4 of {BUNDLED} LVEs shown"
+    assert shown() == ["meta/llama-3-8b-instruct"] * 5 and count.text == f"5 of {BUNDLED} LVEs shown"
     Select(browser.find_element("css selector", "[data-filter=verdict]")).select_by_value("safe")
     assert shown() == ["meta/llama-3-8b-instruct"] and count.text == f"1 of {BUNDLED} LVEs shown"
     Select(browser.find_element("css selector", "[data-filter=model]")).select_by_value("")

@@ -1,0 +1,90 @@
+"""Validation of what an LVE says about tools: their returns, the tool exchanges its prompts hold, and a
+checker that judges tool calls."""
+
+from __future__ import annotations
+
+from lvegit.checkers.core import ToolCallChecker
+from lvegit.lve.problems import Problems, join_path
+from lvegit.lve.prompt import Message, Role
+from lvegit.lve.spec import LVE
+from lvegit.lve.template import TemplateError, placeholders
+
+
+def check_tools(lve: LVE, prompts: list[tuple[str, str, list[Message]]], problems: Problems) -> set[str]:
+    """The problems of an LVE's tools; returns the prompt parameters their returns use. `prompts`: each
+    prompt's file, the JSON path of its messages there, and its messages."""
+    used = _check_returns(lve, problems)
+    for file, base, messages in prompts:
+        _check_exchange(lve, file, base, messages, problems)
+    if "tools" in lve.default_model_args:
+        problems.error(
+            "default_model_args.tools", "declare tools in the LVE's 'tools' (each with what it returns)"
+        )
+    if lve.max_tool_steps is not None and not lve.tools:
+        problems.warning("max_tool_steps", "the LVE declares no tools, so no step is ever taken")
+    if lve.checker_name == ToolCallChecker.__name__:
+        _check_checker_names(lve, problems)
+    return used
+
+
+def _check_returns(lve: LVE, problems: Problems) -> set[str]:
+    used: set[str] = set()
+    for index, tool in enumerate(lve.tools.values()):
+        where = join_path(join_path("tools", index), "returns")
+        try:
+            names = placeholders(tool.returns)
+        except TemplateError as exc:
+            problems.error(where, str(exc))
+            continue
+        arguments = set(tool.parameters.get("properties", {}))
+        for name in names:
+            if name in lve.prompt_parameters:
+                used.add(name)
+            elif name not in arguments:
+                problems.error(
+                    where,
+                    f"{{{name}}} is neither an argument of {tool.name} (its parameters' properties) nor a "
+                    f"prompt parameter",
+                )
+    return used
+
+
+def _check_exchange(lve: LVE, file: str, base: str, messages: list[Message], problems: Problems) -> None:
+    """A prompt's tool calls name declared tools, and each tool message answers an earlier call."""
+    called: set[str] = set()
+    for position, message in enumerate(messages):
+        where = join_path(base, position) if base else f"[{position}]"
+        for number, call in enumerate(message.tool_calls):
+            called.add(call.id)
+            if call.name not in lve.tools:
+                declared = ", ".join(lve.tools) or "none"
+                problems.error(
+                    join_path(join_path(join_path(where, "tool_calls"), number), "function.name"),
+                    f"calls '{call.name}', which the LVE does not declare (tools: {declared})",
+                    message.line,
+                    file=file,
+                )
+        if message.role == Role.tool and message.tool_call_id not in called:
+            problems.error(
+                join_path(where, "tool_call_id"),
+                f"answers '{message.tool_call_id}', which no earlier assistant message of this prompt calls",
+                message.line,
+                file=file,
+            )
+
+
+def _check_checker_names(lve: LVE, problems: Problems) -> None:
+    if not lve.tools:
+        problems.error(
+            "checker_args.checker_name", "ToolCallChecker judges tool calls: the LVE declares no tools"
+        )
+        return
+    for argument in ("tools", "allowed_tools"):
+        value = lve.checker_args.get(argument)
+        for name in [value] if isinstance(value, str) else value if isinstance(value, list) else []:
+            if isinstance(name, str) and name not in lve.tools:
+                problems.warning(
+                    join_path("checker_args", argument),
+                    f"'{name}' is no tool the LVE declares (the model can still call it: its call is "
+                    f"answered with an error)",
+                )

@@ -52,10 +52,23 @@ def test_bundled_repository_covers_every_prompt_form_and_checker() -> None:
             forms.add(
                 "jsonl" if text.count("\n{") else "single-object" if text.lstrip().startswith("{") else "text"
             )
-        if sum(m.role == "assistant" for m in lve.prompt or []) > 1:
+        if sum(m.role == "assistant" and not m.tool_calls for m in lve.prompt or []) > 1:
             forms.add("multi-variable")
+        if lve.tools:
+            forms.add("tools")
+        if any(m.tool_calls for m in lve.prompt or []):
+            forms.add("tool exchange in the prompt")
         for path in checker_files(lve.dir):
             custom_styles.add("older" if "from lve." in path.read_text() else "lvegit")
-    assert forms == {"inline", "text", "jsonl", "single-object", "multi-variable", "multi-run"}
+    assert forms == {
+        "inline",
+        "text",
+        "jsonl",
+        "single-object",
+        "multi-variable",
+        "multi-run",
+        "tools",
+        "tool exchange in the prompt",
+    }
     assert set(BUILTIN_CHECKERS) <= checkers
     assert custom_styles == {"older", "lvegit"}

@@ -70,9 +70,11 @@ def _print(view: dict[str, Any]) -> None:
     _field("parameters", ", ".join(view["prompt_parameters"]) or "(none)")
     for tool in view.get("tools") or []:
         arguments = ", ".join(tool["parameters"].get("properties") or {})
-        _field("tool", f"{tool['name']}({arguments}) returns {_short(tool['returns'])}")
-    if view.get("max_tool_steps"):
-        _field("tool steps", f"at most {view['max_tool_steps']} per turn")
+        returns = f" returns {_short(tool['returns'])}" if tool["returns"] is not None else ""
+        _field("tool", f"{tool['name']}({arguments}){returns}")
+    if view.get("max_tool_steps") is not None:
+        never = ": calls are recorded, never answered" if view["max_tool_steps"] == 0 else ""
+        _field("tool steps", f"at most {view['max_tool_steps']} per turn{never}")
     if view["default_model_args"]:
         _field("model args", ", ".join(f"{k}={json.dumps(v)}" for k, v in view["default_model_args"].items()))
     tags = ", ".join(f"{t.get('name')}={t.get('value')}" for t in view["tags"] if isinstance(t, dict))

@@ -90,12 +90,13 @@ class Finding:
     group: str  # the probe, plugin or check: the draft's name
     model: str
     turns: tuple[tuple[str, str], ...]
-    output: str
+    output: str | dict[str, Any]  # the text, or the model's turn when it called tools (`{"steps": [...]}`)
     checker: dict[str, Any]  # checker_args that judge it as the scanner did
     scanner_id: str  # the scanner's own id of this output (its instance's idempotency key)
     info: dict[str, Any] = field(default_factory=dict)  # more of where it came from, for run_info
     variant: str = ""  # what else tells drafts of one group and model apart: the provider's label
     aim: str | None = None  # what the attack tried, where the scanner says
+    tools: tuple[dict[str, Any], ...] = ()  # the functions the target was offered, as the scan's config says
 
 
 @dataclass(frozen=True)
@@ -118,8 +119,9 @@ class Draft:
     source: dict[str, Any]  # tool, version, run: in each instance's run_info and a tag
     note: str  # what the README says of where it came from
     instances: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[dict[str, Any]] = field(default_factory=list)  # offered to the model: test.json's tools
 
-    def add_finding(self, args: dict[str, Any], response: str, run_info: dict[str, Any]) -> None:
+    def add_finding(self, args: dict[str, Any], response: Any, run_info: dict[str, Any]) -> None:
         """A failing output of the scan, as an instance: unsafe, with where in the scan it came from."""
         self.instances.append({"args": args, "response": response, "passed": False, "run_info": run_info})
 
@@ -132,7 +134,8 @@ def _shape(finding: Finding) -> tuple[Any, ...]:
     """What must be alike for findings to share a draft, beside their group, model and label."""
     roles = tuple(role for role, _text in finding.turns)
     fixed = tuple(text for role, text in finding.turns if role == "assistant")
-    return roles, fixed, json.dumps(finding.checker, sort_keys=True)
+    judged = json.dumps(finding.checker, sort_keys=True)
+    return roles, fixed, judged, json.dumps(finding.tools, sort_keys=True)
 
 
 def _template(findings: list[Finding]) -> tuple[list[dict[str, Any]], list[str], dict[int, str]]:
@@ -180,6 +183,7 @@ def build_drafts(
         prompt, parameters, names = _template(alike)
         description, note = describe(group, model, alike)
         draft = Draft(category, name, model, description, alike[0].checker, prompt, parameters, source, note)
+        draft.tools = [tool for tool in alike[0].tools if _function(tool)]
         for finding in alike:
             args = {names[i]: finding.turns[i][1] for i in names}
             key = f"{source.get('tool')}:{finding.scanner_id}"
@@ -264,6 +268,32 @@ def _remove(created: list[Path]) -> None:
             return
 
 
+def _function(tool: dict[str, Any]) -> dict[str, Any] | None:
+    """A tool as the chat-completions API takes it (`{"type": "function", "function": {...}}`, or the
+    function alone), when it names a function."""
+    function = as_object(tool.get("function")) or tool
+    return function if isinstance(function.get("name"), str) else None
+
+
+def _offered(tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """test.json's tools for the functions the target was offered. The scanner did not answer its calls, so
+    neither does the LVE (max_tool_steps 0): it judges the model's first decision, as the scan did."""
+    if not tools:
+        return {}
+    declared = []
+    for tool in tools:
+        function = _function(tool) or {}
+        parameters = function.get("parameters")
+        declared.append(
+            {
+                "name": function["name"],
+                "description": str(function.get("description") or ""),
+                **({"parameters": parameters} if isinstance(parameters, dict) else {}),
+            }
+        )
+    return {"tools": declared, "max_tool_steps": 0}
+
+
 def _readme_text(text: str) -> str:
     """A scanner's text in a draft's README: no HTML comment, so none can pass for lvegit's markers."""
     return text.replace("<!--", "&lt;!--").replace("-->", "--&gt;")
@@ -278,6 +308,7 @@ def _write(repo: Repository, draft: Draft, author: str | None) -> None:
         "checker_args": draft.checker_args,
         "prompt": draft.prompt,
         "prompt_parameters": draft.parameters,
+        **_offered(draft.tools),
         "tags": [
             {"name": "severity", "value": "medium"},
             {"name": "source", "value": " ".join(str(v) for v in draft.source.values() if v)},

@@ -7,7 +7,12 @@ JSON), `promptIdx`, `vars`, `provider` (`id`, `label`), `response.output` (and, 
 `response.metadata.messages`), `success`, `error`, `gradingResult.componentResults` (each with its
 `assertion` and the value promptfoo rendered for it), `testCase` (`assert`, `options.provider` the grader,
 `metadata.pluginId` and `strategyId` in red-team runs, `metadata.originalText` before a strategy rewrote
-the prompt).
+the prompt), and `config` (`providers`/`targets` with their `config.tools`).
+
+An output that calls tools (promptfoo writes the list of calls when the model wrote no text, else the whole
+message) is imported as the model's turn, each call's arguments as written, in a draft that declares the
+tools the provider was offered with `max_tool_steps` 0: promptfoo answered no call, so neither does the
+LVE.
 
 Every failing result is a finding, or is left out with its reason (a provider error, no output). What the
 model was sent is imported as it was sent: `prompt.raw` (a strategy such as base64 rewrites it; the
@@ -52,6 +57,8 @@ class Evaluation:
     left_out: list[LeftOut] = field(default_factory=list)
     results: int = 0
     endpoints: dict[tuple[str, str], str] = field(default_factory=dict)  # (id, label) -> custom or default
+    # the tools each provider was offered, by (id, label)
+    tools: dict[tuple[str, str], tuple[dict[str, Any], ...]] = field(default_factory=dict)
 
 
 def _endpoints(config: dict[str, Any]) -> dict[tuple[str, str], str]:
@@ -72,11 +79,44 @@ def provider_model(provider: str) -> str:
     return model_id(parts[0], parts[-1]) if len(parts) > 1 else model_id(provider)
 
 
-def _output(response: Any) -> str | None:
+def _output(response: Any) -> str | dict[str, Any] | None:
+    """The output: text, or when the model called tools its turn as an instance records one (promptfoo
+    writes the calls alone when the model wrote no text, else the whole message)."""
     output = response.get("output") if isinstance(response, dict) else None
     if output is None:
         return None
+    message = output if isinstance(output, dict) else {"content": None, "tool_calls": output}
+    calls = message.get("tool_calls")
+    if isinstance(calls, list) and calls and all(isinstance(call, dict) for call in calls):
+        content = message.get("content")
+        step: dict[str, Any] = {
+            "content": content if isinstance(content, str) and content else None,
+            "tool_calls": [_tool_call(call, number) for number, call in enumerate(calls, start=1)],
+        }
+        return {"steps": [step]}
     return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+
+
+def _tool_call(call: dict[str, Any], number: int) -> dict[str, str]:
+    """A call as the model wrote it: its arguments text kept as it is (JSON of them where it was none)."""
+    function = as_object(call.get("function"))
+    arguments = function.get("arguments", "")
+    return {
+        "id": str(call.get("id") or f"call_{number}"),
+        "name": str(function.get("name") or ""),
+        "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False),
+    }
+
+
+def _offered_tools(config: dict[str, Any]) -> dict[tuple[str, str], tuple[dict[str, Any], ...]]:
+    """The tools each configured provider (by id and label) was offered."""
+    found = {}
+    for provider in [*as_list(config.get("providers")), *as_list(config.get("targets"))]:
+        if isinstance(provider, dict) and isinstance(provider.get("id"), str):
+            tools = as_list(as_object(provider.get("config")).get("tools"))
+            offered = tuple(tool for tool in tools if isinstance(tool, dict))
+            found[(provider["id"], str(provider.get("label") or ""))] = offered
+    return found
 
 
 def _chat(raw: str) -> list[tuple[str, str]]:
@@ -216,6 +256,7 @@ def read_results(path: Path) -> Evaluation:
         version if isinstance(version, str) else None,
         head.get("timestamp") if isinstance(head.get("timestamp"), str) else None,
         endpoints=_endpoints(as_object(as_object(data).get("config"))),
+        tools=_offered_tools(as_object(as_object(data).get("config"))),
     )
     for number, result in enumerate(results, start=1):
         if isinstance(result, dict):
@@ -236,7 +277,7 @@ def _finding(evaluation: Evaluation, number: int, result: dict[str, Any]) -> Non
         evaluation.left_out.append(LeftOut(where, f"the provider failed: {str(result['error'])[:200]}"))
         return
     output = _output(result.get("response"))
-    if output is None or not output.strip():
+    if output is None or (isinstance(output, str) and not output.strip()):
         evaluation.left_out.append(LeftOut(where, "the provider gave no output"))
         return
     turns = sent_turns(result)
@@ -269,6 +310,7 @@ def _finding(evaluation: Evaluation, number: int, result: dict[str, Any]) -> Non
             info=info,
             variant=str(label) if label and label != provider_id else "",
             aim=metadata.get("goal") if isinstance(metadata.get("goal"), str) else None,
+            tools=evaluation.tools.get((provider_id, str(label or "")), ()),
         )
     )
 

@@ -31,6 +31,10 @@ def _check_returns(lve: LVE, problems: Problems) -> set[str]:
     used: set[str] = set()
     for index, tool in enumerate(lve.tools.values()):
         where = join_path(join_path("tools", index), "returns")
+        if tool.returns is None:
+            if lve.step_limit > 0:
+                problems.error(where, "say what a call returns (or set max_tool_steps to 0: never answered)")
+            continue
         try:
             names = placeholders(tool.returns)
         except TemplateError as exc:

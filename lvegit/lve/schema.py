@@ -238,12 +238,12 @@ class ToolSpec(Contributed):
         dict[str, Any], Field(description="JSON Schema of the arguments: an object schema")
     ] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     returns: Annotated[
-        str,
+        str | None,
         Field(
             description="what a call returns: text, with {name} filled from the call's arguments and the "
-            "LVE's prompt parameters"
+            "LVE's prompt parameters (required unless max_tool_steps is 0)"
         ),
-    ]
+    ] = None
 
     @field_validator("parameters")
     @classmethod
@@ -300,9 +300,10 @@ class TestFile(Contributed):
         Annotated[
             int,
             Field(
-                ge=1,
+                ge=0,
                 le=MAX_TOOL_STEPS,
-                description=f"how often one turn's tool calls are answered (default {DEFAULT_TOOL_STEPS})",
+                description=f"how often one turn's tool calls are answered (default {DEFAULT_TOOL_STEPS}; "
+                "0: calls are recorded, never answered)",
             ),
         ]
         | None

@@ -59,7 +59,7 @@ class LVE:
     @property
     def step_limit(self) -> int:
         """How often one turn's tool calls are answered."""
-        return self.max_tool_steps or DEFAULT_TOOL_STEPS
+        return DEFAULT_TOOL_STEPS if self.max_tool_steps is None else self.max_tool_steps
 
     _recorded: list[InstanceFile] | None = field(default=None, init=False, repr=False, compare=False)
 

@@ -16,6 +16,7 @@ from lvegit.lve.prompt import Message, Role, ToolCall
 from lvegit.lve.template import fill, placeholders
 
 DEFAULT_TOOL_STEPS = 5  # how often one turn's tool calls are answered unless the LVE says otherwise
+# 0: calls are recorded, never answered (a scanner's finding of the model's first decision)
 MAX_TOOL_STEPS = 50
 
 
@@ -24,7 +25,7 @@ class Tool:
     name: str
     description: str
     parameters: dict[str, Any]  # JSON Schema of the arguments
-    returns: str  # a template over the arguments and the LVE's parameters
+    returns: str | None  # a template over the arguments and the LVE's parameters (None: never answered)
 
     def as_api(self) -> dict[str, Any]:
         """The tool as the chat-completions API is offered it."""
@@ -39,6 +40,8 @@ def answer(tools: dict[str, Tool], call: ToolCall, params: dict[str, Any]) -> st
     tool = tools.get(call.name)
     if tool is None:
         return f"error: there is no tool named {json.dumps(call.name)}"
+    if tool.returns is None:  # validation requires returns where calls are answered
+        return f"error: {tool.name} returns nothing in this LVE"
     arguments = call.parsed()
     if arguments is None:
         return f"error: the arguments of {tool.name} are not a JSON object"

@@ -129,8 +129,8 @@ def _recorded(lve: LVE) -> list[tuple[dict[str, Any], str, bool]]:
 def _tools(lve: LVE) -> str:
     """Each tool offered, with its arguments, what it is for and what it returns; the step limit."""
     lines = [
-        f"{tool.name}({', '.join(tool.parameters.get('properties') or {})}): {tool.description}\n"
-        f"  returns: {tool.returns}"
+        f"{tool.name}({', '.join(tool.parameters.get('properties') or {})}): {tool.description}"
+        + (f"\n  returns: {tool.returns}" if tool.returns is not None else "")
         for tool in lve.tools.values()
     ]
     return "\n".join([*lines, f"At most {lve.step_limit} tool steps per turn."]) if lines else ""

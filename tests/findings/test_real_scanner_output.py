@@ -61,8 +61,18 @@ def promptfoo_outputs(path: Path) -> tuple[dict[str, tuple[list[tuple[str, str]]
             continue
         turns = sent_turns(result)
         assert turns is not None
-        flagged[result["id"]] = (list(turns), output)
+        flagged[result["id"]] = (list(turns), output if isinstance(output, str) else promptfoo_turn(output))
     return flagged, failed
+
+
+def promptfoo_turn(output: Any) -> dict[str, Any]:
+    """The turn an output that calls tools is: promptfoo writes the calls alone (no text) or the message."""
+    message = output if isinstance(output, dict) else {"content": None, "tool_calls": output}
+    calls = [
+        {"id": call["id"], "name": call["function"]["name"], "arguments": call["function"]["arguments"]}
+        for call in message["tool_calls"]
+    ]
+    return {"steps": [{"content": message.get("content") or None, "tool_calls": calls}]}
 
 
 FILES = {
@@ -71,6 +81,7 @@ FILES = {
     "garak-failures.report.jsonl": ("garak", garak_outputs),
     "promptfoo-eval.json": ("promptfoo", promptfoo_outputs),
     "promptfoo-redteam.json": ("promptfoo", promptfoo_outputs),
+    "promptfoo-agent.json": ("promptfoo", promptfoo_outputs),
 }
 
 
@@ -172,3 +183,32 @@ def test_a_later_report_adds_its_new_findings_and_the_same_report_adds_none(
     again = cli("import", "garak", str(FIXTURES / "garak-dan-encoding.report.jsonl"), cwd=repo.root)
     assert again.code == 0 and "holds every finding of this scan already" in again.err
     assert len(imported(repo)) == after
+
+
+def test_an_agents_findings_keep_its_tools_and_calls_as_the_model_made_them(
+    repo: RepoBuilder, cli: Any
+) -> None:
+    data = json.loads((FIXTURES / "promptfoo-agent.json").read_text())
+    [target] = data["config"]["providers"]  # promptfoo writes the red team's targets as providers
+    assert cli("import", "promptfoo", str(FIXTURES / "promptfoo-agent.json"), cwd=repo.root).code == 0
+    outputs = {r["id"]: r["response"]["output"] for r in data["results"]["results"]}
+    found = imported(repo)
+    assert set(found) == set(outputs)
+    for lve_dir, line in found.values():
+        test = json.loads((lve_dir / "test.json").read_text())
+        assert test["tools"] == [tool["function"] for tool in target["config"]["tools"]]
+        assert test["max_tool_steps"] == 0  # promptfoo answered no call, so neither does the LVE
+        [step] = line["response"]["steps"]
+        output = outputs[line["run_info"]["result"]]
+        sent = output if isinstance(output, list) else output["tool_calls"]
+        assert [(c["name"], c["arguments"]) for c in step["tool_calls"]] == [
+            (call["function"]["name"], call["function"]["arguments"]) for call in sent
+        ]
+        assert step["content"] == (None if isinstance(output, list) else output["content"])
+        shown = cli("show", str(lve_dir), cwd=repo.root)
+        assert "tool steps: at most 0 per turn: calls are recorded, never answered" in shown.out
+        assert "calls delete_files(" in shown.out
+        validated = cli("validate", str(lve_dir), "--format", "json", cwd=repo.root).json()
+        messages = [e["message"] for lve in validated["lves"] for e in lve["errors"]]
+        assert all("placeholder" in message for message in messages), messages  # the grader's rubric only
+    assert {type(output).__name__ for output in outputs.values()} == {"list", "dict"}  # both forms recorded

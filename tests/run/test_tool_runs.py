@@ -286,7 +286,11 @@ def _unsafe_instance() -> dict[str, Any]:
             {"tools": [{"name": "t", "returns": "x", "parameters": {"type": "string"}}]},
             'tools[0].parameters: must be a JSON Schema with "type": "object"',
         ),
-        ({"max_tool_steps": 0}, "max_tool_steps: must be at least 1"),
+        ({"max_tool_steps": -1}, "max_tool_steps: must be at least 0"),
+        (
+            {"tools": [{"name": "t", "parameters": {"type": "object"}}]},
+            "tools[0].returns: say what a call returns (or set max_tool_steps to 0: never answered)",
+        ),
         ({"max_tool_steps": 51}, "max_tool_steps: must be at most 50"),
     ],
 )
@@ -442,3 +446,18 @@ def test_a_call_too_large_to_store_ends_its_attempt_and_appends_nothing(
     assert result.code == 1
     assert "instances" in result.err + result.out and "over" in result.err + result.out
     assert not (lve_dir / "instances/instances.jsonl").exists()
+
+
+def test_with_no_tool_steps_the_first_calls_are_recorded_and_never_answered(
+    repo: RepoBuilder, cli: Any, openai_server: Running
+) -> None:
+    openai_server.state.answer = injected_agent
+    tools = [{key: value for key, value in tool.items() if key != "returns"} for tool in TOOL_TEST["tools"]]
+    lve_dir = repo.lve("agents/injection", {**TOOL_TEST, "tools": tools, "max_tool_steps": 0})
+    attempt = record(cli, repo, lve_dir)
+    assert (attempt["requests"], attempt["verdict"]) == (1, True)  # it only fetched: no mail went out
+    [step] = attempt["response"]["steps"]
+    assert [call["name"] for call in step["tool_calls"]] == ["fetch_page"] and "result" not in step[
+        "tool_calls"
+    ][0]
+    assert cli("check", str(lve_dir), cwd=repo.root).code == 0

@@ -461,3 +461,27 @@ def test_with_no_tool_steps_the_first_calls_are_recorded_and_never_answered(
         "tool_calls"
     ][0]
     assert cli("check", str(lve_dir), cwd=repo.root).code == 0
+
+
+def test_the_batch_api_takes_the_tools_and_a_round_per_step(
+    repo: RepoBuilder, cli: Any, openai_server: Running
+) -> None:
+    openai_server.state.answer = injected_agent
+    repo.lve("agents/injection", TOOL_TEST, instances={"i.jsonl": [_unsafe_instance()]})
+    result = cli("run", "--all", "--batch", "--report", "r.jsonl", "--format", "json", cwd=repo.root)
+    assert result.code == 0, result.err
+    assert result.json()["summary"]["agree"] == 1
+    created = openai_server.state.created()
+    assert len(created) == 3  # fetch, send, answer
+    for batch in created:
+        [line] = [json.loads(x) for x in openai_server.state.files[batch["input_file_id"]].splitlines()]
+        assert [tool["function"]["name"] for tool in line["body"]["tools"]] == ["fetch_page", "send_email"]
+    [last] = [json.loads(x) for x in openai_server.state.files[created[-1]["input_file_id"]].splitlines()]
+    assert [m["role"] for m in last["body"]["messages"]] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+    ]

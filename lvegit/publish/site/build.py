@@ -86,6 +86,8 @@ class ShownMessage:
     variable: str | None
     image_url: str | None  # as written, shown as text
     image_link: str | None  # the same, when it may be a link
+    calls: list[str] = field(default_factory=list)  # an assistant's tool calls, as `name(arguments)`
+    answers: str | None = None  # the call a tool message answers
 
 
 @dataclass(frozen=True)
@@ -212,6 +214,8 @@ def _message(message: Message) -> ShownMessage:
         variable=clean(message.variable) if message.variable else None,
         image_url=image,
         image_link=http_url(image),
+        calls=[clean(f"{call.name}({call.arguments})") for call in message.tool_calls],
+        answers=clean(message.tool_call_id) if message.tool_call_id is not None else None,
     )
 
 

@@ -55,6 +55,15 @@ def test_the_bundled_repository_builds_with_working_relative_links(cli: Any, tmp
     assert "<details><summary>judged by a model</summary><pre>openai/gpt-4o: unsafe</pre></details>" in (
         judged.read_text()
     )
+    [agent] = [page for page in pages if "page-send-email" in page.name]
+    text = agent.read_text()
+    assert "<dt>Tools</dt>" in text and "<code>send_email</code>: Send an e-mail" in text
+    assert "at most 4 tool steps per turn" in text
+    assert (
+        "calls <code>fetch_page({&#34;url&#34;: &#34;https://recipes.example/sourdough&#34;})</code>" in text
+    )
+    assert '<span class="role">tool (call_page)</span>' in text
+    assert "calls send_email(" in text  # the recorded turn, as readers see it
     for page in pages:
         for tag, attrs in tags_of(page):
             for name in ("href", "src"):

@@ -10,6 +10,7 @@ from lvegit.commands.catalog import short_help
 from lvegit.commands.options import format_option
 from lvegit.run.attempt import load_report
 from lvegit.run.outcome import show_results
+from lvegit.run.rerun import Outcomes
 
 
 @click.command("report", short_help=short_help("report"))
@@ -40,7 +41,7 @@ def report_command(reports: tuple[Path, ...], output_format: str) -> int:
     finished = [
         attempt for attempt in attempts.values() if attempt.status in ("complete", "error", "skipped")
     ]
-    code = show_results(finished, [], output_format)
+    code = show_results(Outcomes.of(finished), [], output_format)
     for path, number, command in unfinished:
         how = f"continue with: {command}" if command else "continue it with lvegit run ... --resume"
         note(f"{path}: incomplete: {count(number, 'attempt')} unfinished; {how}")

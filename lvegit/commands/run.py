@@ -3,7 +3,8 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from dataclasses import replace
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import click
@@ -26,14 +27,9 @@ from lvegit.commands.options import (
 )
 from lvegit.models.base import DEFAULT_CONCURRENCY
 from lvegit.models.routing import ModelPool, Route, resolve
-from lvegit.run.attempt import Attempt, Report
+from lvegit.run.attempt import Report
 from lvegit.run.outcome import show_results
-from lvegit.run.rerun import (
-    Plan,
-    in_shard,
-    parse_shard,
-    plan_reruns,
-)
+from lvegit.run.rerun import Outcomes, in_shard, iter_tasks, parse_shard
 from lvegit.run.runner import Recorder, Runner, Task
 
 
@@ -157,14 +153,17 @@ def run_command(
             **({"batch": batch.mode} if batch.mode else {}),
         }
         report = Report(report_path, resume, settings, resume_command())
-    plan = plan_reruns(repo, lve_dirs, model, repeat, append)
     pool = ModelPool(repo.root, device, dtype)
-    unroutable, routes = _route_models(pool, plan, batch)
+    routing = Routing(pool, files=batch.mode == "files")
     policy = replace(current_settings().retry, attempts=retries + 1)
     recorder = Recorder(report, author)
+    invalid: list[tuple[str, str]] = []
     try:
-        if batch.mode:
-            rounds = Rounds(plan.tasks, routes, recorder, policy, batch.fallback_live)
+        if batch.mode:  # a batch's rounds take the whole plan at once
+            tasks = [t for t in iter_tasks(repo, lve_dirs, model, repeat, append, invalid) if routing.runs(t)]
+            unroutable = routing.finish(invalid)
+            check_routes(routing.routes, batch)
+            rounds = Rounds(tasks, routing.routes, recorder, policy, batch.fallback_live)
             live = concurrency or DEFAULT_CONCURRENCY
             argv = list(current_settings().argv)
             left = run_batches(rounds, pool, batch, report, live, note, argv)
@@ -174,8 +173,12 @@ def run_command(
                 "unmatched": rounds.unmatched(),
                 "next": left,
             }
-            return show_results(rounds.attempts(), plan.invalid, output_format, unroutable, summary)
-        attempts = _run_with_progress(Runner(pool, concurrency, policy, recorder), plan.tasks)
+            outcomes = Outcomes.of(rounds.attempts())
+            return show_results(outcomes, invalid, output_format, unroutable, summary)
+        planned = iter_tasks(repo, lve_dirs, model, repeat, append, invalid)
+        runner = Runner(pool, concurrency, policy, recorder)
+        outcomes = _run_with_progress(runner, (task for task in planned if routing.runs(task)))
+        unroutable = routing.finish(invalid)
     except KeyboardInterrupt:
         if report is None:
             raise
@@ -183,7 +186,7 @@ def run_command(
         raise Interrupted(
             f"interrupted; finished attempts are in {report_path}{pending}; continue with: {report.command}"
         ) from None
-    return show_results(attempts, plan.invalid, output_format, unroutable)
+    return show_results(outcomes, invalid, output_format, unroutable)
 
 
 def batch_options(
@@ -211,45 +214,62 @@ def resume_command() -> str:
     return shlex.join(["lvegit", *argv, "--resume"])
 
 
-def _route_models(
-    pool: ModelPool, plan: Plan, batch: BatchOptions
-) -> tuple[dict[str, tuple[str, list[str]]], dict[str, Route]]:
-    """The route of every model the plan asks (by model id), and the models that cannot run here (no
-    route, no key): their tasks leave the plan and each of their LVEs is reported; when no model can run,
-    that is a usage error naming them all. A batch run refuses a model its engine cannot serve; an offline
-    engine needs no key, so nothing is built for it."""
-    unroutable: dict[str, tuple[str, list[str]]] = {}
-    models = sorted({model_id for task in plan.tasks for model_id in task.models})
-    routes: dict[str, Route] = {}
-    for model_id in models:
-        try:
-            routes[model_id] = (
-                resolve(model_id, pool.routes) if batch.mode == "files" else pool.get(model_id)[0]
-            )
-        except UsageError as exc:
-            lves = sorted({task.lve.rel for task in plan.tasks if model_id in task.models})
-            unroutable[model_id] = (str(exc), lves)
-    if models and len(unroutable) == len(models):
-        raise UsageError("\n".join(reason for reason, _lves in unroutable.values()))
-    if batch.mode:
-        check_routes(routes, batch)
-    for model_id, (_reason, lves) in unroutable.items():
-        plan.invalid.extend((lve, f"model '{model_id}' cannot run here (see below)") for lve in lves)
-    plan.tasks = [task for task in plan.tasks if not set(task.models) & set(unroutable)]
-    return unroutable, routes
+@dataclass
+class Routing:
+    """The route of every model the plan asks (by model id), resolved when a task first asks for it, and
+    the models that cannot run here (no route, no key) with their LVEs: their tasks do not run. An offline
+    engine's batch files (`files`) need no key, so nothing is built for them."""
+
+    pool: ModelPool
+    files: bool = False
+    routes: dict[str, Route] = field(default_factory=dict)
+    unroutable: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
+
+    def runs(self, task: Task) -> bool:
+        """Whether every model the task asks can run here."""
+        runs = True
+        for model_id in task.models:
+            if model_id not in self.routes and model_id not in self.unroutable:
+                try:
+                    self.routes[model_id] = (
+                        resolve(model_id, self.pool.routes) if self.files else self.pool.get(model_id)[0]
+                    )
+                except UsageError as exc:
+                    self.unroutable[model_id] = (str(exc), [])
+            if model_id in self.unroutable:
+                lves = self.unroutable[model_id][1]
+                if task.lve.rel not in lves[-1:]:  # tasks come LVE by LVE
+                    lves.append(task.lve.rel)
+                runs = False
+        return runs
+
+    def finish(self, invalid: list[tuple[str, str]]) -> dict[str, tuple[str, list[str]]]:
+        """The models that could not run, each of their LVEs reported in `invalid`; when no model could
+        run, a usage error naming them all."""
+        if self.unroutable and not self.routes:
+            raise UsageError("\n".join(reason for reason, _lves in self.unroutable.values()))
+        for model_id, (_reason, lves) in self.unroutable.items():
+            lves[:] = sorted(set(lves))
+            invalid.extend((lve, f"model '{model_id}' cannot run here (see below)") for lve in lves)
+        return self.unroutable
 
 
-def _run_with_progress(runner: Runner, tasks: list[Task]) -> list[Attempt]:
-    """A progress bar on a terminal's stderr (whatever the output format), as wide as the terminal."""
-    if not (sys.stderr.isatty() and tasks):
-        return runner.run(tasks)
-    # The bar's width from the terminal it is drawn on (click would measure stdout's): the label, the
-    # counts, the percentage and the time left take 31 columns and the counts' digits, and the last
-    # column stays free so that no terminal wraps the line.
+def _run_with_progress(runner: Runner, tasks: Iterator[Task]) -> Outcomes:
+    """Run the tasks as they are planned; what their attempts add up to. A progress bar on a terminal's
+    stderr (whatever the output format), as wide as the terminal, its total growing as the plan is read."""
+    outcomes = Outcomes()
+    if not sys.stderr.isatty():
+        runner.stream(tasks, outcomes.add)
+        return outcomes
     columns = os.get_terminal_size(sys.stderr.fileno()).columns
-    width = max(5, min(36, columns - 32 - 2 * len(str(len(tasks)))))
-    with click.progressbar(
-        length=len(tasks), label="running", file=sys.stderr, width=width, show_pos=True
-    ) as bar:
+    width = max(5, min(36, columns - 32 - 2 * 7))  # room for a count of up to seven digits, twice
+    with click.progressbar(length=0, label="running", file=sys.stderr, width=width, show_pos=True) as bar:
+
+        def counted() -> Iterator[Task]:
+            for task in tasks:
+                bar.length = (bar.length or 0) + 1
+                yield task
+
         runner.recorder.on_finish = lambda _attempt: bar.update(1)
-        return runner.run(tasks)
+        runner.stream(counted(), outcomes.add)
+    return outcomes

@@ -8,8 +8,7 @@ from lvegit.base.errors import EXIT_FINDINGS, EXIT_OK, EXIT_SERVICE
 from lvegit.base.output import count, line, print_json
 from lvegit.judge.results import unsafe_rate, verdict_word
 from lvegit.lve.problems import location
-from lvegit.run.attempt import Attempt
-from lvegit.run.rerun import InstanceResult, by_instance, tally, wilson_interval
+from lvegit.run.rerun import InstanceResult, Outcomes, tally, wilson_interval
 
 
 def describe(result: InstanceResult) -> str:
@@ -32,7 +31,7 @@ def describe(result: InstanceResult) -> str:
 
 
 def show_results(
-    attempts: list[Attempt],
+    outcomes: Outcomes,
     invalid: list[tuple[str, str]],
     output_format: str,
     unroutable: dict[str, tuple[str, list[str]]] | None = None,
@@ -42,7 +41,7 @@ def show_results(
     output has lines that answer nothing. Each instance counts once: it disagrees, or else has failed
     attempts, or else agrees. `batch`: what a batch run leaves (attempts waiting for the next round, its
     output's bad lines, answers of no attempt here, what to do next)."""
-    results = by_instance(attempts)
+    results = outcomes.results
     agree, disagree, errors, skipped = tally(results)
     failed = sum(len(r.errors) for r in results)
     unroutable = unroutable or {}
@@ -61,7 +60,7 @@ def show_results(
             ],
             summary=records.RunSummary(
                 instances=len(results),
-                attempts=len(attempts),
+                attempts=outcomes.attempts,
                 agree=agree,
                 disagree=disagree,
                 error=errors,
@@ -86,12 +85,12 @@ def show_results(
         not_judged = f", {skipped} skipped" if skipped else ""
         line(
             f"{count(len(results), 'instance')}: {agree} agree, {disagree} disagree, {errors} with errors"
-            f"{not_judged} ({count(len(attempts), 'attempt')}, {failed} failed)"
+            f"{not_judged} ({count(outcomes.attempts, 'attempt')}, {failed} failed)"
         )
         if batch is not None:
             _describe_batch(batch)
     problems = batch["problems"] if batch is not None else []
-    if disagree or invalid or problems or any(a.error and a.error_source != "model" for a in attempts):
+    if disagree or invalid or problems or outcomes.own_errors:
         return EXIT_FINDINGS
     return EXIT_SERVICE if errors else EXIT_OK  # every error was the model's service failing
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple, Protocol
@@ -46,19 +46,34 @@ def plan_reruns(
     repeat: int,
     append: bool,
 ) -> Plan:
-    """One task per original recording and repetition. Lines that a run appended (their run_info says
-    which recording they reproduce) are output, not input: re-running them would append again forever."""
+    """The whole plan at once (a batch run's rounds need every task); see `iter_tasks`."""
     plan = Plan()
+    plan.tasks = list(iter_tasks(repo, lve_dirs, model, repeat, append, plan.invalid))
+    return plan
+
+
+def iter_tasks(
+    repo: Repository,
+    lve_dirs: Iterable[Path],
+    model: str | None,
+    repeat: int,
+    append: bool,
+    invalid: list[tuple[str, str]],
+) -> Iterator[Task]:
+    """One task per original recording and repetition, LVE by LVE as they are read, so that a large run
+    starts its first request at once and never holds its whole plan; the LVEs that cannot run go to
+    `invalid` (LVE, why). Lines that a run appended (their run_info says which recording they reproduce) are
+    output, not input: re-running them would append again forever."""
     for lve_dir in lve_dirs:
         lve, problems, _ = load_lve(repo, lve_dir)
         blocking = blocking_errors(problems)
         if lve is None or blocking:
             first = (blocking or problems.errors)[0]
-            plan.invalid.append((repo.relative(lve_dir), first.render()))
+            invalid.append((repo.relative(lve_dir), first.render()))
             continue
         model_id = model or lve.model
         if not model_id:
-            plan.invalid.append((lve.rel, f"{lve.test_file}: model: no model to run (give --model)"))
+            invalid.append((lve.rel, f"{lve.test_file}: model: no model to run (give --model)"))
             continue
         if append and model_id != lve.model:
             raise UsageError(
@@ -82,10 +97,9 @@ def plan_reruns(
                         source_line=instance.line,
                         recorded=instance.passed,
                     )
-                    plan.tasks.append(Task(lve, attempt, path if append else None))
-            plan.invalid.extend((lve.rel, problem.render()) for problem in recorded.problems.errors)
+                    yield Task(lve, attempt, path if append else None)
+            invalid.extend((lve.rel, problem.render()) for problem in recorded.problems.errors)
         lve.forget_recorded()  # the tasks keep each instance's args; the rest of the records can go
-    return plan
 
 
 def wilson_interval(unsafe: int, runs: int, z: float = 1.96) -> tuple[float, float]:
@@ -160,13 +174,39 @@ def tally(results: Iterable[Judged]) -> Tally:
     return Tally(agree, disagree, error, skipped)
 
 
-def by_instance(attempts: list[Attempt]) -> list[InstanceResult]:
-    results: dict[tuple[str, str | None, int | None], InstanceResult] = {}
-    for attempt in attempts:
+@dataclass
+class Outcomes:
+    """What finished attempts add up to, per instance, taken in as each attempt ends: a large run keeps
+    this, not its attempts."""
+
+    by_key: dict[tuple[str, str | None, int | None], InstanceResult] = field(default_factory=dict)
+    attempts: int = 0
+    own_errors: bool = False  # an attempt failed for a reason of its own, not its model's service
+
+    def add(self, attempt: Attempt) -> None:
+        self.attempts += 1
         key = (attempt.lve, attempt.source_file, attempt.source_line)
-        result = results.setdefault(key, InstanceResult(attempt.lve, *key[1:], attempt.recorded))
+        result = self.by_key.get(key)
+        if result is None:
+            result = self.by_key[key] = InstanceResult(attempt.lve, *key[1:], attempt.recorded)
         if attempt.status == "complete" and attempt.verdict is not None:
             result.verdicts.append(attempt.verdict)
         elif attempt.status != "skipped":
             result.errors.append(attempt.error or f"status {attempt.status}")
-    return list(results.values())
+        if attempt.error and attempt.error_source != "model":
+            self.own_errors = True
+
+    @property
+    def results(self) -> list[InstanceResult]:
+        return list(self.by_key.values())
+
+    @classmethod
+    def of(cls, attempts: Iterable[Attempt]) -> Outcomes:
+        outcomes = cls()
+        for attempt in attempts:
+            outcomes.add(attempt)
+        return outcomes
+
+
+def by_instance(attempts: list[Attempt]) -> list[InstanceResult]:
+    return Outcomes.of(attempts).results

@@ -14,7 +14,7 @@ import contextlib
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -188,21 +188,41 @@ class Runner:
     _checker_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
 
     def run(self, tasks: list[Task]) -> list[Attempt]:
-        return asyncio.run(self._run_all(tasks))
+        """Every task's attempt, in the tasks' order."""
+        finished: dict[int, Attempt] = {}
+        order = {id(task.attempt): number for number, task in enumerate(tasks)}
+        self.stream(tasks, lambda attempt: finished.__setitem__(order[id(attempt)], attempt))
+        return [finished[number] for number in range(len(tasks))]
 
-    async def _run_all(self, tasks: list[Task]) -> list[Attempt]:
+    def stream(self, tasks: Iterable[Task], finished: Callable[[Attempt], None]) -> None:
+        """Run tasks as they come (a plan read while the first requests are under way), handing each
+        attempt to `finished` when it ends; a task is taken only when its model has a request slot free,
+        so no more is held than is in flight."""
+        asyncio.run(self._stream(tasks, finished))
+
+    async def _stream(self, tasks: Iterable[Task], finished: Callable[[Attempt], None]) -> None:
         limits: dict[str, asyncio.Semaphore] = {}
+        running: set[asyncio.Task[None]] = set()
 
-        async def bounded(task: Task) -> Attempt:
-            model_id = task.attempt.model
-            if model_id not in limits:
-                limits[model_id] = asyncio.Semaphore(self._concurrency(model_id))
-            async with limits[model_id]:
-                return await self._execute(task)
+        async def one(task: Task, limit: asyncio.Semaphore) -> None:
+            try:
+                finished(await self._execute(task))
+            finally:
+                limit.release()
 
         try:
-            return list(await asyncio.gather(*(bounded(task) for task in tasks)))
+            for task in tasks:
+                model_id = task.attempt.model
+                if model_id not in limits:
+                    limits[model_id] = asyncio.Semaphore(self._concurrency(model_id))
+                await limits[model_id].acquire()
+                job = asyncio.create_task(one(task, limits[model_id]))
+                running.add(job)
+                job.add_done_callback(running.discard)
+            await asyncio.gather(*running)
         finally:
+            for job in running:
+                job.cancel()
             self.recorder.close()
             await self.pool.close()
 

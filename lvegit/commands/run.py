@@ -175,7 +175,7 @@ def run_command(
             }
             outcomes = Outcomes.of(rounds.attempts())
             return show_results(outcomes, invalid, output_format, unroutable, summary)
-        planned = iter_tasks(repo, lve_dirs, model, repeat, append, invalid)
+        planned = iter_tasks(repo, lve_dirs, model, repeat, append, invalid, keep_loaded=False)
         runner = Runner(pool, concurrency, policy, recorder)
         outcomes = _run_with_progress(runner, (task for task in planned if routing.runs(task)))
         unroutable = routing.finish(invalid)

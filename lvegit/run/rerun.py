@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,11 +60,13 @@ def iter_tasks(
     repeat: int,
     append: bool,
     invalid: list[tuple[str, str]],
+    keep_loaded: bool = True,
 ) -> Iterator[Task]:
     """One task per original recording and repetition, LVE by LVE as they are read, so that a large run
     starts its first request at once and never holds its whole plan; the LVEs that cannot run go to
     `invalid` (LVE, why). Lines that a run appended (their run_info says which recording they reproduce) are
-    output, not input: re-running them would append again forever."""
+    output, not input: re-running them would append again forever. Without `keep_loaded`, an LVE is
+    let go of once its tasks are taken (a run over a corpus; later stages of a check read it again)."""
     for lve_dir in lve_dirs:
         lve, problems, _ = load_lve(repo, lve_dir)
         blocking = blocking_errors(problems)
@@ -100,6 +103,8 @@ def iter_tasks(
                     yield Task(lve, attempt, path if append else None)
             invalid.extend((lve.rel, problem.render()) for problem in recorded.problems.errors)
         lve.forget_recorded()  # the tasks keep each instance's args; the rest of the records can go
+        if not keep_loaded:
+            repo.loaded.pop(Path(os.path.normpath(lve_dir)), None)
 
 
 def wilson_interval(unsafe: int, runs: int, z: float = 1.96) -> tuple[float, float]:

@@ -144,6 +144,12 @@ class Recorder:
             self.on_finish(attempt)
         return attempt
 
+    def release(self, lve: str) -> None:
+        """Let an LVE's checkers go (its sandboxed worker stops): no attempt of it is left to judge."""
+        factory = self._factories.pop(lve, None)
+        if factory is not None:
+            factory.close()
+
     def close(self) -> None:
         for factory in self._factories.values():
             factory.close()
@@ -203,16 +209,33 @@ class Runner:
     async def _stream(self, tasks: Iterable[Task], finished: Callable[[Attempt], None]) -> None:
         limits: dict[str, asyncio.Semaphore] = {}
         running: set[asyncio.Task[None]] = set()
+        # Tasks come LVE by LVE: once a later LVE's task was taken and an LVE has no attempt left in flight,
+        # its checkers are let go, so that a run over a corpus holds those of the LVEs in flight only.
+        in_flight: dict[str, int] = {}
+        taking = ""  # the LVE whose tasks are being taken
+
+        def done(lve: str) -> None:
+            in_flight[lve] -= 1
+            if not in_flight[lve] and lve != taking:
+                del in_flight[lve]
+                self.recorder.release(lve)
 
         async def one(task: Task, limit: asyncio.Semaphore) -> None:
             try:
                 finished(await self._execute(task))
             finally:
                 limit.release()
+                done(task.lve.rel)
 
         try:
             for task in tasks:
-                model_id = task.attempt.model
+                model_id, lve = task.attempt.model, task.lve.rel
+                if lve != taking:
+                    previous, taking = taking, lve
+                    if in_flight.get(previous) == 0:
+                        del in_flight[previous]
+                        self.recorder.release(previous)
+                in_flight[lve] = in_flight.get(lve, 0) + 1
                 if model_id not in limits:
                     limits[model_id] = asyncio.Semaphore(self._concurrency(model_id))
                 await limits[model_id].acquire()

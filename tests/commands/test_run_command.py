@@ -134,8 +134,8 @@ def test_new_on_a_terminal_asks_and_ctrl_c_exits_130(repo: RepoBuilder) -> None:
 
 @pytest.mark.parametrize("command", [("list",), ("validate", "--all")])
 def test_a_closed_pipe_ends_quietly(repo: RepoBuilder, command: tuple[str, ...]) -> None:
-    for n in range(300):
-        repo.lve(f"cat/lve{n:03d}")
+    for n in range(400):  # long names: more output than a pipe holds (64 KiB), however fast it is written
+        repo.lve(f"cat/lve{n:03d}_{'x' * 150}")
     process = lvegit(*command, cwd=repo.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert process.stdout is not None
     process.stdout.readline()

@@ -557,3 +557,38 @@ def test_secrets_are_never_stored(repo: RepoBuilder, cli: Any, openai_server: Ru
     cli("run", "--all", "--append", "--report", "r.jsonl", cwd=repo.root)
     stored = (lve_dir / "instances/i.jsonl").read_text() + (repo.root / "r.jsonl").read_text()
     assert "sk-loopback-test-key" not in stored and "the key is ***" in stored
+
+
+def test_a_run_lets_each_lves_checkers_go_once_its_attempts_are_judged(
+    repo: RepoBuilder, cli: Any, adding: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run over a corpus holds the checkers (a custom one's sandboxed worker) of the LVEs in flight only:
+    each LVE's are let go once, when its last attempt was judged and a later LVE's tasks were taken."""
+    from lvegit.checkers.registry import CheckerFactory
+
+    checker = (
+        "from lvegit.checkers import BaseChecker\n"
+        "class Sum(BaseChecker):\n"
+        "    def is_safe(self, prompt, response, param_values=None):\n"
+        "        return int(response) == int(param_values['a']) + int(param_values['b'])\n"
+    )
+    rows = [instance(str(n + 1), True, a=n, b=1) for n in range(4)]
+    names = [f"cat/lve{n}" for n in range(5)]
+    for name in names:
+        repo.lve(name, {"checker_args": {"checker_name": "Sum"}}, files={"checker/checker.py": checker},
+                 instances={"i.jsonl": rows})  # fmt: skip
+    closed: list[tuple[str, int]] = []  # each LVE's checkers let go, and how many requests were made by then
+    close = CheckerFactory.close
+
+    def closing(self: CheckerFactory) -> None:
+        closed.append((self.lve.rel, len(adding.state.requests)))
+        close(self)
+
+    monkeypatch.setattr(CheckerFactory, "close", closing)
+    result = cli("run", "--all", "--concurrency", "2", "--format", "json", cwd=repo.root)
+    assert result.code == 0, result.err
+    assert result.json()["summary"]["agree"] == 20
+    assert sorted(rel for rel, _made in closed) == sorted(
+        f"repository/{n}/openai--gpt-4o-mini" for n in names
+    )
+    assert closed[0][1] < 20  # the first LVE's went while later LVEs were still being asked

@@ -178,10 +178,16 @@ class ModelPool:
         self.device = device
         self.dtype = dtype
         self._models: dict[Route, ChatModel] = {}
+        self._got: dict[str, tuple[Route, ChatModel]] = {}  # by model id: a run asks once per attempt
         self._local_models = local_models
         self._owns_local_models = local_models is None
 
     def get(self, model_id: str) -> tuple[Route, ChatModel]:
+        if model_id not in self._got:
+            self._got[model_id] = self._get(model_id)
+        return self._got[model_id]
+
+    def _get(self, model_id: str) -> tuple[Route, ChatModel]:
         route = resolve(model_id, self.routes)
         weights = None
         if route.backend == "transformers":
@@ -199,6 +205,7 @@ class ModelPool:
         for model in self._models.values():
             await model.close()
         self._models.clear()
+        self._got.clear()
         if self._owns_local_models and self._local_models is not None:
             self._local_models.close()
             self._local_models = None

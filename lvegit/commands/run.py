@@ -258,15 +258,21 @@ def _run_with_progress(runner: Runner, tasks: Iterator[Task]) -> Outcomes:
     """Run the tasks as they are planned; what their attempts add up to. A progress bar on a terminal's
     stderr (whatever the output format), as wide as the terminal, its total growing as the plan is read."""
     outcomes = Outcomes()
+
+    def planned() -> Iterator[Task]:
+        for task in tasks:
+            outcomes.expect(task.attempt)  # results in the order of the plan
+            yield task
+
     if not sys.stderr.isatty():
-        runner.stream(tasks, outcomes.add)
+        runner.stream(planned(), outcomes.add)
         return outcomes
     columns = os.get_terminal_size(sys.stderr.fileno()).columns
     width = max(5, min(36, columns - 32 - 2 * 7))  # room for a count of up to seven digits, twice
     with click.progressbar(length=0, label="running", file=sys.stderr, width=width, show_pos=True) as bar:
 
         def counted() -> Iterator[Task]:
-            for task in tasks:
+            for task in planned():
                 bar.length = (bar.length or 0) + 1
                 yield task
 

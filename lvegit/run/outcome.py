@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from lvegit.base.errors import EXIT_FINDINGS, EXIT_OK, EXIT_SERVICE
-from lvegit.base.output import count, line, print_json
+from lvegit.base.output import count, line, print_json_streaming
 from lvegit.judge.results import unsafe_rate, verdict_word
 from lvegit.lve.problems import location
 from lvegit.run.rerun import InstanceResult, Outcomes, tally, wilson_interval
@@ -51,7 +51,7 @@ def show_results(
         document = records.RunDocument(
             schema=records.SCHEMA,
             version=records.VERSION,
-            instances=[records.instance_record(r) for r in results],
+            instances=[],  # streamed below
             batch=records.BatchState(**batch) if batch is not None else None,
             invalid=[records.InvalidLVE(lve=lve, reason=reason) for lve, reason in invalid],
             unroutable=[
@@ -72,7 +72,8 @@ def show_results(
         )
         only_for_batches: dict[str, Any] = {"batch": True, "summary": {"waiting"}}
         hidden = None if batch is not None else only_for_batches
-        print_json(document.model_dump(mode="json", by_alias=True, exclude=hidden))
+        data = document.model_dump(mode="json", by_alias=True, exclude=hidden)
+        print_json_streaming(data, "instances", map(records.instance_row, results))
     else:
         for result in results:
             line(describe(result))

@@ -188,12 +188,17 @@ class Outcomes:
     attempts: int = 0
     own_errors: bool = False  # an attempt failed for a reason of its own, not its model's service
 
-    def add(self, attempt: Attempt) -> None:
-        self.attempts += 1
+    def expect(self, attempt: Attempt) -> InstanceResult:
+        """The instance's results, placed in the order attempts are planned (not the order they end in)."""
         key = (attempt.lve, attempt.source_file, attempt.source_line)
         result = self.by_key.get(key)
         if result is None:
             result = self.by_key[key] = InstanceResult(attempt.lve, *key[1:], attempt.recorded)
+        return result
+
+    def add(self, attempt: Attempt) -> None:
+        self.attempts += 1
+        result = self.expect(attempt)
         if attempt.status == "complete" and attempt.verdict is not None:
             result.verdicts.append(attempt.verdict)
         elif attempt.status != "skipped":

@@ -24,6 +24,9 @@ def in_child(body: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child
         os.close(read_end)
+        # as a worker's fork does (worker._fork_worker): this test process may hide itself already, after
+        # an earlier test started a launcher, which would leave the child's /proc files root's
+        confine.allow_inspection()
         try:
             result = body()
         except BaseException as exc:

@@ -374,24 +374,29 @@ def promptfoo_runs(
         work,
     )
     written["promptfoo-eval.json"] = out
-    tests = work / "redteam-tests.yaml"
-    run([str(promptfoo), "redteam", "generate", "-c", "redteam.yaml", "-o", str(tests), "--force"], env, work)
-    out = work / "promptfoo-redteam.json"
-    run(
-        [str(promptfoo), "eval", "-c", str(tests), "--output", str(out), "--no-cache", "--no-progress-bar"],
-        env,
-        work,
-    )
-    written["promptfoo-redteam.json"] = out
-    tests = work / "agent-tests.yaml"
-    run([str(promptfoo), "redteam", "generate", "-c", "agent.yaml", "-o", str(tests), "--force"], env, work)
-    out = work / "promptfoo-agent.json"
-    run(
-        [str(promptfoo), "eval", "-c", str(tests), "--output", str(out), "--no-cache", "--no-progress-bar"],
-        env,
-        work,
-    )
-    written["promptfoo-agent.json"] = out
+    for team in ("redteam", "agent"):  # a red team's tests are generated, then evaluated
+        tests = work / f"{team}-tests.yaml"
+        run(
+            [str(promptfoo), "redteam", "generate", "-c", f"{team}.yaml", "-o", str(tests), "--force"],
+            env,
+            work,
+        )
+        out = work / f"promptfoo-{team}.json"
+        run(
+            [
+                str(promptfoo),
+                "eval",
+                "-c",
+                str(tests),
+                "--output",
+                str(out),
+                "--no-cache",
+                "--no-progress-bar",
+            ],
+            env,
+            work,
+        )
+        written[out.name] = out
     return written
 
 

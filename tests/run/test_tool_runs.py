@@ -13,6 +13,8 @@ from builders import TOOL_TEST, RepoBuilder, instance, shipped_schema_accepts
 from servers import Answer, Running, calls_then_answers, injected_agent, run_batch_file, tool_call
 
 PARAMS = ("--param", "user=Ann", "--param", "dish=bread")
+# What the model is sent for its answer after two steps of calls: each step's calls, then their results.
+AFTER_TWO_STEPS = ["system", "user", "assistant", "tool", "assistant", "tool"]
 
 
 def recorded(lve_dir: Path) -> list[dict[str, Any]]:
@@ -78,14 +80,7 @@ def test_a_run_answers_tool_calls_until_the_model_answers_and_records_the_whole_
         },
         {"role": "tool", "content": page, "tool_call_id": "call_1"},
     ]
-    assert [m["role"] for m in third["messages"]] == [
-        "system",
-        "user",
-        "assistant",
-        "tool",
-        "assistant",
-        "tool",
-    ]
+    assert [m["role"] for m in third["messages"]] == AFTER_TWO_STEPS
     assert "tools" not in stored["args"]  # offered from test.json, never recorded as a model argument
 
     # the recorded turn replays offline, and a re-run reproduces it
@@ -461,11 +456,4 @@ def test_the_batch_api_takes_the_tools_and_a_round_per_step(
         [line] = [json.loads(x) for x in openai_server.state.files[batch["input_file_id"]].splitlines()]
         assert [tool["function"]["name"] for tool in line["body"]["tools"]] == ["fetch_page", "send_email"]
     [last] = [json.loads(x) for x in openai_server.state.files[created[-1]["input_file_id"]].splitlines()]
-    assert [m["role"] for m in last["body"]["messages"]] == [
-        "system",
-        "user",
-        "assistant",
-        "tool",
-        "assistant",
-        "tool",
-    ]
+    assert [m["role"] for m in last["body"]["messages"]] == AFTER_TWO_STEPS

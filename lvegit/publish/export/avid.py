@@ -1,7 +1,9 @@
 """AVID reports, built with the avidtools package's models: one report per LVE that has unsafe attempts. It
 names the model as the affected artifact (its developer from the model id); the problem is an LLM
 evaluation with the LVE's description; its metrics are the share of unsafe attempts and, where the model
-was run live, the reproduction rate with its 95% interval; its reference is the LVE's path."""
+was run live, the reproduction rate with its 95% interval; its reference is the LVE's path. Its impact is
+the LVE's AVID tags (`{"name": "avid", "value": "S0403"}`): their SEP view entries, the risk domains those
+belong to (Security, Ethics, Performance) and the lifecycle stage an LVE is found in (L05: Evaluation)."""
 
 from __future__ import annotations
 
@@ -28,6 +30,32 @@ def _rate(attempts: list[Attempt]) -> dict[str, Any]:
         "share": share,
         "interval_95": [round(low, 4), round(high, 4)],
     }
+
+
+# The risk domain of a SEP view entry, by its first letter, as AVID's taxonomy groups them.
+RISK_DOMAINS = {"S": "Security", "E": "Ethics", "P": "Performance"}
+TAXONOMY_VERSION = "0.2"
+
+
+def _impact(tags: list[dict[str, Any]]) -> dict[str, Any]:
+    """AVID's impact fields for an LVE's avid tags, as the Report's keyword (none without such a tag; one
+    the taxonomy does not know was refused when the LVE was validated, and is passed over here)."""
+    from avidtools.datamodels.components import AvidTaxonomy, Impact
+    from avidtools.datamodels.enums import LifecycleEnum, SepEnum
+
+    entries = {entry.value.split(":")[0]: entry for entry in SepEnum}
+    values = [tag.get("value") for tag in tags if tag.get("name") == "avid"]
+    found = list(dict.fromkeys(entries[value] for value in values if value in entries))
+    if not found:
+        return {}
+    view = AvidTaxonomy(
+        vuln_id=None,  # a report is no vulnerability record of AVID's
+        risk_domain=list(dict.fromkeys(RISK_DOMAINS[entry.value[0]] for entry in found)),
+        sep_view=found,
+        lifecycle_view=[LifecycleEnum("L05: Evaluation")],
+        taxonomy_version=TAXONOMY_VERSION,
+    )
+    return {"impact": Impact(avid=view)}
 
 
 def avid_reports(attempts: list[Attempt], repo: Repository, source: str | None) -> list[dict[str, Any]]:
@@ -94,6 +122,10 @@ def avid_reports(attempts: list[Attempt], repo: Repository, source: str | None) 
             references=[Reference(type="source", label=lve_path, url=url)],
             description=LangValue(lang="eng", value=mask(f"{lve_path}: {description}")),
             **dated,
+            **_impact(lve.tags if lve is not None else []),
         )
-        reports.append(json.loads(report.model_dump_json(exclude_none=True)))  # unset fields left out
+        written = json.loads(report.model_dump_json(exclude_none=True))  # unset fields left out
+        if "impact" in written:  # but this null: avidtools' model reads it as required under pydantic 2
+            written["impact"]["avid"]["vuln_id"] = None
+        reports.append(written)
     return reports

@@ -136,3 +136,35 @@ def test_a_replay_report_replaces_only_a_replay_report(replayed: Path, cli: Any)
     (root / "notes.txt").write_text("mine\n")
     assert cli("replay", "--all", "--no-cache", "--report", "notes.txt", cwd=root).code == 2
     assert (root / "notes.txt").read_text() == "mine\n"
+
+
+def test_an_avid_report_carries_the_lves_avid_tags_as_its_impact(
+    repo: RepoBuilder, cli: Any, adding: Running
+) -> None:
+    tags = [{"name": "avid", "value": value} for value in ("P0204", "S0403", "P0204")]
+    tags.append({"name": "owasp-llm", "value": "2025:LLM09"})  # no AVID counterpart: not an impact
+    wrong = {"i.jsonl": [instance("100", False, a=99, b=1)]}
+    repo.lve("cat/tagged", {"tags": tags}, instances=wrong)
+    repo.lve("cat/untagged", {"tags": []}, instances=wrong)
+    assert cli("run", "--all", "--report", "run.jsonl", cwd=repo.root).code == 0
+    reports = [
+        json.loads(line)
+        for line in cli("export", "--format", "avid", "run.jsonl", cwd=repo.root).out.splitlines()
+    ]
+    impact = {report["references"][0]["label"]: report.get("impact") for report in reports}
+    from avidtools.datamodels.report import Report
+
+    with warnings.catch_warnings():  # avidtools' models are written for pydantic 1
+        warnings.simplefilter("ignore")
+        parsed = Report(**reports[0])
+    assert parsed.impact is not None and parsed.impact.avid.taxonomy_version == "0.2"
+    assert impact["repository/cat/tagged/openai--gpt-4o-mini"] == {
+        "avid": {
+            "vuln_id": None,
+            "risk_domain": ["Performance", "Security"],
+            "sep_view": ["P0204: Accuracy", "S0403: Adversarial Example"],
+            "lifecycle_view": ["L05: Evaluation"],
+            "taxonomy_version": "0.2",
+        }
+    }
+    assert impact["repository/cat/untagged/openai--gpt-4o-mini"] is None

@@ -31,6 +31,8 @@ from lvegit.lve.ids import live_ids, load_cached
 from lvegit.lve.prompt import Message, response_text
 from lvegit.lve.repo import Repository
 from lvegit.lve.spec import LVE, load_lve
+from lvegit.lve.taxonomy import SCHEMES
+from lvegit.lve.taxonomy import name_of as taxonomy_name
 from lvegit.lve.template import SHOWN_PARAMETER
 from lvegit.run.rerun import InstanceResult, by_instance
 
@@ -286,6 +288,25 @@ class Cell:
 
 
 @dataclass(frozen=True)
+class TaxonomyEntry:
+    """One taxonomy entry the LVEs are tagged with (`owasp-llm:2025:LLM01`, Prompt Injection) and its LVEs."""
+
+    tag: str
+    scheme: str
+    value: str
+    name: str | None
+    rows: list[Row]
+
+    @property
+    def unsafe(self) -> int:
+        return sum(row.unsafe for row in self.rows)
+
+    @property
+    def instances(self) -> int:
+        return sum(row.instances for row in self.rows)
+
+
+@dataclass(frozen=True)
 class Row:
     """One LVE in the tables, the filters and the overview."""
 
@@ -298,6 +319,21 @@ class Row:
     instances: int
     unsafe: int
     lve_id: str | None = None
+    taxonomy: tuple[str, ...] = ()  # its taxonomy tags as SCHEME:VALUE
+
+    @property
+    def taxonomy_entries(self) -> list[str]:
+        """Each taxonomy tag, and the entry above a sub-entry (atlas:AML.T0051 for atlas:AML.T0051.001)."""
+        found: list[str] = []
+        for tag in self.taxonomy:
+            parts = tag.split(".")
+            found.extend(".".join(parts[:end]) for end in range(min(2, len(parts)), len(parts) + 1))
+        return list(dict.fromkeys(found))
+
+    @property
+    def taxonomy_filter(self) -> str:
+        """What the taxonomy filter matches, space-separated."""
+        return " ".join(self.taxonomy_entries).lower()
 
     @property
     def verdict(self) -> str:
@@ -322,6 +358,11 @@ class Row:
             len(page.instances),
             page.unsafe,
             page.lve_id,
+            tuple(
+                clean(f"{tag['name']}:{tag['value']}")
+                for tag in lve.tags
+                if tag.get("name") in SCHEMES and isinstance(tag.get("value"), str)
+            ),
         )
 
 
@@ -388,6 +429,21 @@ class Site:
     @property
     def checkers(self) -> list[str]:
         return sorted({row.checker for row in self.rows})
+
+    @functools.cached_property
+    def taxonomy(self) -> list[TaxonomyEntry]:
+        """Every taxonomy entry the LVEs are tagged with, by scheme and id, with its LVEs."""
+        grouped: dict[str, list[Row]] = defaultdict(list)
+        for row in self.rows:
+            for tag in row.taxonomy_entries:
+                grouped[tag].append(row)
+        entries = []
+        for tag, rows in grouped.items():
+            scheme, _, value = tag.partition(":")
+            name = taxonomy_name(scheme, value)
+            entries.append(TaxonomyEntry(tag, scheme, value, clean(name) if name else None, rows))
+        order = {scheme: number for number, scheme in enumerate(SCHEMES)}
+        return sorted(entries, key=lambda entry: (order.get(entry.scheme, len(order)), entry.value))
 
     def overview(self) -> dict[tuple[str, str], Cell]:
         counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])

@@ -136,6 +136,12 @@ def test_the_filters_change_what_is_shown(browser: Any, cli: Any, tmp_path: Path
     assert shown() == ["meta/llama-3-8b-instruct"] and count.text == f"1 of {BUNDLED} LVEs shown"
     Select(browser.find_element("css selector", "[data-filter=model]")).select_by_value("")
     Select(browser.find_element("css selector", "[data-filter=verdict]")).select_by_value("")
+    taxonomy = Select(browser.find_element("css selector", "[data-filter=taxonomy]"))
+    taxonomy.select_by_value("owasp-llm:2025:llm01")
+    assert count.text == f"4 of {BUNDLED} LVEs shown"  # the prompt injections and jailbreaks
+    taxonomy.select_by_value("atlas:aml.t0051")  # the technique: both of its sub-techniques' LVEs
+    assert count.text == f"2 of {BUNDLED} LVEs shown"
+    taxonomy.select_by_value("")
     search = browser.find_element("css selector", "[data-filter=text]")
     search.send_keys("capital")
     assert len(shown()) == 1 and count.text == f"1 of {BUNDLED} LVEs shown"

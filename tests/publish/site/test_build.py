@@ -55,6 +55,9 @@ def test_the_bundled_repository_builds_with_working_relative_links(cli: Any, tmp
     assert "<details><summary>judged by a model</summary><pre>openai/gpt-4o: unsafe</pre></details>" in (
         judged.read_text()
     )
+    index = (out / "index.html").read_text()
+    assert '<code>owasp-llm:2025:LLM06</code><br><span class="description">Excessive Agency</span>' in index
+    assert "<code>atlas:AML.T0051</code>" in index  # the technique above its sub-techniques' tags
     [agent] = [page for page in pages if "page-send-email" in page.name]
     text = agent.read_text()
     assert "<dt>Tools</dt>" in text and "<code>send_email</code>: Send an e-mail" in text

@@ -13,9 +13,11 @@ document.addEventListener("DOMContentLoaded", () => {
         .filter(([, value]) => value !== "");
       let shown = 0;
       for (const row of rows) {
-        const visible = wanted.every(([key, value]) =>
-          key === "text" ? row.dataset.text.includes(value) : row.dataset[key].toLowerCase() === value,
-        );
+        const visible = wanted.every(([key, value]) => {
+          if (key === "text") return row.dataset.text.includes(value);
+          if (key === "taxonomy") return row.dataset.taxonomy.split(" ").includes(value); // or an entry below
+          return row.dataset[key].toLowerCase() === value;
+        });
         row.hidden = !visible;
         shown += visible ? 1 : 0;
       }

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
 from typing import Any
 
 import click
@@ -42,21 +41,32 @@ def print_json(data: Any, indent: int | None = 2) -> None:
 _STREAMED = "\x00lvegit:streamed\x00"  # what stands for a streamed list until it is written
 
 
-def print_json_streaming(
-    data: dict[str, Any], key: str, items: Iterable[Any], indent: int | None = 2
-) -> None:
-    """`print_json` of `data` with `data[key]` the list of `items`, written one item at a time: a
-    document of 100,000s of entries is never held whole, as objects or as text."""
-    head, tail = json.dumps({**data, key: _STREAMED}, indent=indent, ensure_ascii=True).split(
-        json.dumps(_STREAMED, ensure_ascii=True)
-    )
-    chunk = [head + "["]
-    for number, item in enumerate(items):
-        chunk.append(("," if number else "") + json.dumps(item, ensure_ascii=True))
-        if len(chunk) >= 1000:  # written a thousand items at a time: an echo flushes
-            click.echo(json_text("".join(chunk)), nl=False)
-            chunk.clear()
-    click.echo(json_text("".join(chunk) + "]" + tail))
+class JsonStream:
+    """A JSON document (as `print_json` writes it) whose list `key` is written an item at a time, as the
+    items come: a document of 100,000s of entries is never held whole, as objects or as text. `head`
+    holds the document's keys before the list, in its order; `end` takes the whole document, `key` left
+    empty."""
+
+    def __init__(self, key: str, head: dict[str, Any], indent: int | None = 2) -> None:
+        self.key, self.indent = key, indent
+        self._chunk = [self._split(head)[0] + "["]
+        self._items = 0
+
+    def _split(self, data: dict[str, Any]) -> tuple[str, str]:
+        text = json.dumps({**data, self.key: _STREAMED}, indent=self.indent, ensure_ascii=True)
+        head, tail = text.split(json.dumps(_STREAMED, ensure_ascii=True))
+        return head, tail
+
+    def item(self, value: Any) -> None:
+        self._chunk.append(("," if self._items else "") + json.dumps(value, ensure_ascii=True))
+        self._items += 1
+        if len(self._chunk) >= 1000:  # written a thousand items at a time: an echo flushes
+            click.echo(json_text("".join(self._chunk)), nl=False)
+            self._chunk.clear()
+
+    def end(self, data: dict[str, Any]) -> None:
+        click.echo(json_text("".join(self._chunk) + "]" + self._split(data)[1]))
+        self._chunk.clear()
 
 
 def note(text: str) -> None:

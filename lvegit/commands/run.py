@@ -28,7 +28,7 @@ from lvegit.commands.options import (
 from lvegit.models.base import DEFAULT_CONCURRENCY
 from lvegit.models.routing import ModelPool, Route, resolve
 from lvegit.run.attempt import Report
-from lvegit.run.outcome import show_results
+from lvegit.run.outcome import ResultsOutput, show_results
 from lvegit.run.rerun import Outcomes, in_shard, iter_tasks, parse_shard
 from lvegit.run.runner import Recorder, Runner, Task
 
@@ -177,7 +177,11 @@ def run_command(
             return show_results(outcomes, invalid, output_format, unroutable, summary)
         planned = iter_tasks(repo, lve_dirs, model, repeat, append, invalid, keep_loaded=False)
         runner = Runner(pool, concurrency, policy, recorder)
-        outcomes = _run_with_progress(runner, (task for task in planned if routing.runs(task)))
+        output = ResultsOutput(output_format)
+        # each instance's result printed as it comes, unless the progress bar redraws on the same terminal
+        on_terminal = sys.stdout.isatty() and sys.stderr.isatty()
+        outcomes = Outcomes(emit=None if on_terminal else output.result)
+        _run_with_progress(runner, (task for task in planned if routing.runs(task)), outcomes)
         unroutable = routing.finish(invalid)
     except KeyboardInterrupt:
         if report is None:
@@ -186,7 +190,7 @@ def run_command(
         raise Interrupted(
             f"interrupted; finished attempts are in {report_path}{pending}; continue with: {report.command}"
         ) from None
-    return show_results(outcomes, invalid, output_format, unroutable)
+    return output.finish(outcomes, invalid, unroutable)
 
 
 def batch_options(
@@ -254,10 +258,10 @@ class Routing:
         return self.unroutable
 
 
-def _run_with_progress(runner: Runner, tasks: Iterator[Task]) -> Outcomes:
-    """Run the tasks as they are planned; what their attempts add up to. A progress bar on a terminal's
-    stderr (whatever the output format), as wide as the terminal, its total growing as the plan is read."""
-    outcomes = Outcomes()
+def _run_with_progress(runner: Runner, tasks: Iterator[Task], outcomes: Outcomes) -> None:
+    """Run the tasks as they are planned, each attempt taken into `outcomes` as it ends. A progress bar on
+    a terminal's stderr (whatever the output format), as wide as the terminal, its total growing as the
+    plan is read."""
 
     def planned() -> Iterator[Task]:
         for task in tasks:
@@ -266,7 +270,7 @@ def _run_with_progress(runner: Runner, tasks: Iterator[Task]) -> Outcomes:
 
     if not sys.stderr.isatty():
         runner.stream(planned(), outcomes.add)
-        return outcomes
+        return
     columns = os.get_terminal_size(sys.stderr.fileno()).columns
     width = max(5, min(36, columns - 32 - 2 * 7))  # room for a count of up to seven digits, twice
     with click.progressbar(length=0, label="running", file=sys.stderr, width=width, show_pos=True) as bar:
@@ -278,4 +282,3 @@ def _run_with_progress(runner: Runner, tasks: Iterator[Task]) -> Outcomes:
 
         runner.recorder.on_finish = lambda _attempt: bar.update(1)
         runner.stream(counted(), outcomes.add)
-    return outcomes

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from lvegit.base.errors import EXIT_FINDINGS, EXIT_OK, EXIT_SERVICE
-from lvegit.base.output import count, line, print_json_streaming
+from lvegit.base.output import JsonStream, count, line
 from lvegit.judge.results import unsafe_rate, verdict_word
 from lvegit.lve.problems import location
-from lvegit.run.rerun import InstanceResult, Outcomes, tally, wilson_interval
+from lvegit.run.rerun import InstanceResult, Outcomes, Tally, bucket, wilson_interval
 
 
 def describe(result: InstanceResult) -> str:
@@ -30,6 +31,93 @@ def describe(result: InstanceResult) -> str:
     return text
 
 
+class ResultsOutput:
+    """What `run` and `report` print, as the results come: a line per instance (with `--format json`, an
+    instance of the document), then the LVEs that could not run, the summary; and the exit code. Each
+    instance counts once: it disagrees, or else has failed attempts, or else agrees."""
+
+    def __init__(self, output_format: str) -> None:
+        self.json = output_format == "json"
+        self.counts = Counter[str]()
+        self.failed = 0
+        self._stream: JsonStream | None = None
+        if self.json:
+            from lvegit.run import records  # pydantic: only for the JSON document
+
+            self._stream = JsonStream("instances", {"schema": records.SCHEMA, "version": records.VERSION})
+            self._records = records
+
+    def result(self, result: InstanceResult) -> None:
+        self.counts[bucket(result)] += 1
+        self.failed += len(result.errors)
+        if self._stream is None:
+            line(describe(result))
+            return
+        self._stream.item(self._records.instance_row(result))
+
+    def finish(
+        self,
+        outcomes: Outcomes,
+        invalid: list[tuple[str, str]],
+        unroutable: dict[str, tuple[str, list[str]]] | None = None,
+        batch: dict[str, Any] | None = None,
+    ) -> int:
+        """The rest, after the results; exit 1 when an instance disagrees, an attempt failed for a reason
+        of its own, an LVE is invalid or a batch output has lines that answer nothing. `batch`: what a
+        batch run leaves (attempts waiting for the next round, its output's bad lines, answers of no
+        attempt here, what to do next)."""
+        for result in outcomes.results:  # those never handed on as they came
+            self.result(result)
+        unroutable = unroutable or {}
+        agree, disagree, errors, skipped = (self.counts[name] for name in Tally._fields)
+        instances = self.counts.total()
+        if self._stream is not None:
+            records = self._records
+            document = records.RunDocument(
+                schema=records.SCHEMA,
+                version=records.VERSION,
+                instances=[],  # streamed
+                batch=records.BatchState(**batch) if batch is not None else None,
+                invalid=[records.InvalidLVE(lve=lve, reason=reason) for lve, reason in invalid],
+                unroutable=[
+                    records.UnroutableModel(model=model_id, lves=lves, reason=reason)
+                    for model_id, (reason, lves) in unroutable.items()
+                ],
+                summary=records.RunSummary(
+                    instances=instances,
+                    attempts=outcomes.attempts,
+                    agree=agree,
+                    disagree=disagree,
+                    error=errors,
+                    skipped=skipped,
+                    failed_attempts=self.failed,
+                    invalid_lves=len(invalid),
+                    waiting=batch["waiting"] if batch is not None else None,
+                ),
+            )
+            only_for_batches: dict[str, Any] = {"batch": True, "summary": {"waiting"}}
+            hidden = None if batch is not None else only_for_batches
+            self._stream.end(document.model_dump(mode="json", by_alias=True, exclude=hidden))
+        else:
+            for lve, reason in invalid:
+                line(f"invalid: {lve}: {reason}")
+            for model_id, (reason, lves) in unroutable.items():
+                line(f"not run: {count(len(lves), 'LVE')} of model '{model_id}':")
+                for text in reason.splitlines():
+                    line(f"  {text}")
+            not_judged = f", {skipped} skipped" if skipped else ""
+            line(
+                f"{count(instances, 'instance')}: {agree} agree, {disagree} disagree, {errors} with errors"
+                f"{not_judged} ({count(outcomes.attempts, 'attempt')}, {self.failed} failed)"
+            )
+            if batch is not None:
+                _describe_batch(batch)
+        problems = batch["problems"] if batch is not None else []
+        if disagree or invalid or problems or outcomes.own_errors:
+            return EXIT_FINDINGS
+        return EXIT_SERVICE if errors else EXIT_OK  # every error was the model's service failing
+
+
 def show_results(
     outcomes: Outcomes,
     invalid: list[tuple[str, str]],
@@ -37,63 +125,8 @@ def show_results(
     unroutable: dict[str, tuple[str, list[str]]] | None = None,
     batch: dict[str, Any] | None = None,
 ) -> int:
-    """Per instance: recorded and new verdicts; exit 1 when one differs or an attempt failed, or a batch
-    output has lines that answer nothing. Each instance counts once: it disagrees, or else has failed
-    attempts, or else agrees. `batch`: what a batch run leaves (attempts waiting for the next round, its
-    output's bad lines, answers of no attempt here, what to do next)."""
-    results = outcomes.results
-    agree, disagree, errors, skipped = tally(results)
-    failed = sum(len(r.errors) for r in results)
-    unroutable = unroutable or {}
-    if output_format == "json":
-        from lvegit.run import records  # pydantic: only for the JSON document
-
-        document = records.RunDocument(
-            schema=records.SCHEMA,
-            version=records.VERSION,
-            instances=[],  # streamed below
-            batch=records.BatchState(**batch) if batch is not None else None,
-            invalid=[records.InvalidLVE(lve=lve, reason=reason) for lve, reason in invalid],
-            unroutable=[
-                records.UnroutableModel(model=model_id, lves=lves, reason=reason)
-                for model_id, (reason, lves) in unroutable.items()
-            ],
-            summary=records.RunSummary(
-                instances=len(results),
-                attempts=outcomes.attempts,
-                agree=agree,
-                disagree=disagree,
-                error=errors,
-                skipped=skipped,
-                failed_attempts=failed,
-                invalid_lves=len(invalid),
-                waiting=batch["waiting"] if batch is not None else None,
-            ),
-        )
-        only_for_batches: dict[str, Any] = {"batch": True, "summary": {"waiting"}}
-        hidden = None if batch is not None else only_for_batches
-        data = document.model_dump(mode="json", by_alias=True, exclude=hidden)
-        print_json_streaming(data, "instances", map(records.instance_row, results))
-    else:
-        for result in results:
-            line(describe(result))
-        for lve, reason in invalid:
-            line(f"invalid: {lve}: {reason}")
-        for model_id, (reason, lves) in unroutable.items():
-            line(f"not run: {count(len(lves), 'LVE')} of model '{model_id}':")
-            for text in reason.splitlines():
-                line(f"  {text}")
-        not_judged = f", {skipped} skipped" if skipped else ""
-        line(
-            f"{count(len(results), 'instance')}: {agree} agree, {disagree} disagree, {errors} with errors"
-            f"{not_judged} ({count(outcomes.attempts, 'attempt')}, {failed} failed)"
-        )
-        if batch is not None:
-            _describe_batch(batch)
-    problems = batch["problems"] if batch is not None else []
-    if disagree or invalid or problems or outcomes.own_errors:
-        return EXIT_FINDINGS
-    return EXIT_SERVICE if errors else EXIT_OK  # every error was the model's service failing
+    """Print results that are all in (a batch run's, a report's): see ResultsOutput."""
+    return ResultsOutput(output_format).finish(outcomes, invalid, unroutable, batch)
 
 
 def _describe_batch(batch: dict[str, Any]) -> None:

@@ -6,7 +6,8 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple, Protocol
@@ -162,31 +163,36 @@ class Tally(NamedTuple):
     skipped: int
 
 
+def bucket(result: Judged) -> str:
+    """Where a live result counts (a field of Tally): it disagrees when a new verdict differs from the
+    recorded one; else it is an error when an attempt failed; else skipped when nothing judged it; else it
+    agrees."""
+    if result.agree is False:
+        return "disagree"
+    if result.errors:
+        return "error"
+    return "skipped" if result.agree is None else "agree"
+
+
 def tally(results: Iterable[Judged]) -> Tally:
-    """The one count of live results (`run`, `report` and the Action): each instance counts once. It
-    disagrees when a new verdict differs from the recorded one; else it is an error when an attempt
-    failed; else skipped when nothing judged it; else it agrees."""
-    agree = disagree = error = skipped = 0
-    for result in results:
-        if result.agree is False:
-            disagree += 1
-        elif result.errors:
-            error += 1
-        elif result.agree is None:
-            skipped += 1
-        else:
-            agree += 1
-    return Tally(agree, disagree, error, skipped)
+    """The one count of live results (`run`, `report` and the Action): each instance counts once."""
+    counted = Counter(bucket(result) for result in results)
+    return Tally(*(counted[name] for name in Tally._fields))
 
 
 @dataclass
 class Outcomes:
     """What finished attempts add up to, per instance, taken in as each attempt ends: a large run keeps
-    this, not its attempts."""
+    this, not its attempts. With `emit`, each instance's result is handed on, in the order the attempts
+    were planned, as soon as its attempts and those of every instance planned before it have ended, and
+    is let go: the run holds the results of the instances in flight only."""
 
+    emit: Callable[[InstanceResult], None] | None = None
     by_key: dict[tuple[str, str | None, int | None], InstanceResult] = field(default_factory=dict)
     attempts: int = 0
     own_errors: bool = False  # an attempt failed for a reason of its own, not its model's service
+    _waiting: dict[tuple[str, str | None, int | None], int] = field(default_factory=dict)  # attempts to end
+    _order: deque[tuple[str, str | None, int | None]] = field(default_factory=deque)  # planned, not handed on
 
     def expect(self, attempt: Attempt) -> InstanceResult:
         """The instance's results, placed in the order attempts are planned (not the order they end in)."""
@@ -194,17 +200,30 @@ class Outcomes:
         result = self.by_key.get(key)
         if result is None:
             result = self.by_key[key] = InstanceResult(attempt.lve, *key[1:], attempt.recorded)
+            self._order.append(key)
+        self._waiting[key] = self._waiting.get(key, 0) + 1
         return result
 
     def add(self, attempt: Attempt) -> None:
         self.attempts += 1
-        result = self.expect(attempt)
+        key = (attempt.lve, attempt.source_file, attempt.source_line)
+        result = self.by_key[key] if key in self._waiting else self.expect(attempt)
+        self._waiting[key] -= 1
         if attempt.status == "complete" and attempt.verdict is not None:
             result.verdicts.append(attempt.verdict)
         elif attempt.status != "skipped":
             result.errors.append(attempt.error or f"status {attempt.status}")
         if attempt.error and attempt.error_source != "model":
             self.own_errors = True
+        if self.emit is not None:
+            self._hand_on()
+
+    def _hand_on(self) -> None:
+        assert self.emit is not None
+        while self._order and not self._waiting[self._order[0]]:
+            key = self._order.popleft()
+            del self._waiting[key]
+            self.emit(self.by_key.pop(key))
 
     @property
     def results(self) -> list[InstanceResult]:

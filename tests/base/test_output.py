@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from lvegit.base.output import print_json, print_json_streaming
+from lvegit.base.output import JsonStream, print_json
 
 
 def test_a_streamed_list_prints_the_same_document(
@@ -18,9 +18,13 @@ def test_a_streamed_list_prints_the_same_document(
     head = {"schema": "x", "rows": [], "summary": {"rows": len(rows)}}
     print_json({**head, "rows": rows})
     whole = capsys.readouterr().out
-    print_json_streaming(head, "rows", iter(rows))
+    stream = JsonStream("rows", {"schema": "x"})
+    for row in rows:
+        stream.item(row)
+    stream.end(head)
     streamed = capsys.readouterr().out
     assert json.loads(streamed) == json.loads(whole)
     assert "sk-streamed-secret" not in streamed and "##[" not in streamed
-    print_json_streaming(head, "rows", iter([]))
+    empty = JsonStream("rows", {"schema": "x"})
+    empty.end(head)
     assert json.loads(capsys.readouterr().out) == head

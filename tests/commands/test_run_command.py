@@ -266,3 +266,18 @@ def test_progress_fits_a_narrow_terminal_and_shows_with_json(repo: RepoBuilder, 
     visible = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)  # cursor hiding is no column
     frames = [frame for line in visible.split("\n") for frame in line.split("\r")]
     assert max(len(frame) for frame in frames) <= 60
+
+
+def test_results_are_printed_as_they_come(repo: RepoBuilder, adding: Running) -> None:
+    """A run's output is not held to its end (a corpus's results would all be kept): the first instance's
+    line comes while the run goes on."""
+    adding.state.latency = 0.2
+    many(repo, 30)
+    process = lvegit("run", "--all", "--concurrency", "1", cwd=repo.root, stdout=subprocess.PIPE)
+    assert process.stdout is not None
+    first = process.stdout.readline().decode()
+    still_running = process.poll() is None  # 30 answers of 0.2 s one after another: about 6 s
+    rest = process.stdout.read().decode()
+    assert process.wait(timeout=60) == 0
+    assert first.startswith("repository/dummy/add/openai--gpt-4o-mini/instances/i.jsonl:1 ") and still_running
+    assert rest.splitlines()[-1].startswith("30 instances: 30 agree")

@@ -93,6 +93,12 @@ class Repository:
     def lve_root(self) -> Path:
         return self.root / REPOSITORY_DIR
 
+    def forget(self, lve_dir: Path) -> None:
+        """Let what was read of an LVE go (a run over a corpus reads each LVE once and keeps none)."""
+        key = Path(os.path.normpath(lve_dir))
+        self.loaded.pop(key, None)
+        self._test_json.pop(key, None)
+
     def test_json(self, lve_dir: Path) -> str:
         """The text of an LVE's test.json, read (safely: see files.read_text) once per command."""
         key = Path(os.path.normpath(lve_dir))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -105,7 +104,7 @@ def iter_tasks(
             invalid.extend((lve.rel, problem.render()) for problem in recorded.problems.errors)
         lve.forget_recorded()  # the tasks keep each instance's args; the rest of the records can go
         if not keep_loaded:
-            repo.loaded.pop(Path(os.path.normpath(lve_dir)), None)
+            repo.forget(lve_dir)
 
 
 def wilson_interval(unsafe: int, runs: int, z: float = 1.96) -> tuple[float, float]:

@@ -214,11 +214,15 @@ class Runner:
         in_flight: dict[str, int] = {}
         taking = ""  # the LVE whose tasks are being taken
 
+        def release(lve: str) -> None:
+            del in_flight[lve]
+            self._checker_locks.pop(lve, None)
+            self.recorder.release(lve)
+
         def done(lve: str) -> None:
             in_flight[lve] -= 1
             if not in_flight[lve] and lve != taking:
-                del in_flight[lve]
-                self.recorder.release(lve)
+                release(lve)
 
         async def one(task: Task, limit: asyncio.Semaphore) -> None:
             try:
@@ -233,8 +237,7 @@ class Runner:
                 if lve != taking:
                     previous, taking = taking, lve
                     if in_flight.get(previous) == 0:
-                        del in_flight[previous]
-                        self.recorder.release(previous)
+                        release(previous)
                 in_flight[lve] = in_flight.get(lve, 0) + 1
                 if model_id not in limits:
                     limits[model_id] = asyncio.Semaphore(self._concurrency(model_id))

@@ -79,6 +79,7 @@ FILES = {
     "garak-dan-encoding.report.jsonl": ("garak", garak_outputs),
     "garak-fitd.report.jsonl": ("garak", garak_outputs),
     "garak-failures.report.jsonl": ("garak", garak_outputs),
+    "garak-agent.report.jsonl": ("garak", garak_outputs),  # AgentBreaker: an agent's tools attacked
     "promptfoo-eval.json": ("promptfoo", promptfoo_outputs),
     "promptfoo-redteam.json": ("promptfoo", promptfoo_outputs),
     "promptfoo-agent.json": ("promptfoo", promptfoo_outputs),
@@ -128,9 +129,9 @@ def test_the_drafts_replay_as_the_scanners_judged_and_name_what_is_left_to_fill_
     assert checked["summary"]["mismatch"] == 0 and checked["summary"]["error"] == 0
     problems = [e["message"] for lve in checked["lves"] for e in lve["errors"]]
     assert problems, "some detectors have no equivalent"
-    for message in problems:  # garak's encoding detectors, FITD's judge model (garak names none)
+    for message in problems:  # garak's encoding and AgentBreaker detectors, FITD's judge model (none named)
         assert "still holds the placeholder" in message, message
-        assert "garak's detector encoding." in message or "the judge model" in message, message
+        assert "garak's detector " in message or "the judge model" in message, message
     reproduced = checked["summary"]["reproduced"]
     assert reproduced >= 22  # every regex-judged finding: DAN, contains, regex, equals, ...
 

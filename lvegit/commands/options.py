@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -207,6 +207,13 @@ class Selection:
             if lve is not None and selected(lve.tags, selectors):
                 picked.append(lve_dir)
         return picked
+
+    def stream(self, repo: Repository) -> Iterator[Path]:
+        """As `resolve`, but with --all alone the LVEs come one by one as the repository's folders are
+        walked: a run over a corpus starts before the walk ends."""
+        if self.all_lves and not (self.paths or self.changed or self.tags or self.base or self.head):
+            return repo.iter_lve_dirs()
+        return iter(self.resolve(repo))
 
     def _named(self, repo: Repository) -> list[Path]:
         if self.changed:

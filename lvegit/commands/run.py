@@ -3,7 +3,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -139,10 +139,12 @@ def run_command(
         raise UsageError("--resume needs --report FILE")
     batch = batch_options(batch_api, batch_out, batch_in, batch_fallback, batch_poll, report_path)
     repo = open_repository(repo_path)
-    lve_dirs = selection.resolve(repo)
+    lve_dirs: Iterable[Path] = selection.stream(repo)
     if shard:
         index, total = parse_shard(shard)
-        lve_dirs = [d for d in lve_dirs if in_shard(repo.relative(d), index, total)]
+        lve_dirs = (d for d in lve_dirs if in_shard(repo.relative(d), index, total))
+    if report_path is not None:  # its header names every selected LVE (--resume checks them)
+        lve_dirs = list(lve_dirs)
     report = None
     if report_path is not None:
         settings = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -125,15 +126,18 @@ class Repository:
 
     def lve_dirs(self, under: Path | None = None) -> list[Path]:
         """Every directory holding test.json below `under` (default: all of repository/), sorted."""
+        return sorted(self.iter_lve_dirs(under))
+
+    def iter_lve_dirs(self, under: Path | None = None) -> Iterator[Path]:
+        """The same LVE directories in the same order, each as it is found: a folder's entries are visited
+        in sorted order, depth first, which is the order of sorted paths (compared part by part)."""
         top = under if under is not None else self.lve_root
-        found = []
         for folder, dirnames, filenames in walk(top):
             if TEST_FILE in filenames:
-                found.append(folder)
+                yield folder
                 dirnames[:] = []  # an LVE's folders (instances/, checker/) are its own
             else:
                 dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.startswith("."))
-        return sorted(found)
 
     def lve_dir_of(self, path: Path) -> Path | None:
         """The LVE directory that contains `path` (a file or directory inside it), if any."""

@@ -109,3 +109,14 @@ def test_a_path_of_another_repository_is_refused_or_read_from_the_root(
     assert absolute.code == 2 and "not in the repository" in absolute.err
     skipped = cli("validate", "--skip-other-files", str(other.root / "repository"), "--repo", str(repo.root))
     assert skipped.code == 0 and skipped.out == "0 LVEs: 0 valid, 0 invalid\n"
+
+
+def test_lves_found_one_by_one_come_in_sorted_order(repo: RepoBuilder) -> None:
+    """A run streams the LVEs as the folders are walked: the walk's order must be the sorted order, which
+    compares paths part by part ('a/x' before 'a-b', although '-' sorts before '/')."""
+    for name in ("a-b/x", "a/x", "a b/x", "A/x", "a.b/x", "a/x/deeper", "b/a/x", "b/a-b/x", "a0/x"):
+        repo.lve(name)
+    repository = Repository(repo.root)
+    walked = list(repository.iter_lve_dirs())
+    assert walked == repository.lve_dirs()
+    assert len(walked) == 9

@@ -46,6 +46,7 @@ from lvegit.findings.drafts import (
     placeholder,
     segment,
 )
+from lvegit.lve.prompt import ToolCall
 
 
 @dataclass
@@ -98,14 +99,9 @@ def _output(response: Any) -> str | dict[str, Any] | None:
 
 
 def _tool_call(call: dict[str, Any], number: int) -> dict[str, str]:
-    """A call as the model wrote it: its arguments text kept as it is (JSON of them where it was none)."""
-    function = as_object(call.get("function"))
-    arguments = function.get("arguments", "")
-    return {
-        "id": str(call.get("id") or f"call_{number}"),
-        "name": str(function.get("name") or ""),
-        "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False),
-    }
+    """A call as the model wrote it (ToolCall.from_api), numbered where it has no id."""
+    read = ToolCall.from_api(call)
+    return {"id": read.id or f"call_{number}", "name": read.name, "arguments": read.arguments}
 
 
 def _offered_tools(config: dict[str, Any]) -> dict[tuple[str, str], tuple[dict[str, Any], ...]]:

@@ -41,6 +41,21 @@ class ToolCall:
             return None
         return value if isinstance(value, dict) else None
 
+    @classmethod
+    def from_api(cls, call: Any) -> ToolCall:
+        """A call in the chat-completions format (`{"id", "function": {"name", "arguments"}}`) as the model
+        wrote it. A malformed one is kept as such: a name or arguments that are no text become their JSON,
+        a missing part is empty (the tool answers it with an error; the record shows what was sent)."""
+        call = call if isinstance(call, dict) else {}
+        function = call.get("function") if isinstance(call.get("function"), dict) else {}
+
+        def text(part: Any) -> str:
+            if part is None:
+                return ""
+            return part if isinstance(part, str) else json.dumps(part, ensure_ascii=False)
+
+        return cls(text(call.get("id")), text(function.get("name")), text(function.get("arguments")))
+
     def as_json(self) -> dict[str, Any]:
         """In the chat-completions format."""
         return {
@@ -215,10 +230,10 @@ def fill_holes(prompt: list[Message], response: Any, tools: bool = False) -> lis
     return filled
 
 
-def turn_of(messages: list[Message]) -> str | dict[str, Any]:
-    """A model's turn as an instance records it: its text, or when it used tools every step (a request)
-    with its text and its calls, each call with the result it was answered with. The turn stopped at the
-    step limit when its last step has calls (they were not answered)."""
+def turn_of(messages: list[Message]) -> dict[str, Any]:
+    """A model's turn that used tools, as an instance records it: every step (a request) with its text and
+    its calls, each call with the result it was answered with. The turn stopped at the step limit when its
+    last step has calls (they were not answered)."""
     results = _results(messages)
     steps = []
     for message in messages:
@@ -255,10 +270,10 @@ def response_text(value: Any, indent: int | None = 1, separator: str = "\n") -> 
         if step.get("content"):
             lines.append(str(step["content"]))
         for call in step.get("tool_calls") or []:
-            shown = (
-                f"calls {call.get('name')}({call.get('arguments')})" if isinstance(call, dict) else str(call)
-            )
-            result = call.get("result") if isinstance(call, dict) else None
+            if not isinstance(call, dict):
+                lines.append(str(call))
+                continue
+            shown, result = f"calls {call.get('name')}({call.get('arguments')})", call.get("result")
             lines.append(
                 f"{shown} -> {result}" if result is not None else f"{shown} (not answered: step limit)"
             )

@@ -125,21 +125,14 @@ def completion_of(response: Any, model: str) -> Completion:
     return Completion(_text(text or ""), resolved, tool_calls=tuple(map(_tool_call, calls or [])))
 
 
-def _text(value: Any) -> str:
-    """A field of the model's answer as text: text as it is, anything else as JSON."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+def _text(text: str) -> str:
     return LONE_SURROGATE.sub("\ufffd", text)
 
 
 def _tool_call(call: Any) -> ToolCall:
-    """One tool call as the model wrote it. A malformed one is kept as such (a name or arguments that are
-    no text become their JSON, a missing part is empty): the tool answers it with an error and the record
-    shows what the model sent."""
-    call = call if isinstance(call, dict) else {}
-    function = call.get("function") if isinstance(call.get("function"), dict) else {}
-    parts = (call.get("id"), function.get("name"), function.get("arguments"))
-    call_id, name, arguments = ("" if part is None else _text(part) for part in parts)
-    return ToolCall(call_id, name, arguments)
+    """One tool call as the model wrote it (ToolCall.from_api), as text a reader can take."""
+    read = ToolCall.from_api(call)
+    return ToolCall(_text(read.id), _text(read.name), _text(read.arguments))
 
 
 def environment_proxy(url: str) -> str | None:

@@ -245,14 +245,14 @@ class MonotonicityChecker(BaseChecker):
         return all(b < a if self.strict else b <= a for a, b in pairs)
 
 
-def _names(value: Any, argument: str) -> frozenset[str] | None:
-    """A tool name or a list of them, as a set (None when not given)."""
+def tool_names(value: Any, argument: str) -> tuple[str, ...] | None:
+    """A checker argument naming a tool or a list of them, as the names in order (None when not given)."""
     if value is None:
         return None
     names = [value] if isinstance(value, str) else value
     if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
         raise InvalidValue(f"{argument} must be a tool name or a list of tool names")
-    return frozenset(names)
+    return tuple(dict.fromkeys(names))
 
 
 class ToolCallChecker(BaseChecker):
@@ -275,8 +275,8 @@ class ToolCallChecker(BaseChecker):
         flags: Any = 0,
     ) -> None:
         super().__init__(get_tool_calls=True)
-        self.tools = _names(tools, "tools")
-        self.allowed_tools = _names(allowed_tools, "allowed_tools")
+        self.tools = tool_names(tools, "tools")
+        self.allowed_tools = tool_names(allowed_tools, "allowed_tools")
         if arguments is not None and (
             not isinstance(arguments, dict) or not all(isinstance(v, str) for v in arguments.values())
         ):

@@ -3,7 +3,8 @@ checker that judges tool calls."""
 
 from __future__ import annotations
 
-from lvegit.checkers.core import ToolCallChecker
+from lvegit.base.errors import InvalidValue
+from lvegit.checkers.core import ToolCallChecker, tool_names
 from lvegit.lve.problems import Problems, join_path
 from lvegit.lve.prompt import Message, Role
 from lvegit.lve.spec import LVE
@@ -84,9 +85,12 @@ def _check_checker_names(lve: LVE, problems: Problems) -> None:
         )
         return
     for argument in ("tools", "allowed_tools"):
-        value = lve.checker_args.get(argument)
-        for name in [value] if isinstance(value, str) else value if isinstance(value, list) else []:
-            if isinstance(name, str) and name not in lve.tools:
+        try:
+            names = tool_names(lve.checker_args.get(argument), argument) or ()
+        except InvalidValue:  # building the checker reports it
+            continue
+        for name in names:
+            if name not in lve.tools:
                 problems.warning(
                     join_path("checker_args", argument),
                     f"'{name}' is no tool the LVE declares (the model can still call it: its call is "

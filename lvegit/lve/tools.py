@@ -27,6 +27,15 @@ class Tool:
     parameters: dict[str, Any]  # JSON Schema of the arguments
     returns: str | None  # a template over the arguments and the LVE's parameters (None: never answered)
 
+    def as_declared(self) -> dict[str, Any]:
+        """The tool as test.json declares it."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.parameters,
+            "returns": self.returns,
+        }
+
     def as_api(self) -> dict[str, Any]:
         """The tool as the chat-completions API is offered it."""
         function = {"name": self.name, "description": self.description, "parameters": self.parameters}

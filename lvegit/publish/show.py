@@ -70,10 +70,7 @@ def lve_view(repo: Repository, lve_dir: Path, instances: int) -> dict[str, Any]:
         author=lve.author,
         instance_files=files,
         instances=first,
-        tools=[
-            {"name": t.name, "description": t.description, "parameters": t.parameters, "returns": t.returns}
-            for t in lve.tools.values()
-        ],
+        tools=[tool.as_declared() for tool in lve.tools.values()],
         max_tool_steps=lve.step_limit if lve.tools else None,  # 0: calls recorded, never answered
     )
     return shown(document)

@@ -176,9 +176,7 @@ def _about(lve: LVE, lve_id: str | None) -> dict[str, Any]:
         "tags": _tags(lve.tags),
         "taxonomy": [f"{tag['name']}:{tag.get('value')}" for tag in lve.tags if tag.get("name") in SCHEMES],
         "severity": _severity(lve.tags),
-        "tools": _json([tool.as_api()["function"] | {"returns": tool.returns} for tool in lve.tools.values()])
-        if lve.tools
-        else None,
+        "tools": _json([tool.as_declared() for tool in lve.tools.values()]) if lve.tools else None,
     }
 
 

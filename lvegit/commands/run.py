@@ -143,10 +143,9 @@ def run_command(
     if shard:
         index, total = parse_shard(shard)
         lve_dirs = (d for d in lve_dirs if in_shard(repo.relative(d), index, total))
+    report = None
     if report_path is not None:  # its header names every selected LVE (--resume checks them)
         lve_dirs = list(lve_dirs)
-    report = None
-    if report_path is not None:
         settings = {
             "lves": [repo.relative(d) for d in lve_dirs],
             "model": model,

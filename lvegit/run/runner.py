@@ -23,12 +23,13 @@ from typing import Any
 from lvegit import __version__
 from lvegit.base.errors import LvegitError
 from lvegit.base.files import FileProblem
+from lvegit.base.loop import run_loop
 from lvegit.base.output import count
 from lvegit.base.settings import RetryPolicy
 from lvegit.base.versions import installed_versions
 from lvegit.checkers.base import BaseChecker
 from lvegit.checkers.llm_judge import Judgement, LLMJudgeChecker
-from lvegit.checkers.registry import CheckerFactory
+from lvegit.checkers.registry import CORE_CHECKERS, CheckerFactory
 from lvegit.judge.conversation import (
     Pair,
     conversation_steps,
@@ -204,7 +205,7 @@ class Runner:
         """Run tasks as they come (a plan read while the first requests are under way), handing each
         attempt to `finished` when it ends; a task is taken only when its model has a request slot free,
         so no more is held than is in flight."""
-        asyncio.run(self._stream(tasks, finished))
+        run_loop(self._stream(tasks, finished))
 
     async def _stream(self, tasks: Iterable[Task], finished: Callable[[Attempt], None]) -> None:
         limits: dict[str, asyncio.Semaphore] = {}
@@ -280,8 +281,6 @@ class Runner:
             except StopIteration as finished:
                 pairs: list[Pair] = finished.value
                 break
-        # A custom checker's worker answers one request at a time: each LVE's checker is used under its
-        # own lock, off the event loop.
         judgement = None
         if task.lve.checker_name == LLMJudgeChecker.__name__:  # lvegit's own code: built here at once
             checker = self.recorder.checker(task)
@@ -289,6 +288,11 @@ class Runner:
             params, _model_args = task.lve.split_args(task.attempt.args)
             conversations = [conversation for _prompt, conversation in pairs]
             judgement = await ask_judge(self.pool, checker, conversations, params, task.attempt, self.policy)
+        if task.lve.checker_name in CORE_CHECKERS:  # lvegit's own: judging takes less than a thread hop
+            self.recorder.judge(task, pairs, judgement)
+            return
+        # A custom checker's worker answers one request at a time, a model-based one runs a model: each
+        # LVE's checker is used under its own lock, off the event loop.
         async with self._checker_locks.setdefault(task.lve.rel, asyncio.Lock()):
             await asyncio.to_thread(self.recorder.judge, task, pairs, judgement)
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lvegit.base.errors import UsageError
+from lvegit.base.loop import run_loop
 from lvegit.base.output import count
 from lvegit.batch.api import BatchAPI, Polling
 from lvegit.batch.files import MAX_BYTES, MAX_REQUESTS, Failure, RequestFile
@@ -128,7 +129,6 @@ def run_batches(
 ) -> str:
     """Run the rounds in the chosen engine; returns what is left to do (for the user, or ""). `command`:
     this command line, to say how to continue."""
-    import asyncio
 
     async def go() -> str:
         try:
@@ -142,7 +142,7 @@ def run_batches(
             rounds.recorder.close()
             await pool.close()
 
-    return asyncio.run(go())
+    return run_loop(go())
 
 
 class ApiRounds:

@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 
 from lvegit.base.errors import LvegitError
+from lvegit.base.loop import run_loop
 from lvegit.base.settings import RetryPolicy
 from lvegit.checkers.llm_judge import LLMJudgeChecker
 from lvegit.checkers.registry import CheckerFactory
@@ -47,7 +48,7 @@ def rejudge(
                     assert isinstance(checker, LLMJudgeChecker)
                     work.append((lve_dir, lve, checker, instance))
     for (lve_dir, *_rest), result in zip(
-        work, asyncio.run(_ask_all(work, pool, policy, concurrency)), strict=True
+        work, run_loop(_ask_all(work, pool, policy, concurrency)), strict=True
     ):
         results[lve_dir].append(result)
     return results

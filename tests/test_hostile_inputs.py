@@ -169,6 +169,27 @@ def test_lambda_escapes_are_named_and_refused(
     assert not Path("/tmp/pwned").exists()
 
 
+def test_a_lambda_without_end_costs_its_own_instances_an_error_and_the_others_are_judged(
+    repo: RepoBuilder, cli: Any
+) -> None:
+    """A loop of 10^10 steps ran for hours (the whole job, in CI): it stops at its verdict's budget."""
+    endless = "lambda r, a, b: len([0 for i in range(10**5) for j in range(10**5)]) > 0"
+    recorded = {"i.jsonl": [instance("3", True, a=1, b=2)]}
+    checker = {"checker_name": "LambdaChecker", "func": endless}
+    repo.lve("hostile/endless", {"checker_args": checker}, instances=recorded)
+    repo.lve("plain/sum", instances=recorded)
+    outcome = run_both(cli, repo, "replay")
+    statuses = {(i["lve"].split("/")[1], i["status"]): i for i in outcome.data["instances"]}
+    assert set(statuses) == {("hostile", "error"), ("plain", "reproduced")}
+    stopped = statuses["hostile", "error"]
+    assert (stopped["file"], stopped["line"]) == (
+        "repository/hostile/endless/openai--gpt-4o-mini/instances/i.jsonl",
+        1,
+    )
+    assert stopped["reason"].startswith("checker_args.func: the lambda does more work than one verdict may")
+    assert outcome.code == 1
+
+
 @pytest.mark.parametrize(
     ("where", "template"),
     [("prompt", "{a.__class__.__mro__}"), ("prompt", "{b.__init__.__globals__}"), ("pattern", "{a[0]}")],

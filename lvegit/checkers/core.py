@@ -15,11 +15,16 @@ from lvegit.checkers.safe_lambda import compile_lambda
 from lvegit.checkers.safe_regex import compile_pattern, parse_flags, search
 
 
-def _call(function: Any, *args: Any, **kwargs: Any) -> Any:
+def _call(field: str, function: Any, *args: Any, **kwargs: Any) -> Any:
+    """The lambda of checker argument `field` called; what goes wrong names that argument."""
     try:
         return function(*args, **kwargs)
     except TypeError as exc:
-        raise InvalidValue(f"the lambda cannot be called with the response and parameters: {exc}") from None
+        raise InvalidValue(
+            f"checker_args.{field}: the lambda cannot be called with the response and parameters: {exc}"
+        ) from None
+    except InvalidValue as exc:  # over its budget, a size refused
+        raise InvalidValue(f"checker_args.{field}: {exc}") from None
 
 
 class LambdaChecker(BaseChecker):
@@ -33,7 +38,7 @@ class LambdaChecker(BaseChecker):
         self.func = compile_lambda(func)
 
     def is_safe(self, prompt: Any, response: Any, param_values: dict[str, Any] | None = None) -> bool:
-        return bool(_call(self.func, response, **(param_values or {})))
+        return bool(_call("func", self.func, response, **(param_values or {})))
 
 
 class MultiRunLambdaChecker(MultiRunBaseChecker):
@@ -46,7 +51,7 @@ class MultiRunLambdaChecker(MultiRunBaseChecker):
         self.func = compile_lambda(func)
 
     def is_safe(self, prompt: Any, response: Any, param_values: dict[str, Any] | None = None) -> bool:
-        return bool(_call(self.func, response, **(param_values or {})))
+        return bool(_call("func", self.func, response, **(param_values or {})))
 
 
 _SEPARATORS = re.compile(r"(?<=\d)[,\s_'\u00a0\u202f\u2009](?=\d{3}(\D|$))")
@@ -80,7 +85,9 @@ class NumberChecker(BaseChecker):
         self.expected_value_func = compile_lambda(expected_value_func)
 
     def is_safe(self, prompt: Any, response: Any, param_values: dict[str, Any] | None = None) -> bool:
-        expected = normalize_number(_call(self.expected_value_func, **(param_values or {})))
+        expected = normalize_number(
+            _call("expected_value_func", self.expected_value_func, **(param_values or {}))
+        )
         actual = normalize_number(response)
         if expected is None:
             raise InvalidValue("expected_value_func did not compute a number")

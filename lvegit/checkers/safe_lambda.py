@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from lvegit.base.errors import InvalidValue, UnsafeExpressionError
+from lvegit.base.errors import UnsafeExpressionError
+from lvegit.checkers import lambda_work
 from lvegit.checkers.safe_regex import LAMBDA_FLAGS, REGEX_FUNCTIONS, regex_namespace
 
 MAX_LAMBDA_CHARS = 10_000
@@ -22,8 +24,6 @@ MAX_LAMBDA_CHARS = 10_000
 # (RecursionError, MemoryError) and, on CPython 3.11, SystemError "AST constructor recursion depth
 # mismatch" for nesting that crosses its recursion guard (seen under load, not reproducible at will).
 UNPARSEABLE: Final = (ValueError, RecursionError, MemoryError, SystemError)
-MAX_POWER_EXPONENT = 10_000
-MAX_SEQUENCE_REPEAT = 1_000_000
 
 SAFE_BUILTINS: dict[str, Any] = {
     f.__name__: f
@@ -129,33 +129,64 @@ def _describe(node: ast.AST) -> str:
         return type(node).__name__
 
 
-def _safe_pow(base: Any, exponent: Any) -> Any:
-    if isinstance(exponent, int) and abs(exponent) > MAX_POWER_EXPONENT:
-        raise InvalidValue(f"exponent {exponent} is larger than {MAX_POWER_EXPONENT}")
-    return base**exponent
+# The helpers the guarded tree calls (lambda_work), under names a lambda cannot write (no `_` names).
+_HELPERS: dict[str, Any] = {
+    "_lvegit_read": lambda_work.read,
+    "_lvegit_iterate": lambda_work.iterate,
+    "_lvegit_binary": lambda_work.binary,
+    "_lvegit_call": lambda_work.call,
+}
 
 
-def _safe_mul(left: Any, right: Any) -> Any:
-    for sequence, times in ((left, right), (right, left)):
-        repeats = isinstance(sequence, str | list | tuple) and isinstance(times, int)
-        if repeats and len(sequence) * times > MAX_SEQUENCE_REPEAT:
-            raise InvalidValue(f"repeating a sequence beyond {MAX_SEQUENCE_REPEAT} items")
-    return left * right
-
-
-_HELPERS = {"_lvegit_pow": _safe_pow, "_lvegit_mul": _safe_mul}
+def _helper(name: str, arguments: list[ast.expr], like: ast.AST) -> ast.Call:
+    return ast.copy_location(ast.Call(ast.Name(name, ast.Load()), arguments, []), like)
 
 
 class _Guard(ast.NodeTransformer):
-    """Routes `**` and `*` through size-checking helpers (a lambda must not hang or exhaust memory)."""
+    """Routes every operation whose cost grows with its operands through lambda_work, which charges it to
+    the verdict's budget: a lambda must not hang or exhaust memory."""
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
         self.generic_visit(node)
-        helper = {ast.Pow: "_lvegit_pow", ast.Mult: "_lvegit_mul"}.get(type(node.op))
-        if helper is None:
-            return node
-        call = ast.Call(ast.Name(helper, ast.Load()), [node.left, node.right], [])
+        return _helper("_lvegit_binary", [ast.Constant(type(node.op).__name__), node.left, node.right], node)
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        call = ast.Call(ast.Name("_lvegit_call", ast.Load()), [node.func, *node.args], node.keywords)
         return ast.copy_location(call, node)
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        self.generic_visit(node)
+        node.left = _helper("_lvegit_read", [node.left], node.left)
+        node.comparators = [_helper("_lvegit_read", [each], each) for each in node.comparators]
+        return node
+
+    def visit_comprehension(self, node: ast.comprehension) -> ast.AST:
+        self.generic_visit(node)
+        node.iter = _helper("_lvegit_iterate", [node.iter], node.iter)
+        return node
+
+    def _built(self, node: ast.AST) -> ast.AST:
+        """A value built from others (a slice, a display, an f-string, a comprehension's item)."""
+        self.generic_visit(node)
+        if isinstance(getattr(node, "ctx", ast.Load()), ast.Load):
+            return _helper("_lvegit_read", [node], node)  # type: ignore[list-item]
+        return node  # a comprehension's target: assigned to, not read
+
+    visit_Subscript = visit_List = visit_Tuple = visit_Set = visit_Dict = visit_JoinedStr = _built
+
+    def visit_ListComp(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp) -> ast.AST:
+        self.generic_visit(node)
+        node.elt = _helper("_lvegit_read", [node.elt], node.elt)
+        return node
+
+    visit_SetComp = visit_GeneratorExp = visit_ListComp
+
+    def visit_DictComp(self, node: ast.DictComp) -> ast.AST:
+        self.generic_visit(node)
+        node.key = _helper("_lvegit_read", [node.key], node.key)
+        node.value = _helper("_lvegit_read", [node.value], node.value)
+        return node
 
 
 class _Checker(ast.NodeVisitor):
@@ -218,6 +249,17 @@ class _Checker(ast.NodeVisitor):
     def visit_Constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, bytes) or node.value is Ellipsis:
             self.fail(node, "only numbers, strings, booleans and None are allowed as constants")
+
+    def visit_FormattedValue(self, node: ast.FormattedValue) -> None:
+        # A width is allocated before anything could count it: only written ones, of up to six digits.
+        spec = node.format_spec
+        if spec is not None:
+            parts = spec.values if isinstance(spec, ast.JoinedStr) else [spec]
+            if not all(isinstance(part, ast.Constant) for part in parts):
+                self.fail(node, "a format spec must be written out, not computed")
+            if re.search(r"\d{7,}", "".join(str(part.value) for part in parts)):  # type: ignore[attr-defined]
+                self.fail(node, "a format width of more than six digits")
+        self.visit(node.value)
 
 
 @dataclass(frozen=True)
@@ -282,9 +324,20 @@ def _compiled(source: str) -> Callable[..., Any]:
         _Checker().visit(tree)
         guarded = ast.fix_missing_locations(_Guard().visit(tree))
         scope: dict[str, Any] = {"__builtins__": {}, "re": regex_namespace(), **SAFE_BUILTINS, **_HELPERS}
-        function = eval(compile(guarded, "<checker lambda>", "eval"), scope)  # the verified tree only
+        code = compile(guarded, "<checker lambda>", "eval")
     except UNPARSEABLE:
         raise UnsafeExpressionError("nested too deeply to check") from None
+    lambda_work.start_verdict()  # default values are computed here, under a budget of their own
+    try:
+        function = eval(code, scope)  # the verified tree only
+    except Exception as exc:  # a default value that fails: the lambda's to fix
+        raise UnsafeExpressionError(f"its default values fail: {type(exc).__name__}: {exc}") from None
     if not callable(function):  # pragma: no cover - the body is a Lambda by the check above
         raise UnsafeExpressionError("not a function")
-    return function  # type: ignore[no-any-return]
+
+    @functools.wraps(function)
+    def verdict(*args: Any, **kwargs: Any) -> Any:
+        lambda_work.start_verdict()
+        return function(*args, **kwargs)
+
+    return verdict

@@ -93,6 +93,69 @@ def test_resource_guards() -> None:
     assert compile_lambda("lambda r: 3 * 4")("") == 12
 
 
+OVER_BUDGET = "more work than one verdict may"
+# Each would run for hours or fill the memory: the work is counted before it is done, or the size refused
+# before it is built.
+ENDLESS = [
+    ("lambda r: len([0 for i in range(10**5) for j in range(10**5)])", OVER_BUDGET),  # Python loops
+    ("lambda r: sum(range(10**12))", OVER_BUDGET),  # a loop in C
+    ("lambda r: sorted(range(10**9))[0]", OVER_BUDGET),
+    ("lambda r: sum(len(r[:]) for i in range(10**6))", OVER_BUDGET),  # copies
+    ("lambda r: sum(r in r for i in range(10**6))", OVER_BUDGET),  # comparisons that read
+    ("lambda r: sum(r.count('x') for i in range(10**6))", OVER_BUDGET),  # methods that read
+    ("lambda r: max(r, key=lambda c: r.count(c))", OVER_BUDGET),  # a nested lambda's calls
+    ("lambda r: len(r.replace('', r).replace('', r))", OVER_BUDGET),  # methods that build
+    ("lambda r: len(''.join(r for i in range(10**6)))", OVER_BUDGET),
+    ("lambda r: len(r.center(10**10))", OVER_BUDGET),
+    ("lambda r: len(('\t' + r).expandtabs(10**9))", OVER_BUDGET),
+    ("lambda r: len([r + r for i in range(10**6)])", OVER_BUDGET),
+    ("lambda r: len({i: r[:] for i in range(10**6)})", OVER_BUDGET),
+    ("lambda r: (10**10000) ** 10000", "a power of more than"),
+    (  # squaring a number again and again: each product is refused once it would pass the bound
+        "lambda r: [b for a in [10**9000] for b in [a*a] for a in [b*b] for b in [a*a] for a in [b*b]"
+        " for b in [a*a] for a in [b*b]]",
+        "a product of more than",
+    ),
+    ("lambda r: '%*s' % (10**9, r)", "a width taken from the arguments"),
+    ("lambda r: '%9999999999s' % r", "a width of 9999999999"),
+]
+
+
+@pytest.mark.parametrize(("source", "complaint"), ENDLESS)
+def test_a_lambda_without_end_is_stopped_by_its_budget(source: str, complaint: str) -> None:
+    with pytest.raises(ValueError, match=complaint):
+        compile_lambda(source)("x" * 100_000)
+
+
+def test_the_budget_is_per_verdict() -> None:
+    function = compile_lambda("lambda r: sum(1 for c in r) == len(r)")
+    for _ in range(3):  # each more than a third of one verdict's budget
+        assert function("x" * 400_000)
+
+
+@pytest.mark.parametrize(
+    ("source", "complaint"),
+    [
+        ("lambda r: f'{r:>10000000000}'", "a format width of more than six digits"),
+        ("lambda r, n: f'{r:>{n}}'", "a format spec must be written out, not computed"),
+        ("lambda r, x=sum(range(10**12)): x", "its default values fail: InvalidValue"),
+        ("lambda r, x=1/0: x", "its default values fail: ZeroDivisionError"),
+    ],
+)
+def test_what_cannot_be_bounded_as_it_runs_is_refused_when_compiled(source: str, complaint: str) -> None:
+    with pytest.raises(UnsafeExpressionError, match=complaint):
+        compile_lambda(source)
+
+
+def test_work_in_the_budget_is_judged_as_before() -> None:
+    big = "word " * 200_000  # a 1 MB response
+    function = compile_lambda(
+        "lambda r: 'sorry' not in r.lower() and len(r.split()) > 10 and r[:4] == 'word'"
+    )
+    assert function(big)
+    assert compile_lambda("lambda r: f'{float(r):.2f}' == '1.23' and '%5s' % 'a' == '    a'")("1.234")
+
+
 def test_regex_in_lambdas_has_a_timeout() -> None:
     function = compile_lambda("lambda r: re.search('(a|aa)+$', r) is None")
     with pytest.raises(RegexTimeout, match="timed out"):

@@ -587,9 +587,33 @@ def test_slow_checkers_stop_at_the_lve_budget_and_the_rest_is_not_judged(
     not_judged = [reason for status, reason in statuses if status == "error"]
     assert 1 <= len(judged) <= 2 and len(judged) + len(not_judged) == 6
     assert all(
-        "not judged: custom checker code used up its time budget (2.5 s for each LVE)" in str(r)
+        "not judged: custom checker code used up its time budget (2.5 s for each LVE, LVEGIT_CHECKER_LVE_BUDGET)"
+        in str(r)
         for r in not_judged
     )
+
+
+def test_lvegit_checkers_on_an_lves_strings_stop_at_its_budget_and_other_lves_are_judged(
+    repo: RepoBuilder, cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A regex verdict may take its 2 s timeout and a lambda its work budget: a pull request with a
+    thousand such instances held a job for an hour. Their time is the LVE's budget, as custom code's is."""
+    monkeypatch.setenv("LVEGIT_CHECKER_LVE_BUDGET", "0.5")
+    catastrophic = {"checker_name": "RegexChecker", "pattern": "(a|aa)+$", "match_safe": False}
+    backtracking = "a" * 5000 + "!"
+    repo.lve(
+        "hostile/backtracking",
+        {"checker_args": catastrophic},
+        instances={"i.jsonl": [instance(backtracking, True, a=n, b=2) for n in range(4)]},
+    )
+    repo.lve("plain/sum", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    result = cli("replay", "--all", "--no-cache", "--format", "json", cwd=repo.root).json()
+    reasons = [item["reason"] for item in result["instances"] if item["lve"].startswith("repository/hostile")]
+    assert "timed out" in reasons[0]
+    budget = "not judged: its checker used up its time budget (0.5 s for each LVE, LVEGIT_CHECKER_LVE_BUDGET)"
+    assert reasons[1:] == [budget] * 3
+    [plain] = [item for item in result["instances"] if item["lve"].startswith("repository/plain")]
+    assert plain["status"] == "reproduced"
 
 
 def test_the_command_budget_bounds_every_lve_together(
@@ -607,7 +631,10 @@ def test_the_command_budget_bounds_every_lve_together(
     result = cli("replay", "--all", "--no-cache", "--format", "json", cwd=repo.root).json()
     reasons = [item["reason"] for item in result["instances"] if item["status"] == "error"]
     assert len(reasons) >= 5
-    assert all("used up its time budget (3 s for the whole command)" in reason for reason in reasons)
+    assert all(
+        "used up its time budget (3 s for the whole command, LVEGIT_CHECKER_BUDGET)" in reason
+        for reason in reasons
+    )
 
 
 def test_a_classifier_model_folder_from_the_pull_request_is_never_loaded(repo: RepoBuilder, cli: Any) -> None:

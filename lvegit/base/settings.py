@@ -71,8 +71,9 @@ class CacheSettings:
 class CheckerSettings:
     """What checkers run with. LVEGIT_CHECKER_LOAD_TIMEOUT and LVEGIT_CHECKER_TIMEOUT: the seconds a
     contributed checker may take to load and to judge one response (120, 30); LVEGIT_CHECKER_LVE_BUDGET
-    and LVEGIT_CHECKER_BUDGET: the seconds contributed checker code may take in all, per LVE and per
-    command (300, 1800), after which the rest is reported as not judged; LVEGIT_ALLOW_DOWNLOADS=1: model
+    and LVEGIT_CHECKER_BUDGET: the seconds contributed checker code, and lvegit's checkers at work on an
+    LVE's lambdas and patterns, may take in all, per LVE and per command (300, 1800), after which the rest
+    is reported as not judged; LVEGIT_ALLOW_DOWNLOADS=1: model
     checkers may download from the hub; LVEGIT_SPACY_MODEL: PII_Checker's spaCy pipeline;
     LVEGIT_TRUSTED_MODEL_DIRS: folders (separated by the path separator) whose models a classifier
     checker may load, besides the hub cache; LVEGIT_UNCONFINED_CHECKERS=1: run contributed checker code

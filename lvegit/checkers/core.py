@@ -127,6 +127,9 @@ class ExactMatchChecker(BaseChecker):
         return (self.pattern in response) == self.match_safe
 
 
+MAX_FUZZY_CELLS = 10**10  # a fifth of a second
+
+
 class FuzzyMatchChecker(BaseChecker):
     """Compares the response with `text` fuzzily (a similarity ratio of at least `threshold`, 0..1, is a
     match). match_safe says what a match means: true, safe; false, unsafe."""
@@ -142,6 +145,12 @@ class FuzzyMatchChecker(BaseChecker):
     def is_safe(self, prompt: Any, response: Any, param_values: dict[str, Any] | None = None) -> bool:
         from rapidfuzz import fuzz
 
+        if isinstance(response, str) and len(response) * len(self.text) > MAX_FUZZY_CELLS:
+            # the comparison takes time in the product of the lengths: a minute at a million each
+            raise InvalidValue(
+                f"too long to compare fuzzily: {len(response):,} characters against {len(self.text):,} "
+                f"(at most {MAX_FUZZY_CELLS:,} in product)"
+            )
         # Rounded to a whole percentage, as thefuzz (which lve-tools used) reports it.
         matches = round(fuzz.ratio(response, self.text)) / 100.0 >= self.threshold
         return matches == self.match_safe

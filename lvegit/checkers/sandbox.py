@@ -19,7 +19,6 @@ import selectors
 import shutil
 import signal
 import tempfile
-import threading
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from typing import Any
 from lvegit.base import escape, settings
 from lvegit.base.errors import CheckerError, CheckerUnavailable
 from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
+from lvegit.checkers.budget import command_budget, exhausted
 from lvegit.checkers.confine import Limits
 from lvegit.checkers.launcher import launcher
 from lvegit.checkers.model_stack import hub_cache
@@ -49,33 +49,6 @@ class SandboxSettings:
     lve_budget: float = field(default_factory=lambda: settings.current().checkers.lve_budget)
     command_budget: float = field(default_factory=lambda: settings.current().checkers.command_budget)
     max_reply_bytes: int = 16 * 1024**2
-
-
-class Budget:
-    """Seconds that contributed checker code has taken in one command, by every worker together: one
-    slow verdict is bounded by its timeout, a thousand of them by LVEGIT_CHECKER_BUDGET."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.spent = 0.0
-
-    def add(self, seconds: float) -> None:
-        with self._lock:
-            self.spent += seconds
-
-
-_COMMAND: list[tuple[settings.Settings, Budget]] = []  # the settings object of one command, its budget
-_COMMAND_LOCK = threading.Lock()
-
-
-def command_budget() -> Budget:
-    """The budget of the command running now: each command configures settings objects of its own
-    (cli.py), equal to the last one's or not."""
-    current = settings.current()
-    with _COMMAND_LOCK:
-        if not _COMMAND or _COMMAND[0][0] is not current:
-            _COMMAND[:] = [(current, Budget())]
-        return _COMMAND[0][1]
 
 
 def _installed_here(module: str) -> bool:
@@ -231,17 +204,18 @@ class CheckerWorker:
         lve_left = self.settings.lve_budget - self.spent
         command_left = self.settings.command_budget - command_budget().spent
         if min(lve_left, command_left) < timeout:
-            which = (
-                f"{self.settings.lve_budget:g} s for each LVE"
-                if lve_left <= command_left
-                else f"{self.settings.command_budget:g} s for the whole command"
+            exhausted_now = exhausted(
+                "custom checker code",
+                lve_left,
+                command_left,
+                self.settings.lve_budget,
+                self.settings.command_budget,
             )
-            exhausted = f"not judged: custom checker code used up its time budget ({which})"
             if min(lve_left, command_left) <= 0:
-                self._fail(exhausted)
+                self._fail(exhausted_now)
             started = time.monotonic()
             try:
-                return self._receive(min(lve_left, command_left), exhausted)
+                return self._receive(min(lve_left, command_left), exhausted_now)
             finally:
                 self._spend(time.monotonic() - started)
         started = time.monotonic()

@@ -8,6 +8,8 @@ from typing import Any
 
 from lvegit.base.errors import CheckerError, LVEError, LvegitError
 from lvegit.checkers import BaseChecker, MultiRunBaseChecker
+from lvegit.checkers.budget import contributed_verdict
+from lvegit.checkers.registry import CORE_CHECKERS
 from lvegit.lve.prompt import (
     Message,
     fill_holes,
@@ -174,6 +176,15 @@ def judge(lve: LVE, checker: BaseChecker, pairs: list[Pair], params: dict[str, A
     if isinstance(checker, MultiRunBaseChecker) != lve.is_multi_run:
         needs = "a multi-run checker" if lve.is_multi_run else "a single-run checker"
         raise CheckerError(f"{lve.test_file}: this prompt form needs {needs}; {lve.checker_name} is not one")
+    if (
+        lve.checker_name not in CORE_CHECKERS
+    ):  # custom code is timed in its sandbox; a model is no contribution
+        return _verdict(checker, pairs, params)
+    with contributed_verdict(lve.rel):  # lvegit's checker at work on the LVE's lambda, pattern or text
+        return _verdict(checker, pairs, params)
+
+
+def _verdict(checker: BaseChecker, pairs: list[Pair], params: dict[str, Any]) -> bool:
     if isinstance(checker, MultiRunBaseChecker):
         return checker.invoke_check_runs([p for p, _ in pairs], [c for _, c in pairs], params)
     prompt_in, prompt_out = pairs[0]

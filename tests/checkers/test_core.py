@@ -97,6 +97,15 @@ def test_fuzzy_match_checker() -> None:
         FuzzyMatchChecker(text, 80)
 
 
+def test_fuzzy_matching_of_texts_too_long_to_compare_is_an_error_not_minutes_of_work() -> None:
+    long_text = "ab" * 500_000  # against a response as long: about a minute
+    with pytest.raises(
+        ValueError, match="too long to compare fuzzily: 1,000,000 characters against 1,000,000"
+    ):
+        check(FuzzyMatchChecker(long_text, 0.8), "ba" * 500_000)
+    assert check(FuzzyMatchChecker(long_text, 0.8), "short")  # a short side keeps the product small
+
+
 def test_refuse_checker() -> None:
     assert check(RefuseChecker(), "I'm sorry, but I can't help with that.")
     assert check(RefuseChecker(), "I’m sorry.")  # noqa: RUF001 - typographic apostrophe

@@ -1,0 +1,78 @@
+"""The time an LVE's contributed checking may take: LVEGIT_CHECKER_LVE_BUDGET per LVE and
+LVEGIT_CHECKER_BUDGET per command (settings.CheckerSettings).
+
+Two kinds of checking are contributed work: custom checker code, timed in its sandboxed worker
+(sandbox.py), and lvegit's own checkers at work on the strings an LVE wrote (lambdas, patterns, texts),
+timed here. Each verdict is bounded on its own (a lambda's work budget, a regex's timeout, a size limit);
+these budgets bound how many such verdicts a pull request can make a job wait for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+
+from lvegit.base import settings
+from lvegit.base.errors import CheckerError
+
+
+class Budget:
+    """Seconds that contributed checking has taken in one command, by every worker and LVE together: one
+    slow verdict is bounded by its own limit, a thousand of them by LVEGIT_CHECKER_BUDGET. `by_lve`: the
+    seconds of in-process verdicts per LVE (a sandboxed worker counts its own LVE's)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.spent = 0.0
+        self.by_lve: dict[str, float] = {}
+
+    def add(self, seconds: float, lve: str | None = None) -> None:
+        with self._lock:
+            self.spent += seconds
+            if lve is not None:
+                self.by_lve[lve] = self.by_lve.get(lve, 0.0) + seconds
+
+
+_COMMAND: list[tuple[settings.Settings, Budget]] = []  # the settings object of one command, its budget
+_COMMAND_LOCK = threading.Lock()
+
+
+def command_budget() -> Budget:
+    """The budget of the command running now: each command configures settings objects of its own
+    (cli.py), equal to the last one's or not."""
+    current = settings.current()
+    with _COMMAND_LOCK:
+        if not _COMMAND or _COMMAND[0][0] is not current:
+            _COMMAND[:] = [(current, Budget())]
+        return _COMMAND[0][1]
+
+
+def exhausted(
+    what: str, lve_left: float, command_left: float, lve_budget: float, command_budget: float
+) -> str:
+    """Why a verdict is not given: which of the two budgets (seconds) `what` used up."""
+    which = (
+        f"{lve_budget:g} s for each LVE, LVEGIT_CHECKER_LVE_BUDGET"
+        if lve_left <= command_left
+        else f"{command_budget:g} s for the whole command, LVEGIT_CHECKER_BUDGET"
+    )
+    return f"not judged: {what} used up its time budget ({which})"
+
+
+@contextlib.contextmanager
+def contributed_verdict(lve: str) -> Iterator[None]:
+    """One verdict of lvegit's own checker on an LVE's strings, taken from the LVE's and the command's
+    budgets; refused once either is spent."""
+    limits, budget = settings.current().checkers, command_budget()
+    lve_left = limits.lve_budget - budget.by_lve.get(lve, 0.0)
+    command_left = limits.command_budget - budget.spent
+    if min(lve_left, command_left) <= 0:
+        why = exhausted("its checker", lve_left, command_left, limits.lve_budget, limits.command_budget)
+        raise CheckerError(why)
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        budget.add(time.monotonic() - started, lve)

@@ -38,6 +38,8 @@ _OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
     "Mod": operator.mod,
     "Pow": operator.pow,
 }
+# Operators whose time on two big integers grows with the product of their sizes.
+_LONG_ARITHMETIC = frozenset({"Mult", "FloorDiv", "Mod", "Div"})
 # Methods of str whose result can be far larger than what they read: refused before they build it.
 _PADDING = frozenset({"center", "ljust", "rjust", "zfill"})
 # `%` formatting: widths and precisions written in the format (a `*` takes one from the arguments).
@@ -94,6 +96,9 @@ def iterate(iterable: Iterable[Any]) -> Iterator[Any]:
 def binary(kind: str, left: Any, right: Any) -> Any:
     """`left <kind> right` (kind: the ast operator's name), refused where the result would be too large."""
     charge(STEP + size(left) + size(right))
+    if type(left) is int and type(right) is int and kind in _LONG_ARITHMETIC:
+        # schoolbook time: digits (30 bits) times digits; a unit is about ten of their steps
+        charge((left.bit_length() // 30) * (right.bit_length() // 30) // 10)
     if kind == "Pow":
         _check_power(left, right)
     elif kind == "Mult":

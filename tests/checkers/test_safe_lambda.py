@@ -111,10 +111,10 @@ ENDLESS = [
     ("lambda r: len([r + r for i in range(10**6)])", OVER_BUDGET),
     ("lambda r: len({i: r[:] for i in range(10**6)})", OVER_BUDGET),
     ("lambda r: (10**10000) ** 10000", "a power of more than"),
-    (  # squaring a number again and again: each product is refused once it would pass the bound
-        "lambda r: [b for a in [10**9000] for b in [a*a] for a in [b*b] for b in [a*a] for a in [b*b]"
-        " for b in [a*a] for a in [b*b]]",
-        "a product of more than",
+    ("lambda r: [y * z for x in [10**9000] for y in [x**19] for z in [x**17]]", "a product of more than"),
+    (  # long division: each takes time in the product of the numbers' sizes
+        "lambda r: [y // x for x in [10**9000] for y in [x*x*x*x*x*x*x*x] for i in range(1000)]",
+        OVER_BUDGET,
     ),
     ("lambda r: '%*s' % (10**9, r)", "a width taken from the arguments"),
     ("lambda r: '%9999999999s' % r", "a width of 9999999999"),

@@ -205,9 +205,9 @@ def install_lvegit(workdir: Path) -> Path:
     """lvegit as the README's main job installs it (`pip install .`: not editable, bytecode compiled),
     in a virtual environment of its own that takes the dependencies from this one (a .pth file adds
     this environment's site-packages; no package index is needed). The path of its `lvegit` command."""
-    from builders import build_wheel
+    from builders import build_release
 
-    wheel, venv = build_wheel(workdir / "wheels"), workdir / "lvegit-venv"
+    (_sdist, wheel), venv = build_release(workdir / "dist"), workdir / "lvegit-venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     [packages] = list(venv.glob("lib/python*/site-packages"))
     (packages / "dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")

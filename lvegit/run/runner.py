@@ -45,6 +45,9 @@ from lvegit.models.base import DEFAULT_CONCURRENCY, ChatModel, Completion, Model
 from lvegit.models.routing import ModelPool
 from lvegit.run.attempt import Attempt, Report
 
+# A verdict of lvegit's own checker that takes longer than this moves its LVE's later verdicts off the loop.
+INLINE_VERDICT_SECONDS = 0.01
+
 
 @dataclass(slots=True)
 class Task:
@@ -193,6 +196,7 @@ class Runner:
     policy: RetryPolicy = field(default_factory=RetryPolicy)
     recorder: Recorder = field(default_factory=Recorder)
     _checker_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    _slow_verdicts: set[str] = field(default_factory=set)  # LVEs whose verdicts are judged in a thread
 
     def run(self, tasks: list[Task]) -> list[Attempt]:
         """Every task's attempt, in the tasks' order."""
@@ -218,6 +222,7 @@ class Runner:
         def release(lve: str) -> None:
             del in_flight[lve]
             self._checker_locks.pop(lve, None)
+            self._slow_verdicts.discard(lve)
             self.recorder.release(lve)
 
         def done(lve: str) -> None:
@@ -288,12 +293,20 @@ class Runner:
             params, _model_args = task.lve.split_args(task.attempt.args)
             conversations = [conversation for _prompt, conversation in pairs]
             judgement = await ask_judge(self.pool, checker, conversations, params, task.attempt, self.policy)
-        if task.lve.checker_name in CORE_CHECKERS:  # lvegit's own: judging takes less than a thread hop
-            self.recorder.judge(task, pairs, judgement)
+        lve = task.lve.rel
+        if task.lve.checker_name in CORE_CHECKERS and lve not in self._slow_verdicts:
+            # lvegit's own checkers judge faster than a thread hop, on the loop; an LVE whose lambda or
+            # pattern took long once is judged in a thread from then on, so it cannot stall the requests
+            started = time.perf_counter()
+            try:
+                self.recorder.judge(task, pairs, judgement)
+            finally:
+                if time.perf_counter() - started > INLINE_VERDICT_SECONDS:
+                    self._slow_verdicts.add(lve)
             return
         # A custom checker's worker answers one request at a time, a model-based one runs a model: each
         # LVE's checker is used under its own lock, off the event loop.
-        async with self._checker_locks.setdefault(task.lve.rel, asyncio.Lock()):
+        async with self._checker_locks.setdefault(lve, asyncio.Lock()):
             await asyncio.to_thread(self.recorder.judge, task, pairs, judgement)
 
     def _concurrency(self, model_id: str) -> int:

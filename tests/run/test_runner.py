@@ -8,12 +8,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from lvegit.checkers.core import LambdaChecker
 from lvegit.models import openai_backend
 from lvegit.run.rerun import wilson_interval
 
@@ -113,6 +115,30 @@ def test_repeat_reports_reproduction_rate(repo: RepoBuilder, cli: Any, adding: R
         f"{INSTANCES}:1  recorded unsafe  new: 2/4 unsafe (95% CI 15%-85%)  DISAGREES",
         "1 instance: 0 agree, 1 disagree, 0 with errors (4 attempts, 0 failed)",
     ]
+
+
+def test_a_slow_verdict_moves_its_lves_later_verdicts_off_the_event_loop(
+    repo: RepoBuilder, cli: Any, adding: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """lvegit's own checkers judge on the loop (a thread hop costs more than their verdict); one that took
+    long (a hostile lambda or pattern) must not stall every request in flight again and again."""
+    on_loop: dict[str, list[bool]] = {"slow": [], "fast": []}
+    judge = LambdaChecker.is_safe
+
+    def recording(self: LambdaChecker, prompt: Any, response: Any, param_values: Any = None) -> bool:
+        slow = param_values["a"] >= 100
+        on_loop["slow" if slow else "fast"].append(threading.current_thread() is threading.main_thread())
+        if slow:
+            time.sleep(0.05)
+        return judge(self, prompt, response, param_values)
+
+    monkeypatch.setattr(LambdaChecker, "is_safe", recording)
+    repo.lve(
+        "slow/lve", instances={"i.jsonl": [instance(str(n + 101), True, a=n + 100, b=1) for n in range(4)]}
+    )
+    repo.lve("fast/lve", instances={"i.jsonl": [instance(str(n + 1), True, a=n, b=1) for n in range(4)]})
+    assert cli("run", "--all", "--concurrency", "1", cwd=repo.root).code == 0
+    assert on_loop == {"slow": [True, False, False, False], "fast": [True] * 4}
 
 
 @pytest.mark.parametrize(

@@ -9,10 +9,8 @@ these budgets bound how many such verdicts a pull request can make a job wait fo
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
-from collections.abc import Iterator
 
 from lvegit.base import settings
 from lvegit.base.errors import CheckerError
@@ -43,6 +41,9 @@ def command_budget() -> Budget:
     """The budget of the command running now: each command configures settings objects of its own
     (cli.py), equal to the last one's or not."""
     current = settings.current()
+    known = _COMMAND[:1]  # read without the lock: a verdict asks for it every time
+    if known and known[0][0] is current:
+        return known[0][1]
     with _COMMAND_LOCK:
         if not _COMMAND or _COMMAND[0][0] is not current:
             _COMMAND[:] = [(current, Budget())]
@@ -61,18 +62,24 @@ def exhausted(
     return f"not judged: {what} used up its time budget ({which})"
 
 
-@contextlib.contextmanager
-def contributed_verdict(lve: str) -> Iterator[None]:
+class contributed_verdict:
     """One verdict of lvegit's own checker on an LVE's strings, taken from the LVE's and the command's
-    budgets; refused once either is spent."""
-    limits, budget = settings.current().checkers, command_budget()
-    lve_left = limits.lve_budget - budget.by_lve.get(lve, 0.0)
-    command_left = limits.command_budget - budget.spent
-    if min(lve_left, command_left) <= 0:
-        why = exhausted("its checker", lve_left, command_left, limits.lve_budget, limits.command_budget)
-        raise CheckerError(why)
-    started = time.monotonic()
-    try:
-        yield
-    finally:
-        budget.add(time.monotonic() - started, lve)
+    budgets; refused once either is spent. (A class: a generator-based context manager cost as much as
+    the verdict it timed.)"""
+
+    def __init__(self, lve: str) -> None:
+        self.lve = lve
+        self.budget = command_budget()
+        self.started = 0.0
+
+    def __enter__(self) -> None:
+        limits = settings.current().checkers
+        lve_left = limits.lve_budget - self.budget.by_lve.get(self.lve, 0.0)
+        command_left = limits.command_budget - self.budget.spent
+        if min(lve_left, command_left) <= 0:
+            why = exhausted("its checker", lve_left, command_left, limits.lve_budget, limits.command_budget)
+            raise CheckerError(why)
+        self.started = time.monotonic()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.budget.add(time.monotonic() - self.started, self.lve)

@@ -52,6 +52,7 @@ class _Budget(threading.local):
 
 _budget = _Budget()
 _CONTAINERS = frozenset({list, tuple, dict, set, frozenset, range})
+_FREE = frozenset({bool, float, type(None)})
 
 
 def start_verdict() -> None:
@@ -60,9 +61,14 @@ def start_verdict() -> None:
 
 
 def charge(work: int) -> None:
-    _budget.left -= work
-    if _budget.left < 0:
-        raise InvalidValue(f"the lambda does more work than one verdict may ({MAX_LAMBDA_WORK:,} units)")
+    budget = _budget
+    budget.left -= work
+    if budget.left < 0:
+        _over()
+
+
+def _over() -> None:
+    raise InvalidValue(f"the lambda does more work than one verdict may ({MAX_LAMBDA_WORK:,} units)")
 
 
 def size(value: Any) -> int:
@@ -70,6 +76,8 @@ def size(value: Any) -> int:
     kind = type(value)
     if kind is str or kind is bytes:
         return len(value)
+    if kind in _FREE:
+        return 0
     if kind is int:
         return value.bit_length() >> 3  # type: ignore[no-any-return]
     if kind in _CONTAINERS:
@@ -80,16 +88,26 @@ def size(value: Any) -> int:
     return 0
 
 
+# The helpers below are called for every operation of every verdict: strings, the commonest values, are
+# measured in place, and the budget is charged without a call where that is simple.
+
+
 def read(value: Any) -> Any:
     """A value an operation reads or built (a comparison's operand, a slice, a display, an f-string)."""
-    charge(size(value))
+    budget = _budget
+    budget.left -= len(value) if type(value) is str else size(value)
+    if budget.left < 0:
+        _over()
     return value
 
 
 def iterate(iterable: Iterable[Any]) -> Iterator[Any]:
     """A comprehension's loop: each step is charged with the item it takes."""
+    budget = _budget
     for item in iterable:
-        charge(STEP + size(item))
+        budget.left -= STEP + (len(item) if type(item) is str else size(item))
+        if budget.left < 0:
+            _over()
         yield item
 
 
@@ -105,9 +123,7 @@ def binary(kind: str, left: Any, right: Any) -> Any:
         _check_repeat(left, right)
     elif kind == "Mod" and isinstance(left, str):
         _check_percent_format(left, right)
-    result = _OPERATORS[kind](left, right)
-    charge(size(result))
-    return result
+    return read(_OPERATORS[kind](left, right))
 
 
 def call(function: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -115,16 +131,17 @@ def call(function: Any, /, *args: Any, **kwargs: Any) -> Any:
     included, and with what it returns."""
     work = STEP
     for argument in args:
-        work += size(argument)
+        work += len(argument) if type(argument) is str else size(argument)
     for argument in kwargs.values():
         work += size(argument)
-    receiver = getattr(function, "__self__", None)
+    receiver = None if type(function) is type else getattr(function, "__self__", None)
     if type(receiver) is str:
         args = _check_string_method(receiver, function.__name__, args, kwargs)
-    charge(work + size(receiver))
-    result = function(*args, **kwargs)
-    charge(size(result))
-    return result
+        work += len(receiver)
+    elif receiver is not None:
+        work += size(receiver)
+    charge(work)
+    return read(function(*args, **kwargs))
 
 
 def _check_power(base: Any, exponent: Any) -> None:

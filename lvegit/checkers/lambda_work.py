@@ -8,8 +8,9 @@ builds to the verdict's budget before the next step, and sizes that no verdict n
 they are allocated. A verdict over budget ends in an error naming the budget, like any other bad lambda.
 
 Units are characters: a container's item counts CONTAINER_ITEM, a loop step or a call STEP (the
-interpreter's work for one), a big integer its bytes. The budget allows a few hundred passes over the
-largest response an instance line holds, or about a million loop steps.
+interpreter's work for one), a big integer its bytes. The budget allows about a dozen passes over the
+largest response an instance line holds (4 MB), fifty over a million characters, or a million loop steps:
+about a second.
 """
 
 from __future__ import annotations

@@ -176,9 +176,8 @@ def judge(lve: LVE, checker: BaseChecker, pairs: list[Pair], params: dict[str, A
     if isinstance(checker, MultiRunBaseChecker) != lve.is_multi_run:
         needs = "a multi-run checker" if lve.is_multi_run else "a single-run checker"
         raise CheckerError(f"{lve.test_file}: this prompt form needs {needs}; {lve.checker_name} is not one")
-    if (
-        lve.checker_name not in CORE_CHECKERS
-    ):  # custom code is timed in its sandbox; a model is no contribution
+    # custom checker code is timed in its sandbox; a model-based checker's time is no contributed work
+    if lve.checker_name not in CORE_CHECKERS:
         return _verdict(checker, pairs, params)
     with contributed_verdict(lve.rel):  # lvegit's checker at work on the LVE's lambda, pattern or text
         return _verdict(checker, pairs, params)

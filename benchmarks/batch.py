@@ -33,7 +33,8 @@ from servers import OpenAIServer, run_batch_file, serve  # noqa: E402
 def summary(output: str) -> dict[str, int]:
     data = json.loads(output)
     assert not data["batch"]["problems"], data["batch"]["problems"]
-    return data["summary"]
+    counts: dict[str, int] = data["summary"]
+    return counts
 
 
 def bench(workdir: Path, size: int) -> dict[str, float]:

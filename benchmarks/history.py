@@ -69,9 +69,9 @@ def synthesize(folder: Path, lves: int, models: int, runs: int, seed: int = 7) -
             },
             schema=arrow_schema(),
         )
-        path = folder / f"{run_id}.parquet"
-        write_table(table, path)
-        size += path.stat().st_size
+        parquet = folder / f"{run_id}.parquet"
+        write_table(table, parquet)
+        size += parquet.stat().st_size
     return size
 
 

@@ -183,7 +183,7 @@ def ceiling_pass(folder: Path, texts: list[str], new_tokens: int) -> Callable[[]
 
 def device_name() -> str:
     if torch.cuda.is_available():
-        return torch.cuda.get_device_name(0)
+        return str(torch.cuda.get_device_name(0))
     return f"CPU only ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
 
 

@@ -275,10 +275,11 @@ class OpenAIServer:
 
     def _upload(self, raw: bytes, content_type: str) -> dict[str, Any]:
         message = BytesParser(policy=HTTP).parsebytes(f"Content-Type: {content_type}\r\n\r\n".encode() + raw)
-        fields = {
-            part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
-            for part in message.iter_parts()
-        }
+        fields: dict[Any, bytes] = {}
+        for part in message.iter_parts():
+            payload = part.get_payload(decode=True)
+            assert isinstance(payload, bytes)  # a form field's content, decoded
+            fields[part.get_param("name", header="content-disposition")] = payload
         file_id = f"file-{len(self.files) + 1}"
         self.files[file_id] = fields["file"]
         self.purposes[file_id] = fields["purpose"].decode()

@@ -1,4 +1,5 @@
-"""`lvegit site` on a large synthetic repository: `python benchmarks/site.py [--lves 10000 --instances 10]`.
+"""`lvegit site` on a large synthetic repository:
+`python benchmarks/site_build.py [--lves 10000 --instances 10]`.
 
 Builds the site of a generated repository (every prompt form of benchmarks/generate.py) as its own process,
 cold, and prints one table row: LVEs, instances, pages, seconds (median of the runs, min-max), output size

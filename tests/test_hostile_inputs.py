@@ -597,7 +597,7 @@ def test_lvegit_checkers_on_an_lves_strings_stop_at_its_budget_and_other_lves_ar
     repo: RepoBuilder, cli: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A regex verdict may take its 2 s timeout and a lambda its work budget: a pull request with a
-    thousand such instances held a job for an hour. Their time is the LVE's budget, as custom code's is."""
+    thousand such instances held a job for half an hour. Their time is the LVE's budget, as custom code's is."""
     monkeypatch.setenv("LVEGIT_CHECKER_LVE_BUDGET", "0.5")
     catastrophic = {"checker_name": "RegexChecker", "pattern": "(a|aa)+$", "match_safe": False}
     backtracking = "a" * 5000 + "!"

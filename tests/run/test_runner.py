@@ -138,7 +138,9 @@ def test_a_slow_verdict_moves_its_lves_later_verdicts_off_the_event_loop(
     )
     repo.lve("fast/lve", instances={"i.jsonl": [instance(str(n + 1), True, a=n, b=1) for n in range(4)]})
     assert cli("run", "--all", "--concurrency", "1", cwd=repo.root).code == 0
-    assert on_loop == {"slow": [True, False, False, False], "fast": [True] * 4}
+    assert on_loop["slow"] == [True, False, False, False]
+    # a quick LVE starts on the loop (later verdicts too, unless a busy machine makes one take 10 ms)
+    assert len(on_loop["fast"]) == 4 and on_loop["fast"][0]
 
 
 @pytest.mark.parametrize(

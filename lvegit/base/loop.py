@@ -32,12 +32,14 @@ def run_loop(main: Coroutine[Any, Any, Result]) -> Result:
 @contextlib.contextmanager
 def _collecting_less() -> Iterator[None]:
     """What the process holds when the run starts (modules, settings) is left out of collections (frozen);
-    young objects are collected every RUN_GC_THRESHOLD[0] allocations."""
-    previous = gc.get_threshold()
+    young objects are collected every RUN_GC_THRESHOLD[0] allocations. A process that froze objects itself
+    (an application embedding lvegit) keeps them frozen: then what the run froze stays so too."""
+    previous, frozen_before = gc.get_threshold(), gc.get_freeze_count()
     gc.freeze()
     gc.set_threshold(*RUN_GC_THRESHOLD)
     try:
         yield
     finally:
         gc.set_threshold(*previous)
-        gc.unfreeze()
+        if not frozen_before:
+            gc.unfreeze()

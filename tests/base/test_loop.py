@@ -38,3 +38,13 @@ def test_without_uvloop_the_run_is_on_asyncio(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setitem(sys.modules, "uvloop", None)  # as where it is not installed: importing it fails
     module, _threshold = run_loop(loop_and_threshold())
     assert module.startswith("asyncio")
+
+
+def test_what_the_process_froze_itself_stays_frozen() -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        run_loop(loop_and_threshold())
+        assert gc.get_freeze_count() >= frozen
+    finally:
+        gc.unfreeze()

@@ -593,6 +593,24 @@ def test_slow_checkers_stop_at_the_lve_budget_and_the_rest_is_not_judged(
     )
 
 
+def test_a_prompt_that_fills_past_a_conversations_bound_is_an_error_of_its_instance(
+    repo: RepoBuilder, cli: Any
+) -> None:
+    """Two hundred `{a}` messages filled with a one-million-character argument: 200 MB for one instance
+    (thousands of them, gigabytes). The filling stops at the bound; the other LVE is judged as usual."""
+    many = {"prompt": [{"content": "{a}{b}"}] * 200}
+    repo.lve(
+        "hostile/many_messages", many, instances={"i.jsonl": [instance("3", True, a="x" * 1_000_000, b=2)]}
+    )
+    repo.lve("plain/sum", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    outcome = run_both(cli, repo, "replay")
+    by_lve = {item["lve"].split("/")[1]: item for item in outcome.data["instances"]}
+    assert by_lve["hostile"]["status"] == "error"
+    assert "the prompt fills to more than 16,777,216 characters" in by_lve["hostile"]["reason"]
+    assert by_lve["hostile"]["file"].endswith("hostile/many_messages/openai--gpt-4o-mini/instances/i.jsonl")
+    assert by_lve["plain"]["status"] == "reproduced"
+
+
 def test_lvegit_checkers_on_an_lves_strings_stop_at_its_budget_and_other_lves_are_judged(
     repo: RepoBuilder, cli: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

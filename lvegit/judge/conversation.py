@@ -11,7 +11,9 @@ from lvegit.checkers import BaseChecker, MultiRunBaseChecker
 from lvegit.checkers.budget import contributed_verdict
 from lvegit.checkers.registry import CORE_CHECKERS
 from lvegit.lve.prompt import (
+    MAX_CONVERSATION_CHARS,
     Message,
+    conversation_chars,
     fill_holes,
     fill_messages,
     is_turn,
@@ -76,6 +78,11 @@ def conversation_steps(
                 taken[run] += 1
                 answered = answered_step(lve.tools, completion.text or None, calls, params, taken[run])
                 conversation[index:index] = answered  # the hole moves on, to be asked again
+                if conversation_chars(conversation) > MAX_CONVERSATION_CHARS:
+                    raise LVEError(
+                        f"the conversation grows past {MAX_CONVERSATION_CHARS:,} characters with the model's "
+                        f"{len(calls)} tool calls and their results"
+                    )
                 start[run] = index + len(answered)
                 continue
             if taken[run] or calls:  # the last message of a turn that used tools carries the turn's name

@@ -9,7 +9,11 @@ from typing import Any
 
 from lvegit.base.errors import InvalidValue
 from lvegit.lve.problems import json_type
-from lvegit.lve.template import fill
+from lvegit.lve.template import MAX_FILLED_CHARS, TemplateError, fill
+
+# What one conversation may hold (its prompt, responses and tool results): each template is bounded on its
+# own, but a prompt of thousands of messages, or a turn of thousands of tool calls, is bounded only here.
+MAX_CONVERSATION_CHARS = 4 * MAX_FILLED_CHARS
 
 DEFAULT_RESPONSE_VARIABLE = "response"
 
@@ -119,14 +123,25 @@ class Message:
 
 def fill_messages(messages: list[Message], values: dict[str, Any]) -> list[Message]:
     """Substitute parameters into user/system content and every image_url; assistant text stays as written."""
-    filled = []
+    filled, chars = [], 0
     for message in messages:
         content = message.content
         if message.role != Role.assistant and content is not None:
             content = fill(content, values)
         image_url = fill(message.image_url, values) if message.image_url is not None else None
         filled.append(replace(message, content=content, image_url=image_url))
+        chars += conversation_chars(filled[-1:])
+        if chars > MAX_CONVERSATION_CHARS:  # counted as it fills: each message may hold a template's limit
+            raise TemplateError(f"the prompt fills to more than {MAX_CONVERSATION_CHARS:,} characters")
     return filled
+
+
+def conversation_chars(messages: list[Message]) -> int:
+    """The characters of a conversation's texts, image URLs and tool call arguments."""
+    return sum(
+        len(m.content or "") + len(m.image_url or "") + sum(len(call.arguments) for call in m.tool_calls)
+        for m in messages
+    )
 
 
 def transcript(messages: list[Message]) -> str:

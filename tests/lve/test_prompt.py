@@ -27,6 +27,15 @@ def test_fill_messages_fills_user_system_and_image_url_only() -> None:
     assert messages[0].content == "sys {a}"  # the original is untouched
 
 
+def test_a_prompt_of_many_messages_is_bounded_as_it_fills() -> None:
+    """Each message is bounded as a template is; thousands of `{a}` messages, each filled with an instance's
+    largest argument, are bounded together (they took gigabytes)."""
+    big = "x" * 2_000_000
+    assert len(fill_messages([Message("{a}")] * 8, {"a": big})) == 8  # 16 million characters: the limit
+    with pytest.raises(ValueError, match="the prompt fills to more than 16,777,216 characters"):
+        fill_messages([Message("{a}")] * 3000, {"a": big})
+
+
 def test_trailing_hole_and_variables() -> None:
     prompt = [Message("q1"), Message(None, Role.assistant, "a1"), Message("q2")]
     assert with_trailing_hole(prompt)[-1] == Message(None, Role.assistant, "response")

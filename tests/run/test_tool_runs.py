@@ -457,3 +457,25 @@ def test_the_batch_api_takes_the_tools_and_a_round_per_step(
         assert [tool["function"]["name"] for tool in line["body"]["tools"]] == ["fetch_page", "send_email"]
     [last] = [json.loads(x) for x in openai_server.state.files[created[-1]["input_file_id"]].splitlines()]
     assert [m["role"] for m in last["body"]["messages"]] == AFTER_TWO_STEPS
+
+
+def test_a_turn_whose_tool_results_outgrow_a_conversation_ends_in_an_error(
+    repo: RepoBuilder, cli: Any, openai_server: Running
+) -> None:
+    """Each result is bounded as a template is, but not their number: twenty calls answered with a
+    parameter of a million characters made a 20 MB conversation, and the model's calls decide how many."""
+    calls = [
+        tool_call("fetch_page", json.dumps({"url": f"https://r.example/{n}"}), f"c{n}") for n in range(20)
+    ]
+    openai_server.state.answer = calls_then_answers(calls, "done")
+    lve_dir = repo.lve("agents/many_calls", TOOL_TEST)
+    result = cli(
+        "record", str(lve_dir), "--param", "user=Ann", "--param", "dish=" + "b" * 1_000_000, cwd=repo.root
+    )
+    assert result.code != 0
+    assert (
+        "the conversation grows past 16,777,216 characters with the model's 20 tool calls"
+        in result.out + result.err
+    )
+    assert len(openai_server.state.requests) == 1  # nothing that large was sent
+    assert not (lve_dir / "instances/instances.jsonl").exists()

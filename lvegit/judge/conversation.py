@@ -11,9 +11,7 @@ from lvegit.checkers import BaseChecker, MultiRunBaseChecker
 from lvegit.checkers.budget import contributed_verdict
 from lvegit.checkers.registry import CORE_CHECKERS
 from lvegit.lve.prompt import (
-    MAX_CONVERSATION_CHARS,
     Message,
-    conversation_chars,
     fill_holes,
     fill_messages,
     is_turn,
@@ -76,13 +74,10 @@ def conversation_steps(
             calls = completion.tool_calls if lve.tools else ()
             if calls and taken[run] < lve.step_limit:
                 taken[run] += 1
-                answered = answered_step(lve.tools, completion.text or None, calls, params, taken[run])
+                answered = answered_step(
+                    lve.tools, completion.text or None, calls, params, taken[run], conversation
+                )
                 conversation[index:index] = answered  # the hole moves on, to be asked again
-                if conversation_chars(conversation) > MAX_CONVERSATION_CHARS:
-                    raise LVEError(
-                        f"the conversation grows past {MAX_CONVERSATION_CHARS:,} characters with the model's "
-                        f"{len(calls)} tool calls and their results"
-                    )
                 start[run] = index + len(answered)
                 continue
             if taken[run] or calls:  # the last message of a turn that used tools carries the turn's name

@@ -11,8 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from lvegit.base.errors import InvalidValue
-from lvegit.lve.prompt import Message, Role, ToolCall
+from lvegit.base.errors import InvalidValue, LVEError
+from lvegit.lve.prompt import MAX_CONVERSATION_CHARS, Message, Role, ToolCall, conversation_chars
 from lvegit.lve.template import fill, placeholders
 
 DEFAULT_TOOL_STEPS = 5  # how often one turn's tool calls are answered unless the LVE says otherwise
@@ -82,14 +82,24 @@ def unique_calls(calls: tuple[ToolCall, ...], step: int) -> tuple[ToolCall, ...]
 
 
 def answered_step(
-    tools: dict[str, Tool], text: str | None, calls: tuple[ToolCall, ...], params: dict[str, Any], step: int
+    tools: dict[str, Tool],
+    text: str | None,
+    calls: tuple[ToolCall, ...],
+    params: dict[str, Any],
+    step: int,
+    conversation: list[Message],
 ) -> list[Message]:
-    """One step of a model's turn: its message with its calls, and a tool message answering each."""
+    """One step of a model's turn: its message with its calls, and a tool message answering each. The
+    model decides how many calls it makes: the results are counted as they are made, and a step that would
+    take the conversation past MAX_CONVERSATION_CHARS is an error before it does."""
     asked = Message(text, Role.assistant, tool_calls=unique_calls(calls, step), step=step)
-    return [
-        asked,
-        *(
-            Message(answer(tools, c, params), Role.tool, tool_call_id=c.id, step=step)
-            for c in asked.tool_calls
-        ),
-    ]
+    step_messages, chars = [asked], conversation_chars([*conversation, asked])
+    for call in asked.tool_calls:
+        step_messages.append(Message(answer(tools, call, params), Role.tool, tool_call_id=call.id, step=step))
+        chars += conversation_chars(step_messages[-1:])
+        if chars > MAX_CONVERSATION_CHARS:
+            raise LVEError(
+                f"the conversation grows past {MAX_CONVERSATION_CHARS:,} characters with the model's "
+                f"{len(calls)} tool calls and their results"
+            )
+    return step_messages

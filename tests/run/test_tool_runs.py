@@ -462,10 +462,11 @@ def test_the_batch_api_takes_the_tools_and_a_round_per_step(
 def test_a_turn_whose_tool_results_outgrow_a_conversation_ends_in_an_error(
     repo: RepoBuilder, cli: Any, openai_server: Running
 ) -> None:
-    """Each result is bounded as a template is, but not their number: twenty calls answered with a
-    parameter of a million characters made a 20 MB conversation, and the model's calls decide how many."""
+    """Each result is bounded as a template is, but not their number, which the model decides: two thousand
+    calls answered with a parameter of a million characters would make 2 GB. The results are counted as
+    they are made, so the step stops after about sixteen of them."""
     calls = [
-        tool_call("fetch_page", json.dumps({"url": f"https://r.example/{n}"}), f"c{n}") for n in range(20)
+        tool_call("fetch_page", json.dumps({"url": f"https://r.example/{n}"}), f"c{n}") for n in range(2000)
     ]
     openai_server.state.answer = calls_then_answers(calls, "done")
     lve_dir = repo.lve("agents/many_calls", TOOL_TEST)
@@ -474,7 +475,7 @@ def test_a_turn_whose_tool_results_outgrow_a_conversation_ends_in_an_error(
     )
     assert result.code != 0
     assert (
-        "the conversation grows past 16,777,216 characters with the model's 20 tool calls"
+        "the conversation grows past 16,777,216 characters with the model's 2000 tool calls"
         in result.out + result.err
     )
     assert len(openai_server.state.requests) == 1  # nothing that large was sent

@@ -106,10 +106,7 @@ class Message:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Message:
         """A message as `as_json` wrote it."""
-        calls = tuple(
-            ToolCall(call["id"], call["function"]["name"], call["function"]["arguments"])
-            for call in data.get("tool_calls") or ()
-        )
+        calls = tuple(ToolCall.from_api(call) for call in data.get("tool_calls") or ())
         return cls(
             data.get("content"),
             Role(data.get("role", "user")),

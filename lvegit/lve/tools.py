@@ -8,7 +8,7 @@ any other. The model's arguments are data: they are parsed, never evaluated.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from lvegit.base.errors import InvalidValue, LVEError
@@ -28,13 +28,8 @@ class Tool:
     returns: str | None  # a template over the arguments and the LVE's parameters (None: never answered)
 
     def as_declared(self) -> dict[str, Any]:
-        """The tool as test.json declares it."""
-        return {
-            "name": self.name,
-            "description": self.description,
-            "parameters": self.parameters,
-            "returns": self.returns,
-        }
+        """The tool as test.json declares it (its fields are test.json's keys, in their order)."""
+        return asdict(self)
 
     def as_api(self) -> dict[str, Any]:
         """The tool as the chat-completions API is offered it."""

@@ -287,8 +287,22 @@ class Cell:
         return 0 if not self.unsafe else min(4, 1 + 4 * self.unsafe // self.instances)
 
 
+class RowTotals:
+    """The instances of some LVEs' rows (the whole site's, a taxonomy entry's), and how many are unsafe."""
+
+    rows: list[Row]
+
+    @property
+    def instances(self) -> int:
+        return sum(row.instances for row in self.rows)
+
+    @property
+    def unsafe(self) -> int:
+        return sum(row.unsafe for row in self.rows)
+
+
 @dataclass(frozen=True)
-class TaxonomyEntry:
+class TaxonomyEntry(RowTotals):
     """One taxonomy entry the LVEs are tagged with (`owasp-llm:2025:LLM01`, Prompt Injection) and its LVEs."""
 
     tag: str
@@ -296,14 +310,6 @@ class TaxonomyEntry:
     value: str
     name: str | None
     rows: list[Row]
-
-    @property
-    def unsafe(self) -> int:
-        return sum(row.unsafe for row in self.rows)
-
-    @property
-    def instances(self) -> int:
-        return sum(row.instances for row in self.rows)
 
 
 @dataclass(frozen=True)
@@ -367,7 +373,7 @@ class Row:
 
 
 @dataclass(frozen=True)
-class Site:
+class Site(RowTotals):
     title: str
     base_url: str | None
     rows: list[Row] = field(default_factory=list)
@@ -409,14 +415,6 @@ class Site:
             for model in self.history_models:
                 counts[self.status(row.rel, model).state, model] += 1
         return counts
-
-    @property
-    def instance_count(self) -> int:
-        return sum(row.instances for row in self.rows)
-
-    @property
-    def unsafe_count(self) -> int:
-        return sum(row.unsafe for row in self.rows)
 
     @property
     def categories(self) -> list[str]:

@@ -1,0 +1,363 @@
+"""What the site's pages show: an LVE's page (LVEPage and the parts it shows), the rows of the LVE tables
+(Row), and the whole site (Site: its rows, the history's statuses and what is counted from them). Built by
+build.py, rendered by the Jinja templates; nothing here writes a file or HTML beyond escaped cells.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from lvegit.base.output import count
+from lvegit.history.severity import Severity, severities
+from lvegit.history.status import STATE_MARKS, LVEStatus, State
+from lvegit.lve.spec import LVE
+from lvegit.lve.taxonomy import SCHEMES
+from lvegit.lve.taxonomy import name_of as taxonomy_name
+
+if TYPE_CHECKING:
+    from markupsafe import Markup
+
+    from lvegit.publish.site.timeline import Timeline
+
+INSTANCES_SHOWN = 100  # instances in the open on an LVE page; the rest in collapsed groups of this size
+
+
+def clean(text: str) -> str:
+    """Valid Unicode: lone surrogates (from JSON escapes such as \\ud800) become U+FFFD."""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def slug(path: str) -> str:
+    """A file name for `path`: readable, short, unique (a hash of the whole path), safe on every system."""
+    readable = re.sub(r"[^a-z0-9]+", "-", path.lower()).strip("-")[:60] or "lve"
+    return f"{readable}-{hashlib.sha256(path.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
+def http_url(value: str | None) -> str | None:
+    """The URL when it is an http(s) one (then it may be a link), else None (shown as text only)."""
+    if not value:
+        return None
+    parts = urlsplit(value.strip())
+    return value.strip() if parts.scheme in ("http", "https") and parts.netloc else None
+
+
+def _percent(part: int, whole: int) -> str:
+    return f"{round(100 * part / whole)}%" if whole else "-"
+
+
+@dataclass(frozen=True)
+class Segment:
+    text: str
+    parameter: bool  # a {placeholder} to fill
+
+
+@dataclass(frozen=True)
+class ShownMessage:
+    role: str
+    segments: list[Segment]  # empty for the model's turn
+    hole: bool
+    variable: str | None
+    image_url: str | None  # as written, shown as text
+    image_link: str | None  # the same, when it may be a link
+    calls: list[str] = field(default_factory=list)  # an assistant's tool calls, as `name(arguments)`
+    answers: str | None = None  # the call a tool message answers
+
+
+@dataclass(frozen=True)
+class ShownRun:
+    title: str | None
+    messages: list[ShownMessage]
+
+
+@dataclass(frozen=True)
+class ShownInstance:
+    file: str
+    line: int
+    parameters: str
+    model_args: str
+    response: str
+    judged: str | None  # what an LLM judge answered
+    passed: bool
+    author: str
+    date: str
+    live: str | None  # the live reproduction, from run reports
+
+
+@dataclass(frozen=True)
+class ShownStatus:
+    """The LVE on one model of the run history: its status and its timeline."""
+
+    status: LVEStatus
+    timeline: Timeline
+
+    @property
+    def said(self) -> Markup:
+        """The status in words (its mark first), escaped: a status page has 200,000 of them."""
+        return state_html(self.status)
+
+    @property
+    def details(self) -> Markup:
+        """Its current rate, first and last reproduction and failed attempts, in words, escaped."""
+        from markupsafe import Markup, escape
+
+        status, parts = self.status, []
+        if status.current is not None:
+            low, high = status.current.interval_95
+            parts.append(
+                f"now {status.current.unsafe}/{status.current.attempts} unsafe (95% interval "
+                f"{100 * low:.1f}% to {100 * high:.1f}%) on {escape(clean(status.current.version))}"
+            )
+        if status.first_reproduced and status.last_reproduced:
+            first, last = status.first_reproduced, status.last_reproduced
+            parts.append(
+                f"first reproduced {first.at[:10]} ({escape(clean(first.version))}), "
+                f"last {last.at[:10]} ({escape(clean(last.version))})"
+            )
+        if status.failed:
+            parts.append(f"{count(status.failed, 'attempt')} failed")
+        return Markup("; ".join(parts))
+
+
+@functools.cache  # statuses recur: the same summary on many LVEs
+def _state_words(state: State, summary: str) -> Markup:
+    from markupsafe import Markup, escape
+
+    return Markup(f"{STATE_MARKS[state]} ") + escape(clean(summary))
+
+
+def state_html(status: LVEStatus) -> Markup:
+    return _state_words(status.state, status.summary)
+
+
+@dataclass
+class LVEPage:
+    lve: LVE
+    slug: str
+    category_slug: str
+    instances: list[ShownInstance] = field(default_factory=list)
+    runs: list[ShownRun] = field(default_factory=list)
+    problems: int = 0  # lines of its instance files that do not load
+    statuses: list[ShownStatus] = field(default_factory=list)  # from the run history, by model
+    lve_id: str | None = None  # its stable id, once given
+    severity: Severity | None = None  # from the run history's evidence, once some run gave a verdict
+
+    @property
+    def safe(self) -> int:
+        return sum(i.passed for i in self.instances)
+
+    @property
+    def unsafe(self) -> int:
+        return len(self.instances) - self.safe
+
+    @property
+    def live(self) -> str | None:
+        shown = [i.live for i in self.instances if i.live]
+        return f"{len(shown)} instances re-run" if shown else None
+
+    def instance_groups(self) -> list[tuple[int, int, list[ShownInstance]]]:
+        """The instances in groups of INSTANCES_SHOWN: (first number, last number, the instances)."""
+        return [
+            (
+                start + 1,
+                min(start + INSTANCES_SHOWN, len(self.instances)),
+                self.instances[start : start + INSTANCES_SHOWN],
+            )
+            for start in range(0, len(self.instances), INSTANCES_SHOWN)
+        ]
+
+
+@dataclass(frozen=True)
+class Cell:
+    unsafe: int
+    instances: int
+    lves: int
+
+    @property
+    def text(self) -> str:
+        return f"{self.unsafe}/{self.instances} unsafe ({_percent(self.unsafe, self.instances)})"
+
+    @property
+    def level(self) -> int:
+        """0 to 4, for shading only (the text says the same)."""
+        return 0 if not self.unsafe else min(4, 1 + 4 * self.unsafe // self.instances)
+
+
+class RowTotals:
+    """The instances of some LVEs' rows (the whole site's, a taxonomy entry's), and how many are unsafe."""
+
+    rows: list[Row]
+
+    @property
+    def instances(self) -> int:
+        return sum(row.instances for row in self.rows)
+
+    @property
+    def unsafe(self) -> int:
+        return sum(row.unsafe for row in self.rows)
+
+
+@dataclass(frozen=True)
+class TaxonomyEntry(RowTotals):
+    """One taxonomy entry the LVEs are tagged with (`owasp-llm:2025:LLM01`, Prompt Injection) and its LVEs."""
+
+    tag: str
+    scheme: str
+    value: str
+    name: str | None
+    rows: list[Row]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One LVE in the tables, the filters and the overview."""
+
+    rel: str
+    slug: str
+    category: str
+    model: str
+    checker: str
+    description: str
+    instances: int
+    unsafe: int
+    lve_id: str | None = None
+    taxonomy: tuple[str, ...] = ()  # its taxonomy tags as SCHEME:VALUE
+
+    @property
+    def taxonomy_entries(self) -> list[str]:
+        """Each taxonomy tag, and the entry above a sub-entry (atlas:AML.T0051 for atlas:AML.T0051.001)."""
+        found: list[str] = []
+        for tag in self.taxonomy:
+            parts = tag.split(".")
+            found.extend(".".join(parts[:end]) for end in range(min(2, len(parts)), len(parts) + 1))
+        return list(dict.fromkeys(found))
+
+    @property
+    def taxonomy_filter(self) -> str:
+        """What the taxonomy filter matches, space-separated."""
+        return " ".join(self.taxonomy_entries).lower()
+
+    @property
+    def verdict(self) -> str:
+        """For the filters: 'unsafe' when any instance is, 'safe' when all are, 'none' without instances."""
+        return "none" if not self.instances else "unsafe" if self.unsafe else "safe"
+
+    @property
+    def text(self) -> str:
+        """What the search box matches."""
+        return " ".join([self.lve_id or "", self.rel, self.description, self.checker]).lower()
+
+    @classmethod
+    def of(cls, page: LVEPage) -> Row:
+        lve = page.lve
+        return cls(
+            clean(lve.rel),
+            page.slug,
+            clean(lve.category),
+            clean(lve.model),
+            clean(lve.checker_name),
+            clean(lve.description),
+            len(page.instances),
+            page.unsafe,
+            page.lve_id,
+            tuple(
+                clean(f"{tag['name']}:{tag['value']}")
+                for tag in lve.tags
+                if tag.get("name") in SCHEMES and isinstance(tag.get("value"), str)
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class Site(RowTotals):
+    title: str
+    base_url: str | None
+    rows: list[Row] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # LVEs whose test.json does not load
+    statuses: dict[tuple[str, str], LVEStatus] = field(default_factory=dict)  # from the run history
+    runs: int = 0  # in the run history
+    newest: str | None = None  # when the history's newest run started
+
+    @functools.cached_property
+    def severities(self) -> dict[str, Severity]:
+        """Each LVE's severity from evidence (history/severity.py)."""
+        return severities(list(self.statuses.values()), self.newest)
+
+    @functools.cached_property  # asked for each row of the status page: 10,000 rows, 200,000 statuses
+    def history_models(self) -> list[str]:
+        return sorted({model for _lve, model in self.statuses})
+
+    def status(self, lve: str, model: str) -> LVEStatus:
+        return self.statuses.get((lve, model)) or LVEStatus(lve, model, "never-run")
+
+    def status_rows(self) -> Iterator[Markup]:
+        """The rows of the status page, built here (a template would escape 200,000 cells one by one)."""
+        from markupsafe import Markup, escape
+
+        for row in self.rows:
+            cells = "".join(
+                f'<td class="state-{status.state}">{state_html(status)}</td>'
+                for status in (self.status(row.rel, model) for model in self.history_models)
+            )
+            link = f'<a href="lves/{row.slug}.html#status">{escape(row.rel)}</a>'
+            found = self.severities.get(row.rel)
+            shown = f"{found.score:.1f} {found.level}" if found and found.level != "unknown" else "—"
+            yield Markup(f'<tr><th scope="row">{link}</th>{cells}<td class="severity">{shown}</td></tr>')
+
+    def state_counts(self) -> dict[tuple[str, str], int]:
+        """(state, model) -> LVEs of the site in that state on that model."""
+        counts: dict[tuple[str, str], int] = defaultdict(int)
+        for row in self.rows:
+            for model in self.history_models:
+                counts[self.status(row.rel, model).state, model] += 1
+        return counts
+
+    @property
+    def categories(self) -> list[str]:
+        return sorted({row.category for row in self.rows})
+
+    @property
+    def models(self) -> list[str]:
+        return sorted({row.model for row in self.rows})
+
+    @property
+    def checkers(self) -> list[str]:
+        return sorted({row.checker for row in self.rows})
+
+    @functools.cached_property
+    def taxonomy(self) -> list[TaxonomyEntry]:
+        """Every taxonomy entry the LVEs are tagged with, by scheme and id, with its LVEs."""
+        grouped: dict[str, list[Row]] = defaultdict(list)
+        for row in self.rows:
+            for tag in row.taxonomy_entries:
+                grouped[tag].append(row)
+        entries = []
+        for tag, rows in grouped.items():
+            scheme, _, value = tag.partition(":")
+            name = taxonomy_name(scheme, value)
+            entries.append(TaxonomyEntry(tag, scheme, value, clean(name) if name else None, rows))
+        order = {scheme: number for number, scheme in enumerate(SCHEMES)}
+        return sorted(entries, key=lambda entry: (order.get(entry.scheme, len(order)), entry.value))
+
+    def overview(self) -> dict[tuple[str, str], Cell]:
+        counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+        for row in self.rows:
+            cell = counts[row.category, row.model]
+            cell[0] += row.unsafe
+            cell[1] += row.instances
+            cell[2] += 1
+        return {key: Cell(*value) for key, value in counts.items()}
+
+    def in_category(self, category: str) -> list[Row]:
+        return [row for row in self.rows if row.category == category]
+
+
+def page_of(lve_path: str) -> str:
+    """An LVE's page, relative to the site's root."""
+    return f"lves/{slug(lve_path.removeprefix('repository/'))}.html"

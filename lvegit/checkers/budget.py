@@ -19,7 +19,9 @@ from lvegit.base.errors import CheckerError
 class Budget:
     """Seconds that contributed checking has taken in one command, by every worker and LVE together: one
     slow verdict is bounded by its own limit, a thousand of them by LVEGIT_CHECKER_BUDGET. `by_lve`: the
-    seconds of in-process verdicts per LVE (a sandboxed worker counts its own LVE's)."""
+    seconds per LVE, by every path that judges it (on the loop, in a thread, in any worker process): a
+    command that judges an LVE twice (the Action validates, replays, then runs it live) has one budget
+    for it."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

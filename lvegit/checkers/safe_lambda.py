@@ -189,6 +189,13 @@ class _Guard(ast.NodeTransformer):
         return node
 
 
+def _written_out(node: ast.expr) -> bool:
+    """A constant, or a number with its sign: what a default may be."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        return isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float)
+    return isinstance(node, ast.Constant)
+
+
 class _Checker(ast.NodeVisitor):
     def __init__(self) -> None:
         self.bound: set[str] = set()
@@ -202,6 +209,16 @@ class _Checker(ast.NodeVisitor):
         if not isinstance(node, _ALLOWED_NODES):
             self.fail(node, f"{type(node).__name__} is not allowed in a checker lambda")
         super().generic_visit(node)
+
+    def visit_arguments(self, node: ast.arguments) -> None:
+        # Defaults are computed when the function is made, at compile time, outside any verdict: validation
+        # must not evaluate anything, so only values written out are allowed.
+        for default in (*node.defaults, *node.kw_defaults):
+            if default is not None and not _written_out(default):
+                self.fail(
+                    default, "a default value must be written out: a number, a string, True, False or None"
+                )
+        self.generic_visit(node)
 
     def visit_arg(self, node: ast.arg) -> None:
         self._bind(node, node.arg)
@@ -327,11 +344,7 @@ def _compiled(source: str) -> Callable[..., Any]:
         code = compile(guarded, "<checker lambda>", "eval")
     except UNPARSEABLE:
         raise UnsafeExpressionError("nested too deeply to check") from None
-    lambda_work.start_verdict()  # default values are computed here, under a budget of their own
-    try:
-        function = eval(code, scope)  # the verified tree only
-    except Exception as exc:  # a default value that fails: the lambda's to fix
-        raise UnsafeExpressionError(f"its default values fail: {type(exc).__name__}: {exc}") from None
+    function = eval(code, scope)  # the verified tree only: makes the function (defaults are constants)
     if not callable(function):  # pragma: no cover - the body is a Lambda by the check above
         raise UnsafeExpressionError("not a function")
 

@@ -101,7 +101,6 @@ class CheckerWorker:
         self.failure: str | None = None
         self.isolation: list[str] = []
         self.hub_models: list[str] = []  # the hub models the checker asked for
-        self.spent = 0.0  # seconds this LVE's checker has taken, from its start
         self._workdir = tempfile.mkdtemp(prefix="lvegit-sandbox-")
         # Removed by close, or when a worker nobody closed is collected or the process exits.
         self._remove_workdir = weakref.finalize(self, shutil.rmtree, self._workdir, ignore_errors=True)
@@ -201,8 +200,9 @@ class CheckerWorker:
     def _timed(self, timeout: float) -> dict[str, Any]:
         """The next reply within `timeout` and what is left of the LVE's and the command's budgets, which
         the time it took is taken from."""
-        lve_left = self.settings.lve_budget - self.spent
-        command_left = self.settings.command_budget - command_budget().spent
+        budget = command_budget()  # the LVE's seconds are counted there, across every worker of it
+        lve_left = self.settings.lve_budget - budget.by_lve.get(self.label, 0.0)
+        command_left = self.settings.command_budget - budget.spent
         if min(lve_left, command_left) < timeout:
             exhausted_now = exhausted(
                 "custom checker code",
@@ -225,8 +225,7 @@ class CheckerWorker:
             self._spend(time.monotonic() - started)
 
     def _spend(self, seconds: float) -> None:
-        self.spent += seconds
-        command_budget().add(seconds)
+        command_budget().add(seconds, self.label)
 
     def call(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
         if self.failure is not None:

@@ -20,6 +20,7 @@ from lvegit.checkers.safe_lambda import compile_lambda
         ("lambda r: sorted(r, key=lambda c: c if True else -1)[0] == 'a'", ("cab",), True),
         ("lambda r: abs(round(float(r), 1) - 0.3) < 1e-9 and not r.startswith('-')", ("0.30",), True),
         ("lambda r, n=2: r * n == 'abab' and 2 ** 10 == 1024", ("ab",), True),
+        ("lambda r, n=-1.5, *, s='x', z=None: (n, s, z) == (-1.5, 'x', None)", ("ab",), True),
         ("lambda r: max(map(len, r.split(','))) if r else 0", ("a,bcd",), 3),
         ("lambda r: r[1:-1].strip().upper() in ('B', 'C')", ("[b]",), True),
         ("lambda *rs, **kw: len(rs) + len(kw)", (1, 2), 2),
@@ -138,13 +139,25 @@ def test_the_budget_is_per_verdict() -> None:
     [
         ("lambda r: f'{r:>10000000000}'", "a format width of more than six digits"),
         ("lambda r, n: f'{r:>{n}}'", "a format spec must be written out, not computed"),
-        ("lambda r, x=sum(range(10**12)): x", "its default values fail: InvalidValue"),
-        ("lambda r, x=1/0: x", "its default values fail: ZeroDivisionError"),
+        ("lambda r, x=1/0: x", "a default value must be written out"),
+        ("lambda r, *, x=[1]: x", "a default value must be written out"),
+        ("lambda r: sorted(r, key=lambda c, n=len(r): n)", "a default value must be written out"),
+        ("lambda r, x=-'a': x", "a default value must be written out"),
     ],
 )
 def test_what_cannot_be_bounded_as_it_runs_is_refused_when_compiled(source: str, complaint: str) -> None:
     with pytest.raises(UnsafeExpressionError, match=complaint):
         compile_lambda(source)
+
+
+@pytest.mark.parametrize(
+    "default", ["9**9**9", "sum(range(10**12))", "[0 for i in range(10**6) for j in range(10**6)]"]
+)
+def test_validation_computes_no_default(default: str) -> None:
+    """A default is made when the function is: at validation, outside every verdict and its limits. Had it
+    been computed, this would not end (9**9**9 is a third of a gigabyte of digits in C)."""
+    with pytest.raises(UnsafeExpressionError, match="default value must be written out"):
+        compile_lambda(f"lambda r, x={default}: x")
 
 
 def test_work_in_the_budget_is_judged_as_before() -> None:

@@ -1017,3 +1017,31 @@ def test_a_pull_request_that_changes_the_ids_fails_its_check(action: Any, tmp_pa
     assert {lve["path"]: lve["id"] for lve in data["lves"]} == {a: "LVE-2026-0001", b: None}
     summary = (tmp_path / "summary.md").read_text()
     assert "| `LVE-2026-0001` [repository/cat/a/" in summary and "LVE-2026-0002" not in summary
+
+
+def test_the_check_judges_an_lve_on_one_budget(
+    tmp_path: Path, openai_server: Running, action: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check judges a changed LVE twice, each time through a checker worker of its own: its recorded
+    instance (replay), then the live re-run's answer. Both take from the LVE's one budget: the replay's
+    two seconds leave too little for the live verdict's two (with a budget per worker, both were judged)."""
+    monkeypatch.setenv("LVEGIT_CHECKER_LVE_BUDGET", "3")
+    git = GitRepo(tmp_path / "workspace")
+    base = git.commit("base")
+    slow = "import time\nfrom lvegit.checkers import BaseChecker\nclass Slow(BaseChecker):\n"
+    slow += "    def is_safe(self, prompt, response, param_values=None):\n        time.sleep(2)\n        return True\n"
+    RepoBuilder(git.root).lve(
+        "cat/slow",
+        {"checker_args": {"checker_name": "Slow"}},
+        files={"checker/checker.py": slow},
+        instances={"i.jsonl": [instance("3", True, a=1, b=2)]},
+    )
+    head = git.commit("slow checker")
+    openai_server.state.answer = lambda body: "3"
+    pushed = {"before": base, "after": head, "ref": "refs/heads/main"}
+    result = action("push", pushed, git.root, keep_env="OPENAI_API_KEY OPENAI_BASE_URL", fail_on="none")
+    assert result.code == 0, result.out
+    [lve] = json.loads((git.root / "lvegit-results/results.json").read_text())["lves"]
+    assert [r["status"] for r in lve["replayed"]] == ["reproduced"]
+    [live] = lve["live"]
+    assert "used up its time budget (3 s for each LVE, LVEGIT_CHECKER_LVE_BUDGET)" in json.dumps(live)

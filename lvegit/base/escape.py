@@ -7,7 +7,8 @@
 - markdown / code_block: PR comments and job summaries. No raw HTML, no @mentions that notify, no fence
   that closes early.
 - workflow_data / workflow_property: the message and the properties of a GitHub workflow command.
-Every function masks the values of secret-looking environment variables.
+- shown_text: text of a page or a feed (the site, its Atom feed), whose markup is escaped where it is written.
+Every function but shown_text masks the values of secret-looking environment variables.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ MASK = "***"
 # line read otherwise than it is (CVE-2021-42574, "Trojan Source").
 _INVISIBLE = "\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb"
 _CONTROL = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029{_INVISIBLE}]")
+_CONTROL_NOT_LINES = re.compile(f"[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f\\u2028\\u2029{_INVISIBLE}]")
 _INVISIBLE_ONLY = re.compile(f"[{_INVISIBLE}]")
 # A URL scheme or www. that GitHub would turn into a link (a decimal IP has no dot for escaping to break).
 _AUTOLINK = re.compile(r"(?i)\b([a-z][a-z0-9+\-]*:(?=//)|www(?=\\?\.))")
@@ -107,6 +109,15 @@ def markdown(text: str) -> str:
 def html_text(text: str) -> str:
     """Text inside an HTML element (such as <summary>), where markdown escapes would show literally."""
     return _MENTION.sub("@\u200b", _AUTOLINK.sub("\\1\u200b", html.escape(console(text))))
+
+
+def shown_text(text: str) -> str:
+    """Text as a page or a feed shows it: valid Unicode (a lone surrogate, from a JSON escape, becomes
+    U+FFFD), control characters and the invisible ones that reorder or hide text shown as escapes, line
+    breaks and tabs kept. Markup is escaped where the text is written (Jinja's autoescaping, ElementTree).
+    Secrets are not masked: a site shows 100,000s of strings, none from lvegit's environment."""
+    text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return _CONTROL_NOT_LINES.sub(_escape_control, text)
 
 
 def code_block(text: str, max_chars: int | None = None, language: str = "text") -> str:

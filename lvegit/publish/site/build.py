@@ -39,7 +39,6 @@ from lvegit.publish.site.model import (
     Site,
     clean,
     http_url,
-    page_of,
     slug,
 )
 from lvegit.run.rerun import InstanceResult, by_instance
@@ -325,16 +324,40 @@ def _build(
     static = resources.files("lvegit.publish.site") / "static"
     for name in ASSETS:
         write_inside(out, out / "assets" / name, static.joinpath(name).read_bytes(), "the site folder")
-    _write_advisories_and_feed(repo, site, out, newest)
+    _write_changes(repo, site, out, environment, found_history)
+    _write_advisories(repo, site, out, newest)
     return site
 
 
-def _write_advisories_and_feed(repo: Repository, site: Site, out: Path, newest: str | None) -> None:
-    """osv/<id>.json for each LVE with an id and osv/index.json (what an OSV mirror reads), and feed.xml."""
+def _write_changes(
+    repo: Repository, site: Site, out: Path, environment: Any, history: History | None
+) -> None:
+    """changes.html (the newest events) and feed.xml (the same, as an Atom feed)."""
+    from lvegit.history.events import events
+    from lvegit.lve.repo import repository_url
+    from lvegit.publish.site.feed import CHANGES_PAGE, CHANGES_SHOWN, About, atom_feed, feed_entries
+
+    about = {row.rel: About(row.description, site.severities.get(row.rel)) for row in site.rows}
+    pages = {row.rel: f"lves/{row.slug}.html" for row in site.rows}
+    entries = feed_entries(load_cached(repo), events(history) if history else [], about, pages.get)
+    _write(
+        environment,
+        site,
+        out,
+        CHANGES_PAGE,
+        CHANGES_PAGE,
+        entries=entries[:CHANGES_SHOWN],
+        total=len(entries),
+    )
+    repository = http_url(repository_url(repo))
+    repository = repository if repository and repository.startswith("https:") else None
+    feed = atom_feed(site.title, site.base_url, repository, entries)
+    write_inside(out, out / "feed.xml", feed, "the site folder")
+
+
+def _write_advisories(repo: Repository, site: Site, out: Path, newest: str | None) -> None:
+    """osv/<id>.json for each LVE with an id and osv/index.json (what an OSV mirror reads)."""
     from lvegit.publish.export.osv import advisories, write_advisories
-    from lvegit.publish.site.feed import atom_feed, feed_entries
 
     records, _left_out = advisories(repo, site.statuses, newest)
     write_advisories(out, out / "osv", records, "the site folder")
-    entries = feed_entries(load_cached(repo), site.statuses, page_of)
-    write_inside(out, out / "feed.xml", atom_feed(site.title, site.base_url, entries), "the site folder")

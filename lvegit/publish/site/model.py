@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from lvegit.base.escape import shown_text
 from lvegit.base.output import count
 from lvegit.history.severity import Severity, severities
 from lvegit.history.status import STATE_MARKS, LVEStatus, State
@@ -30,8 +31,8 @@ INSTANCES_SHOWN = 100  # instances in the open on an LVE page; the rest in colla
 
 
 def clean(text: str) -> str:
-    """Valid Unicode: lone surrogates (from JSON escapes such as \\ud800) become U+FFFD."""
-    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    """Valid Unicode with control and bidi characters shown as escapes (base/escape.py: shown_text)."""
+    return shown_text(text)
 
 
 def slug(path: str) -> str:
@@ -356,8 +357,3 @@ class Site(RowTotals):
 
     def in_category(self, category: str) -> list[Row]:
         return [row for row in self.rows if row.category == category]
-
-
-def page_of(lve_path: str) -> str:
-    """An LVE's page, relative to the site's root."""
-    return f"lves/{slug(lve_path.removeprefix('repository/'))}.html"

@@ -64,7 +64,7 @@ def build(cli: Any, out: Path, repo_root: Path) -> Path:
 def test_every_page_loads_from_disk_without_a_console_error(browser: Any, cli: Any, tmp_path: Path) -> None:
     out = build(cli, tmp_path / "site", PROJECT_ROOT)
     pages = sorted(out.rglob("*.html"))
-    assert len(pages) == 2 + 6 + BUNDLED  # the home page, the status page (from history/), categories, LVEs
+    assert len(pages) == 3 + 6 + BUNDLED  # home, status (history/), changes, categories, LVEs
     for page in pages:
         assert open_page(browser, page) == [], page.name
         assert browser.find_element("css selector", "h1").text
@@ -225,10 +225,11 @@ def test_an_lves_page_links_its_id_to_its_advisory_and_every_page_to_the_feed(
         browser.find_element("tag name", "pre").text
     )
     browser.back()
-    browser.find_element("link text", "Feed of new LVEs, fixes and regressions").click()
+    browser.find_element("link text", "Feed of what changed").click()
     titles = browser.execute_script(
         "return Array.from(document.getElementsByTagName('entry')).map(e => e.getElementsByTagName('title')[0].textContent)"
     )
     assert "LVE-2026-0005 regressed on demo/assistant in demo-assistant-v2" in titles
     assert "LVE-2026-0009 fixed on demo/assistant in demo-assistant-v2" in titles
-    assert len(titles) == BUNDLED + 2  # every bundled LVE given an id, a fix and a regression
+    assert "LVE-2026-0006 reproduced on demo/assistant (demo-assistant-v1)" in titles
+    assert len(titles) == BUNDLED + 4  # every bundled LVE given an id; 2 reproduced, a fix, a regression

@@ -50,7 +50,7 @@ def test_the_bundled_repository_builds_with_working_relative_links(cli: Any, tmp
         f"open {out / 'index.html'}",
     ]
     pages = sorted(out.rglob("*.html"))
-    assert len(pages) == 2 + 6 + BUNDLED
+    assert len(pages) == 3 + 6 + BUNDLED  # the home, status and changes pages, categories, LVEs
     [judged] = [page for page in pages if "paraphrased-instructions" in page.name]
     assert "<details><summary>judged by a model</summary><pre>openai/gpt-4o: unsafe</pre></details>" in (
         judged.read_text()
@@ -176,8 +176,8 @@ def test_without_the_data_extra_the_site_is_built_without_the_history(
 
 
 def test_the_feed_and_advisories_hold_what_a_model_server_named_itself(cli: Any, tmp_path: Path) -> None:
-    """A version string is whatever the model's server said: markup and control characters in it reach
-    the feed as text (an XML parser reads the feed back) and the advisories as JSON the OSV schema takes."""
+    """A version string is whatever the model's server said: markup in it reaches the feed as text (an XML
+    parser reads the feed back), control characters as visible escapes and the advisories as JSON the OSV schema takes."""
     import json
     import xml.etree.ElementTree as ET
 
@@ -197,7 +197,7 @@ def test_the_feed_and_advisories_hold_what_a_model_server_named_itself(cli: Any,
     titles = [entry.findtext(f"{atom}title") for entry in feed.iter(f"{atom}entry")]
     assert titles == [
         "LVE-2026-0001 added: repository/cat/x/openai--gpt-4o-mini",
-        "LVE-2026-0001 regressed on acme/chat in v2</title><script>x</script>\ufffd\ufffd[31m",
+        "LVE-2026-0001 regressed on acme/chat in v2</title><script>x</script>\\x01\\x1b[31m",
     ]
     links = [link.get("href") for link in feed.iter(f"{atom}link")]
     assert links[0] == "https://lves.example/feed.xml" and all(
@@ -209,3 +209,31 @@ def test_the_feed_and_advisories_hold_what_a_model_server_named_itself(cli: Any,
         {"id": "x_LVE-2026-0001", "modified": "2026-11-26T00:00:00Z"}
     ]
     reference_schema_accepts(record, "osv-schema.json")  # last: it may skip
+
+
+def test_bidi_and_control_characters_are_shown_as_escapes(
+    repo: RepoBuilder, cli: Any, tmp_path: Path
+) -> None:
+    """A right-to-left override makes a line read otherwise than it is, an ESC sequence restyles a reader's
+    terminal: on every page and in the feed they are visible escapes (base/escape.py's shown_text); line
+    breaks in a response stay."""
+    from builders import GitRepo
+
+    trick = "refund \u202eslobmys\u202c ok\x1b[31m\u2066x\u2069\x07"
+    repo = RepoBuilder(GitRepo(tmp_path / "lves").root)
+    repo.lve(
+        "cat/trick",
+        {"description": trick, "tags": [{"name": "note", "value": trick}]},
+        instances={"i.jsonl": [{**instance(f"line one\n{trick}", False, a=1, b=2), "author": trick}]},
+    )
+    assert cli("ids", "assign", "--today", "2026-11-26", cwd=repo.root).code == 0
+    out = tmp_path / "site"
+    assert cli("site", str(out), cwd=repo.root).code == 0
+    shown = "refund \\u202eslobmys\\u202c ok\\x1b[31m\\u2066x\\u2069\\x07"
+    for path in [*out.rglob("*.html"), out / "feed.xml"]:
+        text = path.read_text(encoding="utf-8")
+        assert not any(char in text for char in "\u202e\u202c\u2066\u2069\x1b\x07"), path.name
+    page = next((out / "lves").glob("cat-trick-*.html")).read_text()
+    assert page.count(shown) >= 4  # description, tag, response, author
+    assert f"line one\n{shown}" in page
+    assert shown in (out / "feed.xml").read_text() and shown in (out / "changes.html").read_text()

@@ -1,0 +1,82 @@
+"""The history's events (reproduced on a model, fixed, regressed) as DuckDB finds them, against the status
+rule written plainly, run by run; and a later run only ever adds events."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from history.test_history_status import Run, _random_history
+
+from lvegit.history.events import Event, events
+from lvegit.history.status import History, Moment, clean_attempts_needed
+
+from builders import history_run
+
+NEEDED = clean_attempts_needed()
+
+
+def expected(lve: str, model: str, runs: list[Run]) -> list[Event]:
+    """The events of one LVE on one model, by the rule of lvegit.history.status."""
+    found: list[Event] = []
+    clean, opener, reproduced = 0, None, False
+    for run in (run for run in runs if run.unsafe + run.safe):
+        moment = Moment(run.at, run.version)
+        if run.unsafe:
+            if clean >= NEEDED:
+                assert opener is not None
+                found.append(Event(lve, model, "regressed", moment, Moment(opener.at, opener.version)))
+            elif not reproduced:
+                found.append(Event(lve, model, "reproduced", moment))
+            clean, opener, reproduced = 0, None, True
+        else:
+            opener = opener or run
+            if reproduced and clean < NEEDED <= clean + run.safe:
+                found.append(Event(lve, model, "fixed", moment, Moment(opener.at, opener.version)))
+            clean += run.safe
+    return found
+
+
+def test_events_follow_the_status_rule_on_random_histories(tmp_path: Path) -> None:
+    """300 LVEs with random histories on one or two models: every event the rule gives, and no other,
+    whatever runs of failed attempts lie between."""
+    rng = random.Random(20261126)
+    histories = {
+        (f"repository/c/lve{number}/m", model): _random_history(rng)
+        for number in range(300)
+        for model in rng.sample(["vendor/a", "vendor/b"], rng.randint(1, 2))
+    }
+    by_week: dict[str, dict[tuple[str, str, str], tuple[int, int]]] = {}
+    for (lve, model), runs in histories.items():
+        for run in runs:
+            by_week.setdefault(run.at, {})[lve, model, run.version] = (run.unsafe, run.safe)
+    for at, week in by_week.items():
+        history_run(tmp_path, at, week, failed=1)
+    found = events(History.open(tmp_path))
+    want = [event for (lve, model), runs in histories.items() for event in expected(lve, model, runs)]
+    key = lambda event: (event.run.at, event.lve, event.model)  # noqa: E731
+    assert sorted(found, key=key) == sorted(want, key=key)
+    assert {event.kind for event in found} == {"reproduced", "fixed", "regressed"}
+
+
+def test_a_later_run_adds_events_and_changes_none(tmp_path: Path) -> None:
+    """A regression after a fix: the fix stays an event, the regression is added; an error-only run and a
+    clean run that fixes nothing add none."""
+    lve = "repository/c/x/m"
+    history_run(tmp_path, "2026-09-01T03:00:00Z", {(lve, "acme/chat", "v1"): (5, 5)})
+    history_run(tmp_path, "2026-09-08T03:00:00Z", {(lve, "acme/chat", "v1"): (0, 80)})
+    before = events(History.open(tmp_path))
+    assert [event.kind for event in before] == ["reproduced", "fixed"]
+    history_run(tmp_path, "2026-09-15T03:00:00Z", {(lve, "acme/chat", "v2"): (0, 0)}, failed=3)
+    history_run(tmp_path, "2026-09-16T03:00:00Z", {(lve, "acme/chat", "v2"): (0, 40)})
+    assert events(History.open(tmp_path)) == before
+    history_run(tmp_path, "2026-09-22T03:00:00Z", {(lve, "acme/chat", "v3"): (1, 9)})
+    after = events(History.open(tmp_path))
+    assert after[:2] == before
+    assert after[2] == Event(
+        lve,
+        "acme/chat",
+        "regressed",
+        Moment("2026-09-22T03:00:00Z", "v3"),
+        Moment("2026-09-08T03:00:00Z", "v1"),
+    )

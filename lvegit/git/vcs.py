@@ -1,21 +1,57 @@
-"""Every git operation lvegit performs, in one place and through GitPython: opening a checkout, naming
-commits, the files a diff changes, fetching missing history, patches, and whether git tracks a folder.
+"""Every git operation lvegit performs, in one place: opening a checkout, naming commits, the files a diff
+changes, fetching missing history, reading files at a commit, patches, and whether git tracks a folder.
 
-GitPython is imported by the functions that need it, not at start-up: importing it costs about 150 ms,
-most of a warm `lvegit check`. For the same reason `tracked` (asked by every check that has a verdict
-cache) runs `git ls-files` itself rather than through GitPython.
+Each runs git through lvegit.base.processes, in the repository (git must run there) but with an
+environment from the allow-list plus what git needs (GIT_ENVIRONMENT: its configuration, never a model
+key or another secret of lvegit's environment), stdin /dev/null and no terminal to prompt on. A revision
+given from outside (the Action's `base` input, --base, --head) is refused when it starts with '-' and
+comes after --end-of-options, so that git never reads it as an option (`--upload-pack=...` runs a
+program); paths come after `--`.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from lvegit.base import settings
+from lvegit.base import processes, settings
 from lvegit.base.errors import UsageError
+
+# What git reads from the environment: HOME and XDG_CONFIG_HOME for the user's configuration (a
+# safe.directory entry, say), GIT_CONFIG_GLOBAL/SYSTEM/NOSYSTEM for where it is, and the configuration a
+# job passes to git through GIT_CONFIG_COUNT with its GIT_CONFIG_KEY_<n>/GIT_CONFIG_VALUE_<n> pairs
+# (actions/checkout and the Action's own safe.directory entry). Nothing that moves the repository
+# (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE: git finds the checkout from the folder it runs in).
+GIT_ENVIRONMENT = (
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_SYSTEM",
+    "GIT_CONFIG_NOSYSTEM",
+    "GIT_CONFIG_COUNT",
+)
+_CONFIG_PAIR = re.compile(r"GIT_CONFIG_(KEY|VALUE)_[0-9]+")
+# What `git fetch` reads besides, to reach origin: proxies, certificate authorities, the SSH agent.
+FETCH_ENVIRONMENT = (
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "GIT_SSL_CAINFO",
+    "GIT_SSL_CAPATH",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "SSH_AUTH_SOCK",
+    "GIT_SSH_COMMAND",
+)
+_PLAIN_FILE_MODES = ("100644", "100755")  # a link is a blob too: its target's name is not the file
 
 
 @dataclass(frozen=True)
@@ -25,73 +61,112 @@ class FileChange:
     new_path: str | None = None  # for a rename or copy, the path on the new side
 
 
-def _extra_environment() -> dict[str, str]:
-    """What every git command gets on top of lvegit's own environment (the Action's safe.directory entry),
-    from this command's settings: nothing changes os.environ."""
-    return dict(settings.current().git_environment)
+@dataclass(frozen=True)
+class _Entry:
+    """One entry of `git ls-tree --long`."""
+
+    mode: str
+    kind: str  # blob, tree or commit (a submodule's gitlink)
+    name: str  # its object
+    size: int | None  # None for a tree or a gitlink
+    path: str
+
+
+def git_passing() -> list[str]:
+    """The names of this process's variables that git reads (see GIT_ENVIRONMENT)."""
+    return [*GIT_ENVIRONMENT, *(name for name in os.environ if _CONFIG_PAIR.fullmatch(name))]
+
+
+def git_environment(fetching: bool = False) -> dict[str, str]:
+    """The environment every git command runs with (see GIT_ENVIRONMENT), with the Action's extra
+    configuration from this command's settings, git's messages in English (some are parsed), and no
+    prompt for a password: git fails instead of waiting for a terminal it does not have."""
+    passing = git_passing() + (list(FETCH_ENVIRONMENT) if fetching else [])
+    extra = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "LANGUAGE": "C"}
+    return processes.environment(passing, {**extra, **dict(settings.current().git_environment)})
+
+
+def revision(ref: str) -> str:
+    """`ref` as given from outside, refused where git would read it as an option."""
+    if not ref or ref.startswith("-"):
+        raise UsageError(f"'{ref}' is not a git revision (a revision never starts with '-')")
+    return ref
+
+
+def _git(
+    folder: Path, *args: str, input: bytes | None = None, fetching: bool = False
+) -> subprocess.CompletedProcess[bytes]:
+    try:
+        return processes.run(["git", *args], git_environment(fetching), cwd=str(folder), input=input)
+    except OSError as exc:
+        raise UsageError(f"cannot run git: {exc}") from None
+
+
+def _text(output: bytes) -> str:
+    """git's output as text, without its last newline."""
+    return output.decode("utf-8", "surrogateescape").removesuffix("\n")
 
 
 class GitCheckout:
     """A git repository with a work tree, found from any folder inside it."""
 
     def __init__(self, folder: Path) -> None:
-        import git  # gitpython
+        found = _git(folder, "rev-parse", "--show-toplevel") if Path(folder).is_dir() else None
+        if found is None or found.returncode != 0 or not found.stdout.strip():
+            raise UsageError(f"{folder} is not inside a git repository")
+        self.work_tree = Path(os.fsdecode(found.stdout.removesuffix(b"\n")))
 
-        try:
-            self._repo: Any = git.Repo(folder, search_parent_directories=True)
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-            raise UsageError(f"{folder} is not inside a git repository") from None
-        if extra := _extra_environment():
-            self._repo.git.update_environment(**extra)
-        self.work_tree = Path(str(self._repo.working_tree_dir))
+    def _run(self, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+        return _git(self.work_tree, *args, input=input)
 
     def commit(self, ref: str) -> str:
         """The full hash of the commit `ref` names."""
-        import git
-
-        try:
-            return str(self._repo.commit(ref).hexsha)
-        except (git.BadName, git.BadObject, ValueError):
-            raise UsageError(
-                f"unknown git revision '{ref}' (is the history fetched? try git fetch)"
-            ) from None
+        found = self._run(
+            "rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision(ref)}^{{commit}}"
+        )
+        if found.returncode != 0:
+            raise UsageError(f"unknown git revision '{ref}' (is the history fetched? try git fetch)")
+        return _text(found.stdout)
 
     def has_commit(self, ref: str) -> bool:
-        return self.ask("cat-file", "-e", f"{ref}^{{commit}}") is not None
+        return self._run("cat-file", "-e", "--end-of-options", f"{revision(ref)}^{{commit}}").returncode == 0
 
     def merge_base(self, base: str, head: str) -> str | None:
         """Where `head` left `base`; None when the two have no common history."""
-        bases = self._repo.merge_base(base, head)
-        return str(bases[0].hexsha) if bases else None
+        found = self._run("merge-base", "--end-of-options", revision(base), revision(head))
+        return _text(found.stdout) if found.returncode == 0 and found.stdout.strip() else None
 
     def ask(self, *args: str) -> str | None:
         """The output of a git command, or None when git answers no (fails): the callers ask questions
         such as 'is there an upstream?'."""
-        import git
+        found = self._run(*args)
+        return _text(found.stdout) if found.returncode == 0 else None
 
-        try:
-            return str(self._repo.git.execute(["git", *args]))
-        except git.GitCommandError:
-            return None
-
-    def run(self, *args: str, failure: str) -> str:
-        """The output of a git command that must succeed; a UsageError starting with `failure` if not."""
-        import git
-
-        try:
-            return str(self._repo.git.execute(["git", *args]))
-        except git.GitCommandError as exc:
-            detail = exc.stderr.strip().removeprefix("stderr:").strip(" '\n")
-            raise UsageError(f"{failure}: {detail}") from None
+    def run(self, *args: str, failure: str, fetching: bool = False) -> str:
+        """The output of a git command that must succeed; a UsageError starting with `failure` if not.
+        `fetching`: it talks to a remote (its environment has what reaches one)."""
+        found = _git(self.work_tree, *args, fetching=fetching)
+        if found.returncode != 0:
+            raise UsageError(f"{failure}: {_text(found.stderr).strip()}")
+        return _text(found.stdout)
 
     def changed_files(self, since: str, head: str | None) -> list[FileChange]:
         """The files changed from commit `since` to commit `head`, renames detected; head None: to the
         work tree, with staged, unstaged and untracked (not ignored) files."""
-        # git's NUL-separated name-status, parsed here: GitPython's Diff objects cut a path at a newline
-        # (3.2.1), and a pull request names its own folders.
-        revisions = [since] if head is None else [since, head]
-        output = self._repo.git.diff(*revisions, "--name-status", "-z", "-M", "--no-color", "--no-ext-diff")
-        fields = str(output).split("\0")
+        revisions = [revision(since)] if head is None else [revision(since), revision(head)]
+        output = self.run(
+            "diff",
+            "--name-status",
+            "-z",
+            "-M",
+            "--no-color",
+            "--no-ext-diff",
+            "--end-of-options",
+            *revisions,
+            "--",
+            failure="cannot list the changed files",
+        )
+        fields = output.split("\0")
         changes = []
         index = 0
         while index < len(fields) and fields[index]:
@@ -103,27 +178,43 @@ class GitCheckout:
             changes += [FileChange("A", path) for path in self.untracked_files()]
         return changes
 
+    def _entries(self, commit: str, paths: list[str]) -> list[_Entry]:
+        """`git ls-tree --long` of `paths` (taken literally, from the top of the work tree) at `commit`."""
+        found = self._run(
+            "--literal-pathspecs",
+            "ls-tree",
+            "-z",
+            "--long",
+            "--full-tree",
+            "--end-of-options",
+            revision(commit),
+            "--",
+            *paths,
+        )
+        entries = []
+        for record in _text(found.stdout).split("\0") if found.returncode == 0 else []:
+            if record:
+                description, path = record.split("\t", 1)
+                mode, kind, name, size = description.split()
+                entries.append(_Entry(mode, kind, name, int(size) if size.isdigit() else None, path))
+        return entries
+
     def files_in(self, commit: str, paths: list[str]) -> list[str]:
         """Which of `paths` (taken literally, relative to the work tree) exist in `commit`, in one call."""
-        found = self._repo.git.execute(
-            [
-                "git",
-                "--literal-pathspecs",
-                "ls-tree",
-                "-z",
-                "--name-only",
-                "--full-tree",
-                commit,
-                "--",
-                *paths,
-            ]
-        )
-        return [name for name in str(found).split("\0") if name]
+        return [entry.path for entry in self._entries(commit, paths)]
 
     def untracked_files(self) -> list[str]:
-        return [
-            p for p in str(self._repo.git.ls_files("-z", "--others", "--exclude-standard")).split("\0") if p
-        ]
+        listed = self.run("ls-files", "-z", "--others", "--exclude-standard", failure="cannot list files")
+        return [path for path in listed.split("\0") if path]
+
+    def kind_at(self, commit: str, relative: str) -> str | None:
+        """What `relative` (from the top of the work tree) is in `commit`: 'file', 'folder', 'link',
+        'submodule' (a gitlink), or None where there is nothing."""
+        found = self._entries(commit, [relative])
+        if not found:
+            return None
+        kinds = {"040000": "folder", "120000": "link", "160000": "submodule"}
+        return kinds.get(found[0].mode, "file")
 
     def read(self, commit: str, path: Path) -> bytes | None:
         """The contents of the file at `path` (in the work tree) as of `commit`; None where it had none."""
@@ -132,27 +223,38 @@ class GitCheckout:
     def read_at(self, commit: str, relative: str, limit: int | None = None) -> bytes | None:
         """The contents of the file `relative` (a path from the top of the work tree, never looked up on
         disk) as of `commit`; None where it had none, or a link or folder there, or one over `limit` bytes."""
-        try:
-            blob = self._repo.commit(commit).tree / relative
-        except KeyError:
-            return None
-        if blob.type != "blob" or blob.mode not in (0o100644, 0o100755):
-            return None  # a link is a blob too: its target's name is not the file
-        if limit is not None and blob.size > limit:
-            return None
-        return bytes(blob.data_stream.read())
+        return self.read_all_at(commit, [relative], limit).get(relative)
+
+    def read_all_at(self, commit: str, paths: list[str], limit: int | None = None) -> dict[str, bytes | None]:
+        """read_at of each of `paths`, with two git commands in all."""
+        wanted = {
+            entry.path: entry
+            for entry in self._entries(commit, paths)
+            if entry.kind == "blob" and entry.mode in _PLAIN_FILE_MODES
+            if limit is None or (entry.size is not None and entry.size <= limit)
+        }
+        read: dict[str, bytes | None] = dict.fromkeys(paths)
+        if not wanted:
+            return read
+        names = "".join(f"{entry.name}\n" for entry in wanted.values()).encode()
+        found = self._run("cat-file", "--batch", input=names)
+        output, position = found.stdout, 0
+        for path, entry in wanted.items():
+            header_end = output.index(b"\n", position)
+            position = header_end + 1 + entry.size if entry.size is not None else header_end + 1
+            read[path] = output[header_end + 1 : position]
+            position += 1  # the newline after each object
+        return read
 
     def names_at(self, commit: str, folder: str) -> list[str]:
         """The names of the plain files directly in `folder` (from the top of the work tree; "" for the
         top) as of `commit`."""
-        try:
-            tree = self._repo.commit(commit).tree
-            tree = tree / folder if folder else tree
-        except KeyError:
-            return []
-        if tree.type != "tree":
-            return []
-        return [blob.name for blob in tree.blobs if blob.mode in (0o100644, 0o100755)]
+        entries = self._entries(commit, [f"{folder}/"] if folder else [])  # nothing for a link or gitlink
+        return [
+            entry.path.rsplit("/", 1)[-1]
+            for entry in entries
+            if entry.kind == "blob" and entry.mode in _PLAIN_FILE_MODES
+        ]
 
     def relative(self, path: Path) -> str:
         """`path` (a folder of the work tree) from the top of the work tree, in git's notation."""
@@ -161,8 +263,8 @@ class GitCheckout:
 
     def patch(self, paths: list[str]) -> str:
         """The uncommitted changes to `paths` as a patch `git apply` takes ('' when there are none)."""
-        diff = str(self._repo.git.diff("--no-color", "--no-ext-diff", "--", *paths))
-        return diff + "\n" if diff else ""  # GitPython strips the last newline, which git apply needs
+        found = self._run("diff", "--no-color", "--no-ext-diff", "--", *paths)
+        return found.stdout.decode("utf-8", "surrogateescape") if found.returncode == 0 else ""
 
     def is_shallow(self) -> bool:
         return self.ask("rev-parse", "--is-shallow-repository") == "true"
@@ -193,13 +295,7 @@ def tracked(path: Path) -> bool:
     if not holder.is_dir():
         return False
     try:
-        listed = subprocess.run(
-            ["git", "--literal-pathspecs", "ls-files", "-z", "--", path.name],
-            cwd=holder,
-            capture_output=True,
-            check=False,
-            env={**os.environ, **extra} if (extra := _extra_environment()) else None,
-        )
-    except OSError:
+        listed = _git(holder, "--literal-pathspecs", "ls-files", "-z", "--", path.name)
+    except UsageError:
         return False
     return listed.returncode == 0 and bool(listed.stdout.strip(b"\0"))

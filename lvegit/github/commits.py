@@ -15,9 +15,11 @@ def ensure_history(checkout: GitCheckout, *revisions: str) -> list[str]:
             "fetch",
             "--no-tags",
             "--quiet",
+            "--end-of-options",
             "origin",
             *missing,
             failure=f"cannot fetch {', '.join(missing)} from origin",
+            fetching=True,
         )
         done.append(f"fetched {', '.join(r[:12] for r in missing)}")
     if checkout.is_shallow():
@@ -28,6 +30,7 @@ def ensure_history(checkout: GitCheckout, *revisions: str) -> list[str]:
             "--unshallow",
             "origin",
             failure="cannot deepen the shallow clone",
+            fetching=True,
         )
         done.append("fetched the full history of the shallow clone")
     return done

@@ -73,8 +73,10 @@ def _nested_checkout(folder: Path) -> GitCheckout | None:
 def _copy_runs(checkout: GitCheckout, commit: str, folder: str, into: Path) -> int:
     """Write the run files of `folder` as of `commit` into `into`; how many there were."""
     names = [name for name in checkout.names_at(commit, folder) if RUN_FILE.match(name)]
-    for name in names:
-        data = checkout.read_at(commit, f"{folder}/{name}" if folder else name, MAX_RUN_FILE_BYTES)
+    paths = {name: f"{folder}/{name}" if folder else name for name in names}
+    read = checkout.read_all_at(commit, list(paths.values()), MAX_RUN_FILE_BYTES)
+    for name, path in paths.items():
+        data = read[path]
         if data is None:
             raise UsageError(f"{HISTORY_BRANCH}: {name} is larger than {MAX_RUN_FILE_BYTES} bytes")
         (into / name).write_bytes(data)

@@ -7,7 +7,6 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -16,14 +15,16 @@ from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
 from lvegit import __version__
+from lvegit.base import processes
 from lvegit.base.errors import CheckerUnavailable, LvegitError
 from lvegit.base.settings import CacheSettings, current
 from lvegit.checkers.custom import read_checker_sources
 from lvegit.checkers.launcher import start_launcher_soon
 from lvegit.checkers.llm_judge import LLMJudgeChecker
 from lvegit.checkers.model_based import MODEL_CHECKERS
-from lvegit.checkers.model_stack import classifier_missing, model_identity
+from lvegit.checkers.model_stack import classifier_missing, model_identity, stack_environment
 from lvegit.checkers.registry import BUILTIN_CHECKERS, CORE_CHECKERS, CheckerFactory, substitute_args
+from lvegit.git.vcs import git_passing
 from lvegit.judge.cache import Outcome, VerdictCache
 from lvegit.judge.conversation import judge_recorded, prompts_to_send
 from lvegit.judge.results import ReplayResult, Status
@@ -242,20 +243,33 @@ def _stack(
 def _judge_elsewhere(
     repo: Repository, lve_dirs: list[Path], cache: VerdictCache | None, command: list[str]
 ) -> subprocess.Popen[bytes]:
-    """`lvegit COMMAND` of these LVEs in a process of its own (lvegit's code: no contributed code runs
-    there), started now so that its libraries load while this process judges the other LVEs. It uses
+    """`lvegit COMMAND` of these LVEs in a process of its own, started now so that its libraries load
+    while this process judges the other LVEs. It runs lvegit's code only (isolated, outside the
+    repository: a pull request's `lvegit/` folder is not imported) with what it reads from the
+    environment: the model stack's caches, and git's configuration for the cache's `tracked` check. Its
+    settings come in the flag (no LVEGIT_* variable), and no model key: its checkers ask no model. It uses
     this process's cache as this process does: the same directory, read-only when this one is."""
     cache_settings = CacheSettings(
         "off" if cache is None else "on" if cache.writable else "read",
-        None if cache is None else str(cache.directory),
+        None if cache is None else os.path.abspath(cache.directory),
     )
     settings = replace(current(), cache=cache_settings)
-    command = [sys.executable, "-m", "lvegit", "--settings-json", settings.as_flag(), *command]
-    command += ["--format", "json", "--repo", str(repo.root)]
-    # Its settings come in the flag: none through LVEGIT_* variables, which it would read again.
-    environment = {name: value for name, value in os.environ.items() if not name.startswith("LVEGIT_")}
-    return subprocess.Popen(
-        [*command, *map(str, lve_dirs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment
+    arguments = [
+        "--settings-json",
+        settings.as_flag(),
+        *command,
+        "--format",
+        "json",
+        "--repo",
+        str(repo.root),
+    ]
+    arguments += [os.path.abspath(lve_dir) for lve_dir in lve_dirs]
+    environment = processes.environment([*stack_environment(), *git_passing()])
+    return processes.start(
+        processes.lvegit_command("lvegit", *arguments),
+        environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
 
 

@@ -9,9 +9,7 @@ import pytest
 from lvegit.base.versions import installed_version, installed_versions
 
 
-@pytest.mark.parametrize(
-    "name", ["click", "jsonlines", "GitPython", "typing-extensions", "typing_extensions"]
-)
+@pytest.mark.parametrize("name", ["click", "jsonlines", "Jinja2", "typing-extensions", "typing_extensions"])
 def test_agrees_with_importlib_metadata(name: str) -> None:
     assert installed_version(name) == importlib.metadata.version(name)
 

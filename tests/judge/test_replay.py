@@ -1,13 +1,17 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 from lvegit.judge.replay import replay_lve
 from lvegit.judge.results import ReplayResult, summarize
 from lvegit.lve.repo import Repository
 
-from builders import RepoBuilder, instance
+from builders import SECRETS, RepoBuilder, instance, plant_code, recorded_calls, recording_git
 
 INSTANCES = "repository/dummy/add/openai--gpt-4o-mini/instances/i.jsonl"
 
@@ -143,3 +147,32 @@ def test_replay_all_keeps_the_order_when_model_stacks_load_elsewhere(repo: RepoB
     alone = [result for lve_dir in dirs for result in replay_lve(root, lve_dir)]
     assert replay_all(root, dirs) == alone
     assert [r.status for r in alone] == ["reproduced", "reproduced", "mismatch", "skipped"]
+
+
+PII = {"checker_args": {"checker_name": "PII_Checker", "entities": ["EMAIL_ADDRESS"], "spacy_model": "blank"}}
+
+
+def test_the_model_stack_process_runs_lvegits_code_with_no_secret(repo: RepoBuilder, tmp_path: Path) -> None:
+    """`check --all` with two model-based LVEs judges them in a process of its own: it imports lvegit, not
+    the `lvegit/` folder at the repository's root, and gets neither the model key nor an unknown secret."""
+    for name in ("a/pii", "b/pii"):
+        repo.lve(name, PII, instances={"i.jsonl": [instance("mail jane@example.com", False, a=1, b=2)]})
+    repo.lve("c/plain", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    marker = plant_code(repo.root)
+    log = recording_git(tmp_path / "bin")
+    (tmp_path / "cache").mkdir()  # an existing cache is asked whether git tracks it: by the other process too
+    environment = {
+        **os.environ,
+        **SECRETS,
+        "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        "LVEGIT_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    command = [sys.executable, "-I", "-m", "lvegit", "check", "--all", "--format", "json"]
+    done = subprocess.run(command, cwd=repo.root, env=environment, capture_output=True, timeout=600)
+    assert not marker.exists()
+    assert done.returncode == 0, done.stderr
+    assert [lve["replay"]["reproduced"] for lve in json.loads(done.stdout)["lves"]] == [1, 1, 1]
+    [elsewhere] = [call for call in recorded_calls(log) if "--settings-json" in call["parent_command"]]
+    assert elsewhere["parent_command"][1:4] == ["-I", "-m", "lvegit"]
+    for seen in (elsewhere["parent_env"], elsewhere["env"]):
+        assert not set(SECRETS) & set(seen)

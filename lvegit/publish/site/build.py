@@ -200,7 +200,7 @@ def _write(environment: Any, site: Site, out: Path, path: str, template: str, **
     write_inside(out, out / path, html.encode("utf-8"), "the site folder")
 
 
-def _lve_pages(batch: _Batch) -> tuple[list[Row], list[str], Statuses]:
+def lve_pages(batch: _Batch) -> tuple[list[Row], list[str], Statuses]:
     """Load each LVE of the batch and write its page: (its table rows, the LVEs that do not load, their
     statuses on the models of the run history)."""
     environment = _environment()
@@ -221,18 +221,49 @@ def _lve_pages(batch: _Batch) -> tuple[list[Row], list[str], Statuses]:
 
 
 def _all_lve_pages(batches: list[_Batch]) -> Iterator[tuple[list[Row], list[str], Statuses]]:
-    """The batches' pages, on every core when there is more than one batch; results in batch order."""
+    """The batches' pages, on every core when there is more than one batch; results in batch order. Each
+    core's process is lvegit.publish.site.pages, started as every process lvegit starts (see
+    lvegit.base.processes): the repository's own files are never imported, and it needs no variable
+    beyond the allow-list."""
     if len(batches) == 1:
-        yield _lve_pages(batches[0])
+        yield lve_pages(batches[0])
         return
-    import multiprocessing
     import os
-    from concurrent.futures import ProcessPoolExecutor
+    import pickle
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
 
-    # spawn, not fork: the caller may have threads (a test's servers), and a forked lock would stay held.
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(min(len(batches), os.cpu_count() or 1), mp_context=context) as pool:
-        yield from pool.map(_lve_pages, batches)
+    from lvegit.base import processes
+
+    workers = min(len(batches), os.cpu_count() or 1)
+    shares = [batches[worker::workers] for worker in range(workers)]
+    started = [
+        processes.start(
+            processes.lvegit_command("lvegit.publish.site.pages"),
+            processes.environment(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        for _share in shares
+    ]
+
+    def exchange(process: subprocess.Popen[bytes], share: list[_Batch]) -> bytes:
+        return process.communicate(pickle.dumps(share))[0]
+
+    with ThreadPoolExecutor(workers) as threads:  # each share written while the others are read
+        answers = list(threads.map(exchange, started, shares))
+    written = []
+    for process, answer in zip(started, answers, strict=True):
+        if process.returncode != 0 or not answer:
+            raise RuntimeError(
+                f"a process writing the site's pages failed (exit status {process.returncode})"
+            )
+        outcome, found = pickle.loads(answer)
+        if outcome == "raised":
+            raise found
+        written.append(found)
+    for index in range(len(batches)):
+        yield written[index % workers][index // workers]
 
 
 def build(

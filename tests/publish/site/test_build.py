@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from builders import PROJECT_ROOT, SAMPLES, RepoBuilder, hostile_repository, instance
+from builders import (
+    PROJECT_ROOT,
+    SAMPLES,
+    SECRETS,
+    RepoBuilder,
+    hostile_repository,
+    instance,
+    plant_code,
+    recorded_calls,
+    recording,
+)
 
 BUNDLED = len(list((PROJECT_ROOT / "repository").rglob("test.json")))  # the bundled LVEs
 
@@ -237,3 +248,31 @@ def test_bidi_and_control_characters_are_shown_as_escapes(
     assert page.count(shown) >= 4  # description, tag, response, author
     assert f"line one\n{shown}" in page
     assert shown in (out / "feed.xml").read_text() and shown in (out / "changes.html").read_text()
+
+
+def test_the_processes_writing_pages_run_lvegits_code_with_no_secret(
+    repo: RepoBuilder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The LVE pages of a large repository are written by processes of their own (here one per LVE):
+    each imports lvegit, not the `lvegit/` folder or `sitecustomize.py` at the repository's root, and
+    gets none of lvegit's secrets."""
+    from lvegit.lve.repo import Repository
+    from lvegit.publish.site import build
+
+    for name in ("a/one", "b/two", "c/three"):
+        repo.lve(name, instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    marker = plant_code(repo.root)
+    log = recording(tmp_path / "bin", "python", sys.executable)
+    monkeypatch.setattr(build, "LVES_PER_BATCH", 1)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "bin" / "python"))
+    monkeypatch.chdir(repo.root)
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+    site = build.build(Repository(repo.root.resolve()), tmp_path / "site", "LVEs", [], None)
+    assert [row.rel for row in site.rows] == [
+        f"repository/{n}/openai--gpt-4o-mini" for n in ("a/one", "b/two", "c/three")
+    ]
+    assert not marker.exists()
+    calls = recorded_calls(log)
+    assert calls and all(call["args"][:3] == ["-I", "-m", "lvegit.publish.site.pages"] for call in calls)
+    assert not any(set(SECRETS) & set(call["env"]) for call in calls)

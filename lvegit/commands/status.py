@@ -17,7 +17,7 @@ from lvegit.commands.options import (
     repo_option,
     selection_options,
 )
-from lvegit.history.severity import Severity, severities
+from lvegit.history.severity import Severity, impacts_of, severities
 from lvegit.history.status import History, LVEStatus, state_counts, status_table
 from lvegit.history.store import history_dir
 
@@ -72,7 +72,8 @@ def status_command(
         # one line: a history of 10,000 LVEs on 20 models is 200,000 entries (jq . indents it)
         print_json(status_document(str(folder), len(history.files), shown_models, statuses), indent=None)
         return 0
-    _print(statuses, severities(statuses, history.newest_run()))
+    judged = sorted({status.lve for status in statuses if status.state != "never-run"})
+    _print(statuses, severities(statuses, impacts_of(repo, judged)))
     counted = state_counts(statuses).items()
     summary = ", ".join(f"{number} {state.replace('-', ' ')}" for state, number in counted)  # as cells say it
     scope = f"{count(len(selected), 'LVE')} x {count(len(shown_models), 'model')}"
@@ -108,4 +109,4 @@ def _print(statuses: list[LVEStatus], severity: dict[str, Severity]) -> None:
 
 def _severity_line(lines: list[str], severity: Severity | None, width: int) -> None:
     if severity is not None and severity.level != "unknown":
-        lines.append(f"  {'severity'.ljust(width)}  {severity.summary} (from evidence)")
+        lines.append(f"  {'severity'.ljust(width)}  {severity.summary}")

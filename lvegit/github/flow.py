@@ -29,7 +29,7 @@ from lvegit.github.context import Event
 from lvegit.github.render import SUMMARY_LIMIT, annotation_commands, render, write_outputs
 from lvegit.github.review import review
 from lvegit.github.trust import Trusted, for_pull_request
-from lvegit.history.severity import severities
+from lvegit.history.severity import impacts_of, severities
 from lvegit.history.status import History, LVEStatus, status_table
 from lvegit.history.store import HISTORY_DIR, history_dir
 from lvegit.judge.cache import open_cache
@@ -77,24 +77,24 @@ def _readme_warning(repo: Repository, path: str) -> str | None:
 
 
 def _history(
-    folder: Path | None, paths: list[str]
+    repo: Repository, folder: Path | None, paths: list[str]
 ) -> tuple[dict[str, list[LVEStatus]], dict[str, str], str | None]:
     """The status of these LVEs on each model of the run history in `folder`, by LVE; each one's severity
-    from evidence, in words, where some run gave a verdict; and why the history could not be read (a
-    broken or hostile file): the check goes on without it."""
+    (with the impact its test.json gives), in words, where some run gave a verdict; and why the history
+    could not be read (a broken or hostile file): the check goes on without it."""
     if folder is None or not folder.is_dir() or not paths:
         return {}, {}, None
     try:
         history = History.open(folder)
         found = history.status(paths)
-        newest = history.newest_run()
     except UsageError as exc:
         return {}, {}, str(exc)
     models = sorted({model for _lve, model in found})
     by_lve: dict[str, list[LVEStatus]] = {}
     for status in status_table(paths, models, found):
         by_lve.setdefault(status.lve, []).append(status)
-    shown = {lve: rated.summary for lve, rated in severities(list(found.values()), newest).items()}
+    rated = severities(list(found.values()), impacts_of(repo, sorted({lve for lve, _model in found})))
+    shown = {lve: severity.summary for lve, severity in rated.items()}
     return by_lve, {lve: text for lve, text in shown.items() if not text.startswith("unknown")}, None
 
 
@@ -189,7 +189,8 @@ def _check(repo: Repository, event: Event, settings: ActionSettings, scratch: Pa
         trusted_history = (
             trusted.history if trusted else history_dir(repo.root, None, current().history.directory)
         )
-        statuses, severity, history_problem = _history(trusted_history, [check.path for check in checks])
+        paths = [check.path for check in checks]
+        statuses, severity, history_problem = _history(repo, trusted_history, paths)
     except UsageError as exc:
         statuses, severity, history_problem = {}, {}, str(exc)
     known_ids = _ids(repo, trusted)

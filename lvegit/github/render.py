@@ -184,7 +184,7 @@ def _history(lve: LVERecord) -> list[str]:
             f"| {markdown(status.model)} | {STATE_MARKS[status.state]} {markdown(status.summary)} | {now} |"
         )
     if lve.severity:
-        lines += ["", f"Severity from evidence: {markdown(lve.severity)}"]
+        lines += ["", f"Severity: {markdown(lve.severity)}"]
     return [*lines, ""]
 
 

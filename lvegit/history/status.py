@@ -92,6 +92,7 @@ class LVEStatus:
     fixed_in: Moment | None = None  # for a regressed LVE: the fix it regressed from
     regressed_in: Moment | None = None
     current: Rate | None = None
+    last_verdict: Moment | None = None  # the latest run that gave a verdict (its attempts not all failed)
 
     def as_json(self) -> dict[str, Any]:
         """Its record, as `status --format json` prints it (built by hand: a history has 100,000s)."""
@@ -106,6 +107,7 @@ class LVEStatus:
             "fixed_in": _as_json(self.fixed_in),
             "regressed_in": _as_json(self.regressed_in),
             "current": _as_json(self.current),
+            "last_verdict": _as_json(self.last_verdict),
         }
 
     @property
@@ -171,7 +173,8 @@ _STATUS_STEPS = (
         arg_min(vid, sequence) FILTER (WHERE unsafe) AS first_vid,
         max(started) FILTER (WHERE unsafe) AS last_at,
         arg_max(vid, sequence) FILTER (WHERE unsafe) AS last_vid,
-        arg_max(vid, sequence) FILTER (WHERE unsafe IS NOT NULL) AS current_vid
+        arg_max(vid, sequence) FILTER (WHERE unsafe IS NOT NULL) AS current_vid,
+        max(started) FILTER (WHERE unsafe IS NOT NULL) AS verdict_at
     FROM keyed GROUP BY pair""",
     """CREATE TEMP TABLE seconds AS
     SELECT pair,
@@ -220,7 +223,7 @@ _STATUS_QUERY = """
 SELECT names.lve, names.model, f.attempts, f.failed, f.first_at, first_v.version, f.last_at,
     last_v.version, f.current_vid IS NOT NULL, f.first_at IS NOT NULL, s.clean_since >= $needed,
     s.since_at, since_v.version, current_v.version, s.current_n, s.current_k,
-    c.back_at, back_v.version, c.fix_at, fix_v.version
+    c.back_at, back_v.version, c.fix_at, fix_v.version, f.verdict_at
 FROM firsts f JOIN seconds s USING (pair) JOIN names USING (pair)
 LEFT JOIN comebacks c USING (pair)
 LEFT JOIN versions first_v ON first_v.vid = f.first_vid
@@ -249,8 +252,8 @@ def _rate(version: str, unsafe: int, attempts: int) -> Rate:
 
 
 def _status(row: tuple[Any, ...]) -> LVEStatus:
-    (lve, model, attempts, failed, first_at, first_v, last_at, last_v, judged, reproduced, cleared,
-     since_at, since_v, current_v, current_n, current_k, back_at, back_v, fix_at, fix_v) = row  # fmt: skip
+    (lve, model, attempts, failed, first_at, first_v, last_at, last_v, judged, reproduced, cleared, since_at,
+     since_v, current_v, current_n, current_k, back_at, back_v, fix_at, fix_v, verdict_at) = row  # fmt: skip
     current = _rate(current_v, current_k, current_n) if current_n else None
     fixed_in = regressed_in = None
     state: State
@@ -266,7 +269,7 @@ def _status(row: tuple[Any, ...]) -> LVEStatus:
         state = "reproduces" if reproduced else "inconclusive"
     return LVEStatus(
         lve, model, state, attempts, failed, _moment(first_at, first_v),
-        _moment(last_at, last_v), fixed_in, regressed_in, current,
+        _moment(last_at, last_v), fixed_in, regressed_in, current, _moment(verdict_at, current_v),
     )  # fmt: skip
 
 

@@ -31,6 +31,7 @@ from pydantic.config import JsonValue
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from lvegit.lve import taxonomy
+from lvegit.lve.impact import ImpactLevel
 from lvegit.lve.problems import PLACEHOLDER, Problems, join_path, json_type, suggestion
 from lvegit.lve.prompt import Message, Role, ToolCall
 from lvegit.lve.tools import DEFAULT_TOOL_STEPS, MAX_TOOL_STEPS, Tool
@@ -288,6 +289,16 @@ class TestFile(Contributed):
     ] = Field(default_factory=dict)
     tags: list[Tag] = Field(default_factory=list)
     author: str | None = None
+    impact: (
+        Annotated[
+            ImpactLevel,
+            Field(
+                description="how much harm the LVE does when it reproduces: the weight of its severity "
+                "(default: its severity tag, else medium)"
+            ),
+        ]
+        | None
+    ) = None
     tools: (
         Annotated[
             list[ToolSpec],

@@ -12,6 +12,7 @@ from lvegit.base.files import (
     FileProblem,
     parse_json,
 )
+from lvegit.lve.impact import ImpactLevel
 from lvegit.lve.instances import InstanceFile, read_instance_file
 from lvegit.lve.problems import Problem, Problems, join_path
 from lvegit.lve.prompt import Message
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from lvegit.lve.schema import CheckerArgs, MessageSpec, RunSpec
 
 # Problems in these fields leave the LVE usable for replay and runs (they are metadata).
-METADATA_FIELDS = ("description", "model", "tags", "author")
+METADATA_FIELDS = ("description", "model", "tags", "author", "impact")
 
 
 @dataclass
@@ -51,6 +52,7 @@ class LVE:
     default_model_args: dict[str, Any] = field(default_factory=dict)
     tags: list[dict[str, Any]] = field(default_factory=list)
     author: str | None = None
+    impact: ImpactLevel | None = None  # declared in test.json
     # The file each prompt's messages came from, relative to the repository root.
     prompt_files: dict[str, str] = field(default_factory=dict)
     tools: dict[str, Tool] = field(default_factory=dict)  # by name, in the order declared
@@ -238,6 +240,7 @@ def _build(repo: Repository, lve_dir: Path, rel: str, data: dict[str, Any], prob
         default_model_args=values.get("default_model_args", {}),
         tags=[tag.model_dump() for tag in values.get("tags", [])],
         author=values.get("author"),
+        impact=values.get("impact"),
         tools={spec.name: spec.as_tool() for spec in values.get("tools") or []},
         max_tool_steps=values.get("max_tool_steps"),
     )

@@ -811,8 +811,11 @@ def test_the_comment_shows_each_changed_lves_run_history(
     data = json.loads((git.root / "lvegit-results/results.json").read_text())
     assert data["history"] is None
     assert [s["state"] for lve in data["lves"] for s in lve["history"]] == ["never-run", "fixed"]
-    assert "Severity from evidence: 0\\.0 none: reproduces on no model now" in body  # fixed everywhere
-    assert [lve["severity"] for lve in data["lves"]] == [None, "0.0 none: reproduces on no model now"]
+    assert "Severity: 0\\.0 none: reproduces on no model now, as of" in body  # fixed everywhere
+    assert [lve["severity"] for lve in data["lves"]] == [
+        None,
+        "0.0 none: reproduces on no model now, as of 2026-09-14",
+    ]
 
     # A broken file on the base branch (where a pull request's check reads the history) is named, and
     # the check goes on.

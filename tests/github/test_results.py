@@ -100,6 +100,7 @@ DOCUMENT: dict[str, Any] = {
                         "attempts": 80,
                         "interval_95": [0, 0.0458],
                     },
+                    "last_verdict": {"at": "2026-09-28T03:17:00Z", "version": "gpt-4o-mini-v2"},
                 }
             ],
             "severity": "0.0 none: reproduces on no model now",

@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 from lvegit.base.escape import mask
 from lvegit.base.files import write_inside
-from lvegit.history.severity import from_status, severity
+from lvegit.history.severity import impact_of, lve_severity
 from lvegit.history.status import LVEStatus
 from lvegit.lve.ids import REGISTRY, Registry, live_ids, load_cached
 from lvegit.lve.repo import Repository, repository_url
@@ -86,7 +86,7 @@ def osv_record(
     since = registry.ids[lve_id].since
     published = f"{since}T00:00:00Z"
     affected = [entry for status in statuses if (entry := _affected(status)) is not None]
-    evidence = severity([from_status(status) for status in statuses], newest)
+    evidence = lve_severity(statuses, impact_of(lve.impact, lve.tags))
     description = mask(lve.description)
     record: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -102,7 +102,7 @@ def osv_record(
             "model_in_test_json": lve.model,
             "tags": [{"name": str(t.get("name")), "value": str(t.get("value"))} for t in lve.tags],
             "declared_severity": _declared_severity(lve),
-            "severity_from_evidence": evidence.as_json(),
+            "severity": evidence.as_json(),
         },
     }
     if source:

@@ -20,7 +20,7 @@ from urllib.parse import quote
 from lvegit._version import __version__
 from lvegit.base.errors import UsageError
 from lvegit.base.escape import mask
-from lvegit.history.severity import ModelEvidence, Severity, severity
+from lvegit.history.severity import ASSUMED, ModelEvidence, Severity, impact_of, severity
 from lvegit.lve import ids
 from lvegit.lve.repo import Repository, repository_url
 from lvegit.lve.spec import LVE
@@ -45,7 +45,7 @@ def _evidence(model: str, attempts: list[Attempt]) -> tuple[ModelEvidence, int, 
     finished = [a.finished_at for a in unsafe if a.finished_at is not None]
     last = _iso(max(finished)) if finished else None
     low = wilson_interval(len(unsafe), len(judged))[0]
-    return ModelEvidence(model, bool(unsafe), False, low, last), len(unsafe), len(judged)
+    return ModelEvidence(model, bool(unsafe), False, low, last, last), len(unsafe), len(judged)
 
 
 def _level(found: Severity) -> str:
@@ -80,7 +80,7 @@ def sarif_log(attempts: list[Attempt], repo: Repository) -> dict[str, Any]:
             evidence, unsafe, judged = _evidence(model, model_attempts)
             if not evidence.affected:
                 continue
-            found = severity([evidence], evidence.last_reproduced)
+            found = severity([evidence], impact_of(lve.impact, lve.tags) if lve else ASSUMED)
             if rule_id not in rules:
                 rules[rule_id] = _rule(rule_id, lve_path, lve, source)
             rules[rule_id]["properties"]["security-severity"] = str(

@@ -20,7 +20,7 @@ from typing import Any
 from lvegit.base.errors import MissingExtra, UsageError
 from lvegit.base.files import FileProblem, output_folder, write_inside
 from lvegit.base.output import count, note
-from lvegit.history.severity import from_status, severity
+from lvegit.history.severity import impact_of, lve_severity
 from lvegit.history.status import STATE_MARKS, History, LVEStatus
 from lvegit.judge.results import judge_said, unsafe_rate
 from lvegit.lve.ids import live_ids, load_cached
@@ -213,7 +213,8 @@ def lve_pages(batch: _Batch) -> tuple[list[Row], list[str], Statuses]:
             continue
         page = _page(batch.repo, lve, batch.live)
         page.statuses = statuses.get(lve.rel, [])
-        found_severity = severity([from_status(shown.status) for shown in page.statuses], batch.site.newest)
+        impact = impact_of(lve.impact, lve.tags)
+        found_severity = lve_severity([shown.status for shown in page.statuses], impact)
         page.severity = found_severity if found_severity.level != "unknown" else None
         _write(environment, batch.site, batch.out, f"lves/{page.slug}.html", "lve.html", page=page)
         rows.append(Row.of(page))

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from lvegit.base.escape import shown_text
 from lvegit.base.output import count
-from lvegit.history.severity import Severity, severities
+from lvegit.history.severity import Severity
 from lvegit.history.status import STATE_MARKS, LVEStatus, State
 from lvegit.lve.spec import LVE
 from lvegit.lve.taxonomy import SCHEMES
@@ -229,6 +229,7 @@ class Row:
     unsafe: int
     lve_id: str | None = None
     taxonomy: tuple[str, ...] = ()  # its taxonomy tags as SCHEME:VALUE
+    severity: Severity | None = None  # once some run gave a verdict (history/severity.py)
 
     @property
     def taxonomy_entries(self) -> list[str]:
@@ -272,6 +273,7 @@ class Row:
                 for tag in lve.tags
                 if tag.get("name") in SCHEMES and isinstance(tag.get("value"), str)
             ),
+            page.severity,
         )
 
 
@@ -287,8 +289,8 @@ class Site(RowTotals):
 
     @functools.cached_property
     def severities(self) -> dict[str, Severity]:
-        """Each LVE's severity from evidence (history/severity.py)."""
-        return severities(list(self.statuses.values()), self.newest)
+        """Each LVE's severity (history/severity.py), by path, once some run gave a verdict."""
+        return {row.rel: row.severity for row in self.rows if row.severity is not None}
 
     @functools.cached_property  # asked for each row of the status page: 10,000 rows, 200,000 statuses
     def history_models(self) -> list[str]:

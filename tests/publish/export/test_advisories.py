@@ -53,7 +53,7 @@ def test_osv_names_the_versions_that_introduced_fixed_and_regressed(cli: Any, tm
     back = by_path[lve("back")]
     assert back["id"] == "x_LVE-2026-0001" and back["database_specific"]["lve_id"] == "LVE-2026-0001"
     assert back["published"] == "2026-11-26T00:00:00Z"
-    assert back["database_specific"]["severity_from_evidence"]["regressed"] is True
+    assert "/RG:Y/" in back["database_specific"]["severity"]["vector"]  # it regressed
     assert {"name": "owasp-llm", "value": "2025:LLM01"} in back["database_specific"]["tags"]
     assert back["references"][0] == {
         "type": "WEB",

@@ -90,7 +90,7 @@ def test_the_status_pages_show_the_bundled_history(browser: Any, cli: Any, tmp_p
         row.find_element("css selector", "th").text: row.find_element("css selector", "td.severity").text
         for row in browser.find_elements("css selector", "table.status tbody tr")
     }
-    assert (severities[multiply], severities[letters]) == ("7.8 high", "0.0 none")
+    assert (severities[multiply], severities[letters]) == ("3.9 low", "0.0 none")  # its tag says low impact
     assert cells[letters] == "✓ fixed in demo-assistant-v2 (2026-09-28)"
     assert cells[multiply] == "▲ regressed in demo-assistant-v2 (2026-09-28)"
     browser.save_screenshot(str(ARTIFACTS / "site-status.png"))
@@ -209,16 +209,13 @@ def test_an_lves_page_links_its_id_to_its_advisory_and_every_page_to_the_feed(
     assert open_page(browser, next((out / "lves").glob("reliability-arithmetic-multiply-*.html"))) == []
     assert browser.find_element("css selector", "code.lve-id").text == "LVE-2026-0005"
     assert browser.find_element("css selector", "p.severity").text.startswith(
-        "Severity from evidence: 7.8 high (1 model, 1 vendor, unsafe rate at least 98%"
+        "Severity: 3.9 low (exploitability 7.8 (1 model, 1 vendor, unsafe rate at least 97%"
     )
     feed = browser.find_element("css selector", "link[rel=alternate][type='application/atom+xml']")
     assert feed.get_attribute("href") == (out / "feed.xml").as_uri()
     browser.find_element("link text", "OSV advisory").click()
     record = json.loads(browser.find_element("tag name", "pre").text)
-    assert (
-        record["id"] == "x_LVE-2026-0005"
-        and record["database_specific"]["severity_from_evidence"]["level"] == "high"
-    )
+    assert record["id"] == "x_LVE-2026-0005" and record["database_specific"]["severity"]["score"] == 3.9
     browser.back()
     browser.find_element("link text", "OSV advisories").click()
     assert {"id": "x_LVE-2026-0005", "modified": "2026-11-26T00:00:00Z"} in json.loads(

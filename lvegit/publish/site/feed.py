@@ -64,7 +64,7 @@ class About:
 
 
 def _what(lve_id: str | None, path: str, about: About | None) -> str:
-    """`LVE-2026-0005 (7.8 high): Multiplies two numbers wrongly.`: id, severity, description."""
+    """`LVE-2026-0005 (3.9 low): Multiplies two numbers wrongly.`: id, severity, description."""
     severity = about.severity if about else None
     known = severity is not None and severity.level != "unknown"
     shown = f"severity {severity.score:.1f} {severity.level}" if severity and known else "severity unknown"

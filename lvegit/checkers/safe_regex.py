@@ -74,6 +74,16 @@ def search(compiled: Any, text: str) -> Any:
     return _timed(compiled.search)(text)
 
 
+@functools.lru_cache(maxsize=1024)
+def _compiled(pattern: str) -> Any:
+    return compile_pattern(pattern)
+
+
+def found(pattern: str, text: str) -> bool:
+    """Whether `pattern` (compiled once, cached) is found in `text`, with the time limit."""
+    return search(_compiled(pattern), text) is not None
+
+
 @functools.cache
 def regex_namespace() -> SimpleNamespace:
     """What a checker lambda sees as `re`: the usual functions, each with the time limit, and the flags."""

@@ -15,6 +15,7 @@ from lvegit.judge.results import judge_said
 from lvegit.lve.ids import resolve_ids
 from lvegit.lve.prompt import response_text
 from lvegit.lve.template import SHOWN_PARAMETER
+from lvegit.lve.tools import ReturnCase
 from lvegit.publish.show import lve_view
 
 MAX_TEXT = 300  # characters of a prompt message or a response shown in the terminal
@@ -70,7 +71,10 @@ def _print(view: dict[str, Any]) -> None:
     _field("parameters", ", ".join(view["prompt_parameters"]) or "(none)")
     for tool in view.get("tools") or []:
         arguments = ", ".join(tool["parameters"].get("properties") or {})
-        returns = f" returns {_short(tool['returns'])}" if tool["returns"] is not None else ""
+        declared = tool["returns"]
+        if isinstance(declared, list):  # cases chosen by the arguments
+            declared = "; ".join(ReturnCase(**case).text for case in declared)
+        returns = f" returns {_short(declared)}" if declared is not None else ""
         _field("tool", f"{tool['name']}({arguments}){returns}")
     if view.get("max_tool_steps") is not None:
         never = ": calls are recorded, never answered" if view["max_tool_steps"] == 0 else ""

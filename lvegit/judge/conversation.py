@@ -10,6 +10,7 @@ from lvegit.base.errors import CheckerError, LVEError, LvegitError
 from lvegit.checkers import BaseChecker, MultiRunBaseChecker
 from lvegit.checkers.budget import contributed_verdict
 from lvegit.checkers.registry import CORE_CHECKERS
+from lvegit.checkers.safe_regex import found
 from lvegit.lve.prompt import (
     Message,
     fill_holes,
@@ -75,7 +76,7 @@ def conversation_steps(
             if calls and taken[run] < lve.step_limit:
                 taken[run] += 1
                 answered = answered_step(
-                    lve.tools, completion.text or None, calls, params, taken[run], conversation
+                    lve.tools, completion.text or None, calls, params, taken[run], conversation, found
                 )
                 conversation[index:index] = answered  # the hole moves on, to be asked again
                 start[run] = index + len(answered)

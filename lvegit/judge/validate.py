@@ -27,7 +27,7 @@ from lvegit.lve.prompt import Message, Role, fill_holes, variable_names, with_tr
 from lvegit.lve.repo import CHECKER_DIR, Repository
 from lvegit.lve.routing_file import route_problem
 from lvegit.lve.spec import LVE, Loaded, load_lve, locate_lines
-from lvegit.lve.template import TemplateError, placeholders
+from lvegit.lve.template import TemplateError, braces_hint, placeholders
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def _check_prompts(lve: LVE, problems: Problems, parameters_known: bool) -> set[
                     line = _line_of(text, "{" + name, source.line)
                     problems.error(
                         where,
-                        f"placeholder {{{name}}} is not listed in prompt_parameters",
+                        f"placeholder {{{name}}} is not listed in prompt_parameters{braces_hint(name)}",
                         line,
                         file=source.file,
                     )

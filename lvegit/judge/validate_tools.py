@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from lvegit.base.errors import InvalidValue
 from lvegit.checkers.core import ToolCallChecker, tool_names
+from lvegit.checkers.safe_regex import compile_pattern
 from lvegit.lve.problems import Problems, join_path
 from lvegit.lve.prompt import Message, Role
 from lvegit.lve.spec import LVE
-from lvegit.lve.template import TemplateError, placeholders
+from lvegit.lve.template import TemplateError, braces_hint, placeholders
+from lvegit.lve.tools import ReturnCase, Tool
 
 
 def check_tools(lve: LVE, prompts: list[tuple[str, str, list[Message]]], problems: Problems) -> set[str]:
@@ -36,22 +38,56 @@ def _check_returns(lve: LVE, problems: Problems) -> set[str]:
             if lve.step_limit > 0:
                 problems.error(where, "say what a call returns (or set max_tool_steps to 0: never answered)")
             continue
-        try:
-            names = placeholders(tool.returns)
-        except TemplateError as exc:
-            problems.error(where, str(exc))
-            continue
         arguments = set(tool.parameters.get("properties", {}))
-        for name in names:
-            if name in lve.prompt_parameters:
-                used.add(name)
-            elif name not in arguments:
-                problems.error(
-                    where,
-                    f"{{{name}}} is neither an argument of {tool.name} (its parameters' properties) nor a "
-                    f"prompt parameter",
-                )
+        if isinstance(tool.returns, str):
+            used |= _check_template(lve, tool, tool.returns, where, arguments, problems)
+            continue
+        if not tool.returns:
+            problems.error(where, "give at least one case")
+        for number, case in enumerate(tool.returns):
+            at = join_path(where, number)
+            used |= _check_template(lve, tool, case.returns, join_path(at, "returns"), arguments, problems)
+            _check_case(tool, case, number == len(tool.returns) - 1, at, arguments, problems)
     return used
+
+
+def _check_template(
+    lve: LVE, tool: Tool, template: str, where: str, arguments: set[str], problems: Problems
+) -> set[str]:
+    """The problems of one text a tool returns; the prompt parameters it uses."""
+    try:
+        names = placeholders(template)
+    except TemplateError as exc:
+        problems.error(where, str(exc))
+        return set()
+    for name in names:
+        if name not in lve.prompt_parameters and name not in arguments:
+            problems.error(
+                where,
+                f"{{{name}}} is neither an argument of {tool.name} (its parameters' properties) nor a "
+                f"prompt parameter{braces_hint(name)}",
+            )
+    return {name for name in names if name in lve.prompt_parameters}
+
+
+def _check_case(
+    tool: Tool, case: ReturnCase, last: bool, where: str, arguments: set[str], problems: Problems
+) -> None:
+    """A case's conditions name the tool's arguments with patterns that compile; only the last has none."""
+    if case.when is None:
+        if not last:
+            problems.error(
+                where, "only the last case may leave out 'when' (the default): later ones never apply"
+            )
+        return
+    for field, pattern in case.when.items():
+        at = join_path(join_path(where, "when"), field)
+        if field not in arguments:
+            problems.error(at, f"'{field}' is not an argument of {tool.name} (its parameters' properties)")
+        try:
+            compile_pattern(pattern)
+        except InvalidValue as exc:
+            problems.error(at, str(exc))
 
 
 def _check_exchange(lve: LVE, file: str, base: str, messages: list[Message], problems: Problems) -> None:
@@ -84,9 +120,17 @@ def _check_checker_names(lve: LVE, problems: Problems) -> None:
             "checker_args.checker_name", "ToolCallChecker judges tool calls: the LVE declares no tools"
         )
         return
-    for argument in ("tools", "allowed_tools"):
+    sequence = lve.checker_args.get("sequence")
+    conditions = [
+        (join_path(join_path("sequence", number), "tools"), condition.get("tools"))
+        for number, condition in enumerate(sequence if isinstance(sequence, list) else [])
+        if isinstance(condition, dict)
+    ]
+    for argument, value in [
+        (name, lve.checker_args.get(name)) for name in ("tools", "allowed_tools")
+    ] + conditions:
         try:
-            names = tool_names(lve.checker_args.get(argument), argument) or ()
+            names = tool_names(value, argument) or ()
         except InvalidValue:  # building the checker reports it
             continue
         for name in names:

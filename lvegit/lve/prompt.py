@@ -338,8 +338,9 @@ def turn_messages(turn: dict[str, Any], hole: Message, name: str) -> list[Messag
 
 def model_tool_calls(conversation: list[Message]) -> list[dict[str, Any]]:
     """The tools the model called in a conversation (not the calls a prompt wrote), in order: name,
-    arguments as written, `parsed` (the arguments as an object, None where they are no JSON object) and
-    `result` (what the tool answered, None when the call was not answered: the step limit)."""
+    arguments as written, `parsed` (the arguments as an object, None where they are no JSON object),
+    `result` (what the tool answered, None when the call was not answered: the step limit) and `step` (the
+    step of the turn that made it, from 1)."""
     results = _results(conversation)
     return [
         {
@@ -348,6 +349,7 @@ def model_tool_calls(conversation: list[Message]) -> list[dict[str, Any]]:
             "arguments": call.arguments,
             "parsed": call.parsed(),
             "result": results.get((message.step, call.id)),
+            "step": message.step,
         }
         for message in conversation
         if message.step is not None

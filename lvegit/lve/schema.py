@@ -34,7 +34,7 @@ from lvegit.lve import taxonomy
 from lvegit.lve.impact import ImpactLevel
 from lvegit.lve.problems import PLACEHOLDER, Problems, join_path, json_type, suggestion
 from lvegit.lve.prompt import Message, Role, ToolCall
-from lvegit.lve.tools import DEFAULT_TOOL_STEPS, MAX_TOOL_STEPS, Tool
+from lvegit.lve.tools import DEFAULT_TOOL_STEPS, MAX_TOOL_STEPS, ReturnCase, Tool
 
 DRAFT: Final = "https://json-schema.org/draft/2020-12/schema"
 TEXT_PATTERN: Final = r"\S"
@@ -230,6 +230,19 @@ ParameterNames = Annotated[
 PROMPT_FORMS: Final = ("prompt", "prompt_file", "multi_run_prompt")
 
 
+class ReturnCaseSpec(Contributed):
+    """One case of a tool's returns: chosen for a call whose arguments match `when`."""
+
+    when: Annotated[
+        dict[str, str] | None,
+        Field(
+            description="argument names and the patterns (regular expressions) their values must contain; "
+            "left out: any call (the default, last)"
+        ),
+    ] = None
+    returns: Annotated[str, Field(description="what such a call returns, filled like a tool's returns")]
+
+
 class ToolSpec(Contributed):
     """A tool the model is offered. It does nothing: a call is answered with `returns`."""
 
@@ -239,10 +252,11 @@ class ToolSpec(Contributed):
         dict[str, Any], Field(description="JSON Schema of the arguments: an object schema")
     ] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     returns: Annotated[
-        str | None,
+        str | list[ReturnCaseSpec] | None,
         Field(
             description="what a call returns: text, with {name} filled from the call's arguments and the "
-            "LVE's prompt parameters (required unless max_tool_steps is 0)"
+            "LVE's prompt parameters, or a list of cases chosen by the call's arguments, the first that "
+            "matches (required unless max_tool_steps is 0)"
         ),
     ] = None
 
@@ -256,7 +270,15 @@ class ToolSpec(Contributed):
         return parameters
 
     def as_tool(self) -> Tool:
-        return Tool(self.name, self.description, self.parameters, self.returns)
+        returns = self.returns
+        if isinstance(returns, list):
+            return Tool(
+                self.name,
+                self.description,
+                self.parameters,
+                tuple(ReturnCase(case.returns, case.when) for case in returns),
+            )
+        return Tool(self.name, self.description, self.parameters, returns)
 
 
 def _tools_named_once(tools: list[ToolSpec]) -> list[ToolSpec]:

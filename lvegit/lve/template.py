@@ -37,6 +37,15 @@ def _fields(text: str) -> Iterator[tuple[str, str | None, str | None, str | None
         ) from None
 
 
+LITERAL_BRACES = "write '{{' and '}}' for literal braces"
+
+
+def braces_hint(name: str) -> str:
+    """For a placeholder that no parameter has: the way to write literal braces, where the name is quoted
+    as a JSON key is (`{"id": 7}` in a tool's result reads as the placeholder `"id"`)."""
+    return f" ({LITERAL_BRACES})" if name[:1] in ("'", '"') else ""
+
+
 def is_parameter_name(name: str) -> bool:
     """A key `str.format_map` looks up as it is (no attribute or index access), with a letter or `_` in it
     and no comma or space, so regex quantifiers such as `{1,6}` are never taken for one. Real LVEs use
@@ -46,9 +55,7 @@ def is_parameter_name(name: str) -> bool:
 
 def _require_name(field: str) -> None:
     if not is_parameter_name(field):
-        raise TemplateError(
-            f"'{{{field}}}' is not a parameter name (write '{{{{' and '}}}}' for literal braces)"
-        )
+        raise TemplateError(f"'{{{field}}}' is not a parameter name ({LITERAL_BRACES})")
 
 
 def _check_spec(field: str, spec: str | None) -> None:

@@ -2,16 +2,19 @@
 
 A tool never does anything: it answers a call with the text its LVE declares (`returns`), filled with the
 call's arguments and the LVE's parameters, so that a run that used tools can be recorded and replayed like
-any other. The model's arguments are data: they are parsed, never evaluated.
+any other. `returns` may also be a list of cases, each chosen when the call's arguments match its patterns
+(`when`), the last one without `when` the default: reading the `random` channel then returns what that
+channel holds. The model's arguments are data: they are parsed and matched, never evaluated.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from lvegit.base.errors import InvalidValue, LVEError
+from lvegit.base.errors import InvalidValue, LVEError, RegexTimeout
 from lvegit.lve.prompt import MAX_CONVERSATION_CHARS, Message, Role, ToolCall, conversation_chars
 from lvegit.lve.template import fill, placeholders
 
@@ -20,16 +23,82 @@ DEFAULT_TOOL_STEPS = 5  # how often one turn's tool calls are answered unless th
 MAX_TOOL_STEPS = 50
 
 
+# Whether a pattern (a regular expression, run with its time limit) is found in a text: the checkers'
+# pattern rules, given by the caller (this layer runs no patterns of its own).
+Search = Callable[[str, str], bool]
+
+
+@dataclass(frozen=True)
+class ReturnCase:
+    """One case of a tool's `returns`: its text, for a call whose arguments hold every field of `when` with
+    a value the field's pattern is found in (a value that is no string as its JSON); no `when`: any call."""
+
+    returns: str
+    when: dict[str, str] | None = None
+
+    def as_declared(self) -> dict[str, Any]:
+        return (
+            {"when": self.when, "returns": self.returns}
+            if self.when is not None
+            else {"returns": self.returns}
+        )
+
+    @property
+    def text(self) -> str:
+        """The case for people: `when channel ~ random: ...`, `otherwise: ...`."""
+        if self.when is None:
+            return f"otherwise: {self.returns}"
+        conditions = ", ".join(f"{field} ~ {pattern}" for field, pattern in self.when.items())
+        return f"when {conditions}: {self.returns}"
+
+    def takes(self, arguments: dict[str, Any], search: Search) -> bool:
+        return all(
+            field in arguments and search(pattern, argument_text(arguments[field]))
+            for field, pattern in (self.when or {}).items()
+        )
+
+
 @dataclass(frozen=True)
 class Tool:
     name: str
     description: str
     parameters: dict[str, Any]  # JSON Schema of the arguments
-    returns: str | None  # a template over the arguments and the LVE's parameters (None: never answered)
+    # A template over the arguments and the LVE's parameters, or cases chosen by the arguments (None: never
+    # answered)
+    returns: str | tuple[ReturnCase, ...] | None
 
     def as_declared(self) -> dict[str, Any]:
         """The tool as test.json declares it (its fields are test.json's keys, in their order)."""
-        return asdict(self)
+        returns = self.returns
+        declared = [case.as_declared() for case in returns] if isinstance(returns, tuple) else returns
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.parameters,
+            "returns": declared,
+        }
+
+    @property
+    def returns_text(self) -> str | None:
+        """What a call returns, in one line for people: the text, or each case with its conditions."""
+        if self.returns is None or isinstance(self.returns, str):
+            return self.returns
+        return "; ".join(case.text for case in self.returns)
+
+    @property
+    def templates(self) -> tuple[str, ...]:
+        """Every text a call of this tool may return."""
+        if self.returns is None:
+            return ()
+        return (
+            (self.returns,) if isinstance(self.returns, str) else tuple(case.returns for case in self.returns)
+        )
+
+    def template_for(self, arguments: dict[str, Any], search: Search) -> str | None:
+        """The text a call with these arguments returns: the first case it takes (None: none)."""
+        if isinstance(self.returns, str) or self.returns is None:
+            return self.returns
+        return next((case.returns for case in self.returns if case.takes(arguments, search)), None)
 
     def as_api(self) -> dict[str, Any]:
         """The tool as the chat-completions API is offered it."""
@@ -37,7 +106,12 @@ class Tool:
         return {"type": "function", "function": function}
 
 
-def answer(tools: dict[str, Tool], call: ToolCall, params: dict[str, Any]) -> str:
+def argument_text(value: Any) -> str:
+    """An argument as a pattern or a template sees it: a string as it is, any other value as its JSON."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def answer(tools: dict[str, Tool], call: ToolCall, params: dict[str, Any], search: Search) -> str:
     """What a declared tool returns for a call. A call the tool cannot take (no such tool, arguments that
     are no JSON object, an argument its result needs left out) is answered with an error, as a real tool
     would answer it: the model sees it and the record keeps it."""
@@ -50,16 +124,16 @@ def answer(tools: dict[str, Tool], call: ToolCall, params: dict[str, Any]) -> st
     if arguments is None:
         return f"error: the arguments of {tool.name} are not a JSON object"
     # The LVE's parameters win over an argument of the same name: the return says what the LVE means.
-    values = {
-        **{key: value if isinstance(value, str) else json.dumps(value) for key, value in arguments.items()},
-        **params,
-    }
+    values = {**{key: argument_text(value) for key, value in arguments.items()}, **params}
     try:
-        missing = [name for name in placeholders(tool.returns) if name not in values]
+        template = tool.template_for(arguments, search)
+        if template is None:
+            return f"error: {tool.name} has no result for these arguments"
+        missing = [name for name in placeholders(template) if name not in values]
         if missing:
             return f"error: {tool.name} needs the argument {json.dumps(missing[0])}"
-        return fill(tool.returns, values)
-    except InvalidValue as exc:  # a value its format spec cannot take
+        return fill(template, values)
+    except (InvalidValue, RegexTimeout) as exc:  # a value its format spec cannot take, a pattern too slow
         return f"error: {tool.name}: {exc}"
 
 
@@ -83,6 +157,7 @@ def answered_step(
     params: dict[str, Any],
     step: int,
     conversation: list[Message],
+    search: Search,
 ) -> list[Message]:
     """One step of a model's turn: its message with its calls, and a tool message answering each. The
     model decides how many calls it makes: the results are counted as they are made, and a step that would
@@ -90,7 +165,9 @@ def answered_step(
     asked = Message(text, Role.assistant, tool_calls=unique_calls(calls, step), step=step)
     step_messages, chars = [asked], conversation_chars([*conversation, asked])
     for call in asked.tool_calls:
-        step_messages.append(Message(answer(tools, call, params), Role.tool, tool_call_id=call.id, step=step))
+        step_messages.append(
+            Message(answer(tools, call, params, search), Role.tool, tool_call_id=call.id, step=step)
+        )
         chars += conversation_chars(step_messages[-1:])
         if chars > MAX_CONVERSATION_CHARS:
             raise LVEError(

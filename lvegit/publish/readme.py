@@ -130,7 +130,7 @@ def _tools(lve: LVE) -> str:
     """Each tool offered, with its arguments, what it is for and what it returns; the step limit."""
     lines = [
         f"{tool.name}({', '.join(tool.parameters.get('properties') or {})}): {tool.description}"
-        + (f"\n  returns: {tool.returns}" if tool.returns is not None else "")
+        + (f"\n  returns: {tool.returns_text}" if tool.returns_text is not None else "")
         for tool in lve.tools.values()
     ]
     return "\n".join([*lines, f"At most {lve.step_limit} tool steps per turn."]) if lines else ""

@@ -8,6 +8,8 @@
   that closes early.
 - workflow_data / workflow_property: the message and the properties of a GitHub workflow command.
 - shown_text: text of a page or a feed (the site, its Atom feed), whose markup is escaped where it is written.
+- rendered_markdown: text of a field that readers render as CommonMark (OSV's `details`, SARIF's markdown
+  help): its lines kept, no raw HTML, no links or images of its own.
 Every function but shown_text masks the values of secret-looking environment variables.
 """
 
@@ -140,3 +142,16 @@ def workflow_data(text: str) -> str:
 def workflow_property(text: str) -> str:
     """A property value such as `file=` of a workflow command."""
     return workflow_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+_MARKDOWN_LINKS = re.compile(r"([\\`\[\]])")
+
+
+def rendered_markdown(text: str) -> str:
+    """Text for a field that its readers render as CommonMark (an OSV record's `details`, a SARIF rule's
+    `help.markdown`): line breaks kept; control and invisible characters shown as escapes; `&`, `<` and `>`
+    as entities, so no HTML comes through; backslashes, backticks and brackets escaped, so the text makes
+    no link, image or code span of its own; secrets masked."""
+    text = _CONTROL_NOT_LINES.sub(_escape_control, mask(text)).replace("\r\n", "\n").replace("\r", "\n")
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MENTION.sub("@\u200b", _MARKDOWN_LINKS.sub(r"\\\1", text))

@@ -147,8 +147,7 @@ def _osv(repo: Repository, reports: tuple[Path, ...], output: Path | None, histo
     if reports:
         raise UsageError("--format osv reads the run history, not reports: add runs with lvegit history add")
     folder = history_dir(repo.root, history_path, current_settings().history.directory)
-    history = History.open(folder)
-    records, left_out = advisories(repo, history.status(), history.newest_run())
+    records, left_out = advisories(repo, History.open(folder).status())
     for path, why in left_out.items():
         note(f"{console(path)}: left out, {why}")
     if output is None:

@@ -391,5 +391,5 @@ def _write_advisories(repo: Repository, site: Site, out: Path, newest: str | Non
     """osv/<id>.json for each LVE with an id and osv/index.json (what an OSV mirror reads)."""
     from lvegit.publish.export.osv import advisories, write_advisories
 
-    records, _left_out = advisories(repo, site.statuses, newest)
+    records, _left_out = advisories(repo, site.statuses)
     write_advisories(out, out / "osv", records, "the site folder")

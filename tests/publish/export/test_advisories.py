@@ -4,6 +4,7 @@ run report), each checked against its official JSON Schema (../shared/reference)
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -77,8 +78,110 @@ def test_the_bundled_repository_exports_valid_advisories(cli: Any, tmp_path: Pat
     assert exported.code == 0, exported.err
     bundled = len(list((PROJECT_ROOT / "repository").rglob("test.json")))  # every one has an id
     assert f"{bundled} advisories" in exported.out
-    for path in (tmp_path / "osv").glob("x_*.json"):
-        reference_schema_accepts(json.loads(path.read_text()), "osv-schema.json")
+    statuses = json.loads(cli("status", "--format", "json", "--repo", str(PROJECT_ROOT)).out)["statuses"]
+    reproduced = {entry["lve"] for entry in statuses if entry["first_reproduced"]}
+    records = [json.loads(path.read_text()) for path in sorted((tmp_path / "osv").glob("x_*.json"))]
+    for record in records:
+        folder = PROJECT_ROOT / record["database_specific"]["path"]
+        lines = [
+            json.loads(text)
+            for file in folder.glob("instances/*.jsonl")
+            for text in file.read_text().splitlines()
+        ]
+        unsafe = any(line.get("passed") is False for line in lines)
+        assert bool(record["affected"]) == (
+            unsafe or folder.relative_to(PROJECT_ROOT).as_posix() in reproduced
+        )
+    assert sum(bool(record["affected"]) for record in records) == 15  # of 17: two have no unsafe evidence
+    for record in records:
+        reference_schema_accepts(record, "osv-schema.json")
+
+
+def test_recorded_instances_are_evidence_too(cli: Any, tmp_path: Path) -> None:
+    """No history at all: an unsafe recorded instance makes its model affected, with the version that answered."""
+    git = GitRepo(tmp_path / "lves")
+    wrong = instance("100", False, a=99, b=1)
+    wrong["run_info"] = {"timestamp": "2026-12-01T10:00:00Z", "model": "gpt-4o-mini-2024-07-18"}
+    RepoBuilder(git.root).lve("cat/wrong", instances={"i.jsonl": [instance("3", True, a=1, b=2), wrong]})
+    assert cli("ids", "assign", "--today", "2026-11-26", cwd=git.root).code == 0
+    [record] = [json.loads(text) for text in cli("export", "--format", "osv", cwd=git.root).out.splitlines()]
+    assert record["affected"] == [
+        {
+            "versions": ["gpt-4o-mini-2024-07-18"],
+            "database_specific": {
+                "model": "openai/gpt-4o-mini",
+                "state": "recorded",
+                "summary": "1 of 2 recorded instances unsafe",
+                "recorded_instances": {"unsafe": 1, "instances": 2},
+            },
+        }
+    ]
+    assert record["modified"] == "2026-12-01T10:00:00Z"  # when the newest instance was recorded
+    reference_schema_accepts(record, "osv-schema.json")
+
+
+def test_a_record_changes_only_when_its_evidence_does(cli: Any, tmp_path: Path) -> None:
+    """A second export with nothing new writes the same bytes; a new reproduction of one LVE changes its
+    record and the index, and a run of only failed attempts changes nothing."""
+    git = GitRepo(tmp_path / "lves")
+    lves = RepoBuilder(git.root)
+    for name in ("one", "two", "three"):
+        lves.lve(f"cat/{name}", instances=ROWS)
+    assert cli("ids", "assign", "--today", "2026-11-26", cwd=git.root).code == 0
+    folder, model = git.root / "history", "acme/chat"
+    history_run(
+        folder, "2026-12-01T03:00:00Z", {(lve(name), model, "v1"): (2, 3) for name in ("one", "two", "three")}
+    )
+
+    def export(name: str) -> dict[str, bytes]:
+        out = tmp_path / name
+        assert cli("export", "--format", "osv", "--output", str(out), cwd=git.root).code == 0
+        return {path.name: path.read_bytes() for path in out.iterdir()}
+
+    first = export("first")
+    assert export("second") == first
+    history_run(folder, "2026-12-08T03:00:00Z", {(lve("two"), model, "v2"): (0, 0)}, failed=4)
+    assert export("after-errors") == first
+    history_run(folder, "2026-12-15T03:00:00Z", {(lve("one"), model, "v2"): (4, 0)})
+    third = export("third")
+    assert sorted(name for name in third if third[name] != first[name]) == [
+        "index.json",
+        "x_LVE-2026-0001.json",
+    ]
+    assert json.loads(third["x_LVE-2026-0001.json"])["modified"] == "2026-12-15T03:00:00Z"
+
+
+def test_a_retired_id_becomes_a_withdrawn_record(cli: Any, tmp_path: Path) -> None:
+    git = GitRepo(tmp_path / "lves")
+    lves = RepoBuilder(git.root)
+    for name in ("kept", "gone"):
+        lves.lve(f"cat/{name}", instances=ROWS)
+    assert cli("ids", "assign", "--today", "2026-11-26", cwd=git.root).code == 0
+    git.commit("ids")
+    shutil.rmtree(git.root / lve("gone"))
+    assert cli("ids", "assign", "--today", "2026-12-02", cwd=git.root).code == 0
+    records = {
+        json.loads(text)["id"]: json.loads(text)
+        for text in cli("export", "--format", "osv", cwd=git.root).out.splitlines()
+    }
+    withdrawn = records["x_LVE-2026-0001"]  # cat/gone sorts first
+    assert withdrawn["withdrawn"] == withdrawn["modified"] == "2026-12-02T00:00:00Z"
+    assert withdrawn["affected"] == [] and withdrawn["database_specific"]["path"] == lve("gone")
+    assert "withdrawn" not in records["x_LVE-2026-0002"]
+    reference_schema_accepts(withdrawn, "osv-schema.json")
+
+
+def test_a_description_cannot_put_html_or_hidden_text_into_details(cli: Any, tmp_path: Path) -> None:
+    """OSV readers render `details` as markdown: raw HTML, links and bidi overrides come out as text."""
+    git = GitRepo(tmp_path / "lves")
+    hostile = "Adds <img src=x onerror=alert(1)> [click](javascript:alert(1)) \u202eevil\x1b[31m\nsecond line"
+    RepoBuilder(git.root).lve("cat/hostile", {"description": hostile}, instances=ROWS)
+    assert cli("ids", "assign", "--today", "2026-11-26", cwd=git.root).code == 0
+    [record] = [json.loads(text) for text in cli("export", "--format", "osv", cwd=git.root).out.splitlines()]
+    details = record["details"]
+    assert "<img" not in details and "&lt;img" in details and "\\[click\\]" in details
+    assert "\u202e" not in details and "\x1b" not in details and "\nsecond line" in details
+    assert "\u202e" not in record["summary"] and "\x1b" not in record["summary"]
 
 
 def test_sarif_has_a_result_for_each_lve_that_reproduced_keyed_by_its_id(

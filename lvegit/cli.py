@@ -78,6 +78,27 @@ def cli(ctx: click.Context, settings_json: str | None) -> None:
         configure(Settings.from_flag(settings_json, **fields))
     else:
         configure(Settings.from_environment(os.environ, **fields))
+        if os.environ.get("GITHUB_ACTIONS") == "true":  # once per command, not in its child processes
+            _warn_if_unreleased()
+
+
+# Where the templates' `lvegit/lvegit@main` and `pip install "lvegit @ git+...@main"` say to look.
+PINNING = "https://lvegit.github.io/lvegit/action/#pinning-lvegit"
+
+
+def _warn_if_unreleased() -> None:
+    """A workflow copied from examples/workflows/ unchanged runs lvegit from main: say, as an annotation on
+    the run, that it follows every change there and how to pin it."""
+    from lvegit.base.versions import is_release
+
+    if not is_release(__version__):
+        click.echo(
+            f"::warning title=lvegit {__version__} is not a release::This workflow runs lvegit from a "
+            "branch, as examples/workflows/ have it until you pin it: replace `@main` in "
+            "`uses: lvegit/lvegit@main` and in `pip install ...lvegit@main` with the commit of a release "
+            f"tag, or install `lvegit==X.Y.Z` once lvegit is on PyPI ({PINNING})",
+            err=True,
+        )
 
 
 def _silence_stdout() -> None:
@@ -111,7 +132,8 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> Any
         hint = ""
         if isinstance(exc, click.UsageError) and exc.ctx is not None:
             hint = f" (see '{exc.ctx.command_path} --help')"
-        click.echo(f"lvegit: error: {console_lines(exc.format_message())}{hint}", err=True)
+        message = exc.format_message().expandtabs(2)  # click indents its lists of choices with tabs
+        click.echo(f"lvegit: error: {console_lines(message)}{hint}", err=True)
         code = EXIT_USAGE
     except BrokenPipeError:
         _silence_stdout()

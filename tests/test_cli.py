@@ -9,7 +9,7 @@ from lvegit import __version__
 from lvegit.cli import cli as cli_group
 from lvegit.commands.catalog import COMMANDS as CATALOG
 
-from builders import RepoBuilder
+from builders import PROJECT_ROOT, RepoBuilder
 
 COMMANDS = sorted(CATALOG)
 
@@ -122,3 +122,46 @@ def test_python_dash_m_entry_point(repo: RepoBuilder) -> None:
     )
     assert process.returncode == 0, process.stderr
     assert process.stdout.endswith("1 LVE: 1 valid, 0 invalid\n")
+
+
+def test_in_github_actions_an_unreleased_lvegit_says_to_pin_a_release(
+    repo: RepoBuilder, cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A template of examples/workflows/ run unchanged runs lvegit from main: every run says so, as a warning
+    annotation with what to replace; a release says nothing."""
+    import lvegit.cli
+
+    repo.lve()
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setattr(lvegit.cli, "__version__", "0.0.0")  # the Action's image built from main
+    warned = cli("list", cwd=repo.root)
+    assert warned.code == 0
+    assert warned.err.startswith("::warning title=lvegit 0.0.0 is not a release::")
+    assert "`uses: lvegit/lvegit@main`" in warned.err and "#pinning-lvegit" in warned.err
+    monkeypatch.setattr(lvegit.cli, "__version__", "0.2.0")
+    assert cli("list", cwd=repo.root).err == ""
+    monkeypatch.delenv("GITHUB_ACTIONS")
+    monkeypatch.setattr(lvegit.cli, "__version__", "0.0.0")
+    assert cli("list", cwd=repo.root).err == ""
+
+
+def test_the_workflow_templates_pin_nothing_that_looks_real_and_mark_what_to_replace() -> None:
+    """They once pinned lvegit==0.1.0 and an action commit 0123456789abcdef... that do not exist."""
+    import re
+
+    for template in (PROJECT_ROOT / "examples/workflows").glob("*.yml"):
+        text = template.read_text()
+        assert "0123456789abcdef" not in text and "0.1.0" not in text, template.name
+        for line in text.splitlines():
+            if re.search(r"lvegit/lvegit@|pip install .*lvegit", line):
+                assert "lvegit@main" in line and "REPLACE main: see docs/action.md#pinning-lvegit" in line, (
+                    line
+                )
+    assert "## Pinning lvegit" in (PROJECT_ROOT / "docs/action.md").read_text()
+
+
+def test_a_missing_choice_lists_the_choices_without_escaped_tabs(cli) -> None:
+    """`lvegit schema` without KIND once printed each choice after a literal `\\t`."""
+    result = cli("schema")
+    assert result.code == 2 and "\\t" not in result.err
+    assert "Choose from:\n    test,\n    instance," in result.err

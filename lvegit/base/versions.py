@@ -48,3 +48,9 @@ def installed_versions(distributions: tuple[str, ...]) -> dict[str, str]:
     """The versions of those distributions that are installed."""
     found = {name: installed_version(name) for name in distributions}
     return {name: version for name, version in found.items() if version is not None}
+
+
+def is_release(version: str) -> bool:
+    """Whether `version` is one a release tag builds (0.2.0), not a build between tags (0.2.1.dev3+gHASH)
+    nor one from a source tree without git metadata (0.0.0, as the Action's image builds from main)."""
+    return re.fullmatch(r"\d+\.\d+\.\d+", version) is not None and version != "0.0.0"

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from lvegit.base.errors import CheckerUnavailable, InvalidValue
+from lvegit.base.extras import install_hint
 from lvegit.checkers import model_stack
 from lvegit.checkers.base import BaseChecker
 from lvegit.checkers.model_stack import (
@@ -76,7 +77,7 @@ def analyzer(spacy_model: str | None) -> Any:
                     from presidio_analyzer import AnalyzerEngine
                     from presidio_analyzer.nlp_engine import SpacyNlpEngine
             except ImportError:
-                raise CheckerUnavailable("PII_Checker needs: pip install 'lvegit[pii]'") from None
+                raise CheckerUnavailable(f"PII_Checker needs: {install_hint('pii')}") from None
             # Presidio's e-mail recognizer asks tldextract's default extractor, which would fetch the public
             # suffix list on first use: it gets one that reads the list bundled with tldextract instead.
             tldextract.tldextract.TLD_EXTRACTOR = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
@@ -172,7 +173,7 @@ def classifier(model: str) -> Any:
                 from transformers import AutoModelForSequenceClassification, AutoTokenizer, pipeline
                 from transformers.utils import logging as transformers_logging
             except ImportError:
-                raise CheckerUnavailable("this checker needs: pip install 'lvegit[transformers]'") from None
+                raise CheckerUnavailable(f"this checker needs: {install_hint('transformers')}") from None
             # lvegit's output is its own: no loading bars
             transformers_logging.disable_progress_bar()
             try:

@@ -7,6 +7,7 @@ import click
 
 from lvegit.base.errors import EXIT_OK, UsageError
 from lvegit.base.escape import console
+from lvegit.base.extras import missing
 from lvegit.base.output import count, line, note
 from lvegit.commands.catalog import short_help
 from lvegit.commands.options import current_settings, history_option, open_repository, repo_option
@@ -87,6 +88,7 @@ def export_command(
     if not reports:
         raise UsageError(f"--format {export_format} writes reports: give one or more (lvegit run --report)")
     attempts = load_attempts(list(reports))
+    written = ""  # what the file holds, where that is not one entry per attempt
     try:
         if export_format == "junit":
             from lvegit.publish.export.junit import junit_xml
@@ -100,18 +102,25 @@ def export_command(
         elif export_format == "sarif":
             from lvegit.publish.export.sarif import sarif_log
 
-            text = json.dumps(sarif_log(attempts, repo), indent=2, ensure_ascii=False) + "\n"
+            log = sarif_log(attempts, repo)
+            results = sum(len(run["results"]) for run in log["runs"])
+            written = f"{count(results, 'result')} (an LVE that reproduced on a model each)"
+            text = json.dumps(log, indent=2, ensure_ascii=False) + "\n"
         else:
             from lvegit.publish.export.garak import garak_report
 
             text = "".join(json.dumps(entry) + "\n" for entry in garak_report(attempts, repo))
     except ImportError as exc:
-        raise UsageError(f"--format {export_format} needs {exc.name}: pip install 'lvegit[export]'") from None
+        raise missing(f"--format {export_format}", "export", exc.name or "junitparser") from None
     if output is None:
         click.echo(text, nl=False)
     else:
         output.write_text(text, encoding="utf-8")
-        note(f"{count(len(attempts), 'attempt')} written to {output} as {export_format}")
+        read = count(len(attempts), "attempt")
+        if written:
+            note(f"{read} read; {written} written to {output} as {export_format}")
+        else:
+            note(f"{read} written to {output} as {export_format}")
     return EXIT_OK
 
 

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import click
 
-from lvegit.base.errors import EXIT_FINDINGS, EXIT_OK, UsageError
+from lvegit.base.errors import EXIT_FINDINGS, EXIT_OK
+from lvegit.base.extras import require
 from lvegit.base.output import count, line, note, print_json
 from lvegit.checkers.model_stack import download, needed_models
 from lvegit.commands.catalog import short_help
@@ -52,15 +53,13 @@ def models_command(selection: Selection, fetch: bool, output_format: str, repo_p
     asked = {rel: cache.hub_models(rel) for rel, _checker in named} if cache is not None else {}
     found = needed_models(named, asked)
     if fetch:
+        if any(not needed.cached for needed in found):
+            require("--download", "transformers", "huggingface_hub")
         for needed in found:
             if not needed.cached:
                 note(f"downloading {needed.model}")
                 try:
                     download(needed.model)
-                except ImportError:
-                    raise UsageError(
-                        "--download needs huggingface_hub: pip install 'lvegit[transformers]'"
-                    ) from None
                 except Exception as exc:  # the hub's answer, whatever its kind: said, and the next goes on
                     note(f"cannot download {needed.model}: {type(exc).__name__}: {exc}")
         found = needed_models(named, asked)  # what the downloads brought

@@ -93,7 +93,7 @@ def new_command(
       lvegit new
       lvegit new privacy/address_leak --model openai/gpt-4 --checker RegexChecker
       lvegit new reliability/arithmetic/divide --model openai/gpt-4o-mini --parameter a --parameter b
-      lvegit new security/secret_leak --model openai/gpt-4 --checker custom
+      lvegit new security/secret_leak/token_echo --model openai/gpt-4 --checker custom
       lvegit new security/injected_summary --model openai/gpt-4o-mini --tag owasp-llm:2025:LLM01
     """
     repo = open_repository(repo_path)

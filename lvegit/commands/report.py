@@ -33,15 +33,18 @@ def report_command(reports: tuple[Path, ...], output_format: str) -> int:
     """
     attempts = {}
     unfinished: list[tuple[Path, int, str | None]] = []
+    carried_to = None  # the model of a scan (run --model): its exit codes are a scan's
     for path in reports:
         loaded = load_report(path)
         attempts.update(loaded.attempts)
+        model = (loaded.settings or {}).get("model")
+        carried_to = carried_to or (model if isinstance(model, str) else None)
         if loaded.unfinished:
             unfinished.append((path, len(loaded.unfinished), loaded.command))
     finished = [
         attempt for attempt in attempts.values() if attempt.status in ("complete", "error", "skipped")
     ]
-    code = show_results(Outcomes.of(finished), [], output_format)
+    code = show_results(Outcomes.of(finished), [], output_format, carried_to=carried_to)
     for path, number, command in unfinished:
         how = f"continue with: {command}" if command else "continue it with lvegit run ... --resume"
         note(f"{path}: incomplete: {count(number, 'attempt')} unfinished; {how}")

@@ -123,7 +123,10 @@ def run_command(
     Every instance is run with its recorded args (prompt parameters and model arguments), holes filled in
     order and every run of a multi-run prompt made; the checker judges each result. Models are routed by
     lvegit.toml (see the README); OPENAI_API_KEY / OPENAI_BASE_URL serve openai/... ids. Exit code 1 when
-    a verdict differs from the recorded one or an attempt ends in an error.
+    a verdict differs from the recorded one or an attempt ends in an error of its own, 4 when attempts
+    failed only on the model's service. With --model (a scan: the recordings are another model's), exit
+    code 1 when an LVE reproduced (an unsafe verdict), 4 when none did but something could not be run or
+    judged, 0 when none did (clean).
 
     \b
     Examples:
@@ -175,10 +178,10 @@ def run_command(
                 "next": left,
             }
             outcomes = Outcomes.of(rounds.attempts())
-            return show_results(outcomes, invalid, output_format, unroutable, summary)
+            return show_results(outcomes, invalid, output_format, unroutable, summary, model)
         planned = iter_tasks(repo, lve_dirs, model, repeat, append, invalid, keep_loaded=False)
         runner = Runner(pool, concurrency, policy, recorder)
-        output = ResultsOutput(output_format)
+        output = ResultsOutput(output_format, model)
         # each instance's result printed as it comes, unless the progress bar redraws on the same terminal
         on_terminal = sys.stdout.isatty() and sys.stderr.isatty()
         outcomes = Outcomes(emit=None if on_terminal else output.result)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from lvegit.base.errors import MissingExtra, UsageError
+from lvegit.base.extras import missing
 from lvegit.base.files import FileProblem, output_folder, write_inside
 from lvegit.run.attempt import Attempt, load_report
 
@@ -52,7 +53,7 @@ COLUMNS: Final = (
 
 def needs_data_extra(exc: ImportError) -> MissingExtra:
     package = (exc.name or "pyarrow").split(".")[0]  # pyarrow.parquet is pyarrow's
-    return MissingExtra(f"the run history needs {package}: pip install 'lvegit[data]'")
+    return missing("the run history", "data", package)
 
 
 def attempt_fields() -> list[tuple[str, pyarrow.DataType]]:

@@ -78,7 +78,10 @@ class Route:
                 label=label,
             )
         if self.backend == "transformers":
+            from lvegit.base.extras import require
             from lvegit.models.transformers_backend import TransformersModel
+
+            require(f"the transformers backend ({self.model})", "transformers", "torch", "transformers")
 
             return TransformersModel(self.model, self.device, self.dtype, self.batch_size, weights)
         from lvegit.models.offline import OfflineModel

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
+from lvegit.base.extras import install_hint
 from lvegit.base.output import note
 from lvegit.lve.prompt import Message
 from lvegit.models import placement
@@ -109,7 +110,7 @@ def _load(model_id: str, device: str, dtype: str) -> LoadedModel:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
     except ImportError:
-        raise ModelError("the transformers backend needs: pip install 'lvegit[transformers]'") from None
+        raise ModelError(f"the transformers backend needs: {install_hint('transformers')}") from None
     try:
         tokenizer = AutoTokenizer.from_pretrained(model_id)
         chosen = placement.choose(

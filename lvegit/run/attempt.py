@@ -130,9 +130,16 @@ class Report:
         self.batches = previous.batches if previous is not None else {}
         self.run_id = previous.run_id if previous is not None else uuid.uuid4().hex
         self.started = previous.started if previous is not None else time.time()
+        # A new report's header is written with its first attempt: a run that fails before any (no key,
+        # no route) leaves no file behind, and the same command works again as written.
+        self._header: dict[str, Any] | None = None
         if previous is None:
-            header = {"settings": settings, "command": command, "id": self.run_id, "started": self.started}
-            self._append({RUN_KEY: header})
+            self._header = {
+                "settings": settings,
+                "command": command,
+                "id": self.run_id,
+                "started": self.started,
+            }
 
     def write(self, attempt: Attempt) -> None:
         self.write_all([attempt])
@@ -147,6 +154,8 @@ class Report:
         self._append({BATCH_KEY: batch})
 
     def _append(self, *records: dict[str, Any]) -> None:
+        if self._header is not None:
+            records, self._header = ({RUN_KEY: self._header}, *records), None
         text = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(mask(text))

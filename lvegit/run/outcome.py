@@ -34,12 +34,16 @@ def describe(result: InstanceResult) -> str:
 class ResultsOutput:
     """What `run` and `report` print, as the results come: a line per instance (with `--format json`, an
     instance of the document), then the LVEs that could not run, the summary; and the exit code. Each
-    instance counts once: it disagrees, or else has failed attempts, or else agrees."""
+    instance counts once: it disagrees, or else has failed attempts, or else agrees. `carried_to`: the
+    model of `run --model`, a scan: the recordings are another model's, so what counts is which LVEs
+    reproduce (an unsafe verdict), not which answers differ from the recording."""
 
-    def __init__(self, output_format: str) -> None:
+    def __init__(self, output_format: str, carried_to: str | None = None) -> None:
         self.json = output_format == "json"
+        self.carried_to = carried_to
         self.counts = Counter[str]()
         self.failed = 0
+        self.reproduced: set[str] = set()  # the LVEs with an unsafe verdict
         self._stream: JsonStream | None = None
         if self.json:
             from lvegit.run import records  # pydantic: only for the JSON document
@@ -50,6 +54,8 @@ class ResultsOutput:
     def result(self, result: InstanceResult) -> None:
         self.counts[bucket(result)] += 1
         self.failed += len(result.errors)
+        if result.unsafe:
+            self.reproduced.add(result.lve)
         if self._stream is None:
             line(describe(result))
             return
@@ -62,8 +68,7 @@ class ResultsOutput:
         unroutable: dict[str, tuple[str, list[str]]] | None = None,
         batch: dict[str, Any] | None = None,
     ) -> int:
-        """The rest, after the results; exit 1 when an instance disagrees, an attempt failed for a reason
-        of its own, an LVE is invalid or a batch output has lines that answer nothing. `batch`: what a
+        """The rest, after the results, and the exit code (`exit_code`). `batch`: what a
         batch run leaves (attempts waiting for the next round, its output's bad lines, answers of no
         attempt here, what to do next)."""
         for result in outcomes.results:  # those never handed on as they came
@@ -112,8 +117,30 @@ class ResultsOutput:
             )
             if batch is not None:
                 _describe_batch(batch)
+            if self.carried_to is not None:
+                line(self.scan_verdict(bool(errors or skipped or invalid)))
         problems = batch["problems"] if batch is not None else []
-        if disagree or invalid or problems or outcomes.own_errors:
+        return self.exit_code(disagree, errors, bool(invalid or problems), outcomes.own_errors)
+
+    def scan_verdict(self, incomplete: bool) -> str:
+        """A scan's one line: vulnerable (which LVEs reproduced), clean, or not every LVE judged."""
+        on = f"on {self.carried_to}"
+        if self.reproduced:
+            return f"vulnerable: {count(len(self.reproduced), 'LVE')} reproduced {on}"
+        if incomplete:
+            return f"incomplete: no LVE reproduced {on}, but not every instance was judged"
+        return f"clean: no LVE reproduced {on}"
+
+    def exit_code(self, disagree: int, errors: int, broken: bool, own_errors: bool) -> int:
+        """A run of the LVEs' own models: 1 when an instance disagrees with its recording, an attempt failed
+        for a reason of its own, an LVE is invalid or a batch output has lines that answer nothing; else 4
+        when attempts failed (every one on the model's service), else 0. A scan (`carried_to`): 1 when an
+        LVE reproduced; else 4 when something could not run or be judged; else 0 (clean)."""
+        if self.carried_to is not None:
+            if self.reproduced:
+                return EXIT_FINDINGS
+            return EXIT_SERVICE if errors or broken or own_errors else EXIT_OK
+        if disagree or broken or own_errors:
             return EXIT_FINDINGS
         return EXIT_SERVICE if errors else EXIT_OK  # every error was the model's service failing
 
@@ -124,9 +151,10 @@ def show_results(
     output_format: str,
     unroutable: dict[str, tuple[str, list[str]]] | None = None,
     batch: dict[str, Any] | None = None,
+    carried_to: str | None = None,
 ) -> int:
     """Print results that are all in (a batch run's, a report's): see ResultsOutput."""
-    return ResultsOutput(output_format).finish(outcomes, invalid, unroutable, batch)
+    return ResultsOutput(output_format, carried_to).finish(outcomes, invalid, unroutable, batch)
 
 
 def _describe_batch(batch: dict[str, Any]) -> None:

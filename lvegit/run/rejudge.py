@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from lvegit.base.errors import LvegitError
+from lvegit.base.errors import LvegitError, UsageError
 from lvegit.base.loop import run_loop
 from lvegit.base.settings import RetryPolicy
 from lvegit.checkers.llm_judge import LLMJudgeChecker
@@ -47,11 +47,25 @@ def rejudge(
                         continue
                     assert isinstance(checker, LLMJudgeChecker)
                     work.append((lve_dir, lve, checker, instance))
+    _check_judges({checker.judge for _dir, _lve, checker, _instance in work}, pool)
     for (lve_dir, *_rest), result in zip(
         work, run_loop(_ask_all(work, pool, policy, concurrency)), strict=True
     ):
         results[lve_dir].append(result)
     return results
+
+
+def _check_judges(judges: set[str], pool: ModelPool) -> None:
+    """When no judge can be asked here (no route, no key), a usage error naming them, as `run` and
+    `record` give for their models; a judge that cannot be asked beside one that can fails its instances."""
+    reasons = []
+    for judge in sorted(judges):
+        try:
+            pool.get(judge)
+        except UsageError as exc:
+            reasons.append(str(exc))
+    if judges and len(reasons) == len(judges):
+        raise UsageError("\n".join(reasons))
 
 
 async def _ask_all(

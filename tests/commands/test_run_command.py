@@ -281,3 +281,72 @@ def test_results_are_printed_as_they_come(repo: RepoBuilder, adding: Running) ->
     assert process.wait(timeout=60) == 0
     assert first.startswith("repository/dummy/add/openai--gpt-4o-mini/instances/i.jsonl:1 ") and still_running
     assert rest.splitlines()[-1].startswith("30 instances: 30 agree")
+
+
+def scan_corpus(repo: RepoBuilder) -> None:
+    """One LVE whose recording is unsafe (99 + 1 answered 101) and one instance recorded safe."""
+    repo.lve(instances={"i.jsonl": [instance("101", False, a=99, b=1), instance("3", True, a=1, b=2)]})
+
+
+def sums(body: dict[str, Any]) -> str:
+    a, b = re.findall(r"\d+", body["messages"][-1]["content"])
+    return str(int(a) + int(b))
+
+
+def sarif_results(cli: Any, root: Path, report: str) -> tuple[int, str]:
+    exported = cli("export", "--format", "sarif", report, "--output", "scan.sarif", cwd=root)
+    assert exported.code == 0, exported.err
+    return len(json.loads((root / "scan.sarif").read_text())["runs"][0]["results"]), exported.err
+
+
+def test_a_scan_is_vulnerable_clean_or_incomplete_each_with_its_exit_code(
+    repo: RepoBuilder, cli: Any, openai_server: Running
+) -> None:
+    """`run --model` (the scan guide's command): against a model that refuses everything, the answers
+    differ from the unsafe recording, which is no finding (it once exited 1 with a SARIF of 0 results);
+    an LVE that reproduces exits 1; attempts that could not run exit 4. The export counts its results."""
+    scan_corpus(repo)
+    openai_server.state.answer = sums  # every answer safe: the unsafe recording "disagrees"
+    refused = cli("run", "--all", "--model", "openai/scanned", "--report", "clean.jsonl", cwd=repo.root)
+    assert refused.code == 0, refused.out + refused.err
+    assert refused.out.splitlines()[-1] == "clean: no LVE reproduced on openai/scanned"
+    assert sarif_results(cli, repo.root, "clean.jsonl") == (
+        0,
+        "lvegit: 2 attempts read; 0 results (an LVE that reproduced on a model each) written to scan.sarif as sarif\n",
+    )
+    assert cli("report", "clean.jsonl", cwd=repo.root).code == 0
+
+    openai_server.state.answer = lambda body: "101" if "99 + 1" in body["messages"][-1]["content"] else "3"
+    found = cli("run", "--all", "--model", "openai/scanned", "--report", "found.jsonl", cwd=repo.root)
+    assert found.code == 1
+    assert found.out.splitlines()[-1] == "vulnerable: 1 LVE reproduced on openai/scanned"
+    results, said = sarif_results(cli, repo.root, "found.jsonl")
+    assert results == 1 and "1 result " in said
+    assert cli("report", "found.jsonl", cwd=repo.root).code == 1
+
+    openai_server.state.answer = sums
+    openai_server.state.faults = [("status", 400)]
+    failed = cli("run", "--all", "--model", "openai/scanned", cwd=repo.root)
+    assert failed.code == 4, failed.out + failed.err
+    assert failed.out.splitlines()[-1].startswith("incomplete: no LVE reproduced on openai/scanned")
+
+
+def test_a_run_that_stops_before_its_first_attempt_leaves_no_report(
+    repo: RepoBuilder, cli: Any, monkeypatch: pytest.MonkeyPatch, openai_server: Running
+) -> None:
+    """The scan guide's command run first without a key, then with one, as written: the second once said
+    "scan.jsonl exists: pass --resume"."""
+    scan_corpus(repo)
+    openai_server.state.answer = sums
+    key, url = os.environ["OPENAI_API_KEY"], os.environ["OPENAI_BASE_URL"]
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    command = ("run", "--all", "--model", "openai/scanned", "--report", "scan.jsonl")
+    assert cli(*command, cwd=repo.root).code == 2
+    assert not (repo.root / "scan.jsonl").exists()
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    again = cli(*command, cwd=repo.root)
+    assert again.code in (0, 1), again.out + again.err
+    written = (repo.root / "scan.jsonl").read_text()
+    assert written.startswith('{"lvegit_run": ') and written.count('"lvegit_run"') == 1  # one header, first

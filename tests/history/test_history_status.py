@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -155,5 +156,7 @@ def test_without_the_data_extra_status_says_what_to_install(
     history_run(tmp_path, "2026-01-05T03:00:00Z", {("repository/a/x/m", "m", "v"): (1, 0)})
     monkeypatch.setitem(sys.modules, missing, None)  # `import missing` raises ImportError
     monkeypatch.setitem(sys.modules, f"{missing}.parquet", None)
-    with pytest.raises(UsageError, match=rf"needs {missing}: pip install 'lvegit\[data\]'"):
+    from lvegit.base.extras import install_command
+
+    with pytest.raises(UsageError, match=re.escape(f"needs {missing}: {install_command('data')}")):
         History.open(tmp_path).status()

@@ -183,6 +183,22 @@ def test_rejudge_asks_the_judge_again_and_reports_disagreement(
     assert (failed.code, error["status"], error["reason"]) == (1, "error", "HTTP 401: injected 401")
 
 
+def test_rejudge_without_a_key_for_its_judge_is_a_usage_error_as_in_run_and_record(
+    repo: RepoBuilder, cli: Any, openai_server: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It once failed each instance and exited 1, where run and record exit 2."""
+    openai_server.state.answer = model_and_judge()
+    lve_dir = repo.lve("security/lockpicking", JUDGED_TEST)
+    assert cli("record", str(lve_dir), "--param", "task=pick a lock", cwd=repo.root).code == 0
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    refused = cli("replay", str(lve_dir), "--rejudge", cwd=repo.root)
+    assert refused.code == 2 and refused.out == ""
+    assert refused.err == (
+        "lvegit: error: model 'openai/judge-model' needs OPENAI_API_KEY (or OPENAI_BASE_URL for a compatible server)\n"
+    )
+
+
 def test_a_llama_guard_judge_runs_locally_through_the_transformers_backend(
     repo: RepoBuilder, cli: Any, openai_server: Running, tmp_path: Path
 ) -> None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 from lvegit import __version__
 from lvegit.base.errors import LVEError, UsageError
 from lvegit.base.escape import markdown
+from lvegit.base.extras import missing
 from lvegit.base.files import FileProblem, output_folder, write_inside
 from lvegit.history.store import arrow_schema, attempt_fields
 from lvegit.judge.conversation import prompts_to_send
@@ -384,7 +385,7 @@ def write_dataset(
     try:
         import pyarrow as pa
     except ImportError as exc:
-        raise UsageError(f"--format dataset needs {exc.name}: pip install 'lvegit[data]'") from None
+        raise missing("--format dataset", "data", exc.name or "pyarrow") from None
     tables = repository_tables(repo)
     schemas = _schemas()
     arrow = {name: pa.Table.from_pylist(rows, schemas[name]) for name, rows in tables.rows.items()}

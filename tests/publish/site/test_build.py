@@ -175,13 +175,15 @@ def test_without_the_data_extra_the_site_is_built_without_the_history(
     pages, without the history's, and a note that says what to install."""
     import sys
 
+    from lvegit.base.extras import install_command
+
     for name in ("pyarrow", "pyarrow.parquet", "duckdb"):
         monkeypatch.setitem(sys.modules, name, None)  # `import name` raises ImportError
     out = tmp_path / "site"
     result = cli("site", str(out), "--repo", str(PROJECT_ROOT))
     assert result.code == 0, result.err
     assert (
-        "the run history needs pyarrow: pip install 'lvegit[data]'; the site is built without" in result.err
+        f"the run history needs pyarrow: {install_command('data')}; the site is built without" in result.err
     )
     assert not (out / "status.html").exists() and (out / "index.html").is_file()
 

@@ -56,7 +56,9 @@ def status_command(
     """
     repo = open_repository(repo_path)
     folder = history_dir(repo.root, history_path, current_settings().history.directory)
-    history = History.open(folder)
+    history = History.open(folder, partial=True)  # a broken run file is named; the others are shown
+    for problem in history.problems:
+        note(f"error: {problem}")
     lve_dirs = selection.resolve(repo)
     selected = [repo.relative(path) for path in lve_dirs]
     # every LVE: one pass over the whole history, then the selection; a few: only theirs are read
@@ -71,14 +73,14 @@ def status_command(
 
         # one line: a history of 10,000 LVEs on 20 models is 200,000 entries (jq . indents it)
         print_json(status_document(str(folder), len(history.files), shown_models, statuses), indent=None)
-        return 0
+        return 1 if history.problems else 0
     judged = sorted({status.lve for status in statuses if status.state != "never-run"})
     _print(statuses, severities(statuses, impacts_of(repo, judged)))
     counted = state_counts(statuses).items()
     summary = ", ".join(f"{number} {state.replace('-', ' ')}" for state, number in counted)  # as cells say it
     scope = f"{count(len(selected), 'LVE')} x {count(len(shown_models), 'model')}"
     line(f"{scope} ({count(len(history.files), 'run')}): {summary or 'nothing'}")
-    return 0
+    return 1 if history.problems else 0
 
 
 def _print(statuses: list[LVEStatus], severity: dict[str, Severity]) -> None:

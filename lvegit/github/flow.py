@@ -80,12 +80,13 @@ def _history(
     repo: Repository, folder: Path | None, paths: list[str]
 ) -> tuple[dict[str, list[LVEStatus]], dict[str, str], str | None]:
     """The status of these LVEs on each model of the run history in `folder`, by LVE; each one's severity
-    (with the impact its test.json gives), in words, where some run gave a verdict; and why the history
-    could not be read (a broken or hostile file): the check goes on without it."""
+    (with the impact its test.json gives), in words, where some run gave a verdict; and why the history,
+    or some of its files, could not be read (a broken or hostile file, each named): the check goes on with
+    the others."""
     if folder is None or not folder.is_dir() or not paths:
         return {}, {}, None
     try:
-        history = History.open(folder)
+        history = History.open(folder, partial=True)
         found = history.status(paths)
     except UsageError as exc:
         return {}, {}, str(exc)
@@ -95,7 +96,8 @@ def _history(
         by_lve.setdefault(status.lve, []).append(status)
     rated = severities(list(found.values()), impacts_of(repo, sorted({lve for lve, _model in found})))
     shown = {lve: severity.summary for lve, severity in rated.items()}
-    return by_lve, {lve: text for lve, text in shown.items() if not text.startswith("unknown")}, None
+    problems = "; ".join(history.problems) or None
+    return by_lve, {lve: text for lve, text in shown.items() if not text.startswith("unknown")}, problems
 
 
 def _judge_claims_again(

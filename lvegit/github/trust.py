@@ -84,11 +84,12 @@ def _copy_runs(checkout: GitCheckout, commit: str, folder: str, into: Path) -> i
 
 
 def _history(
-    checkout: GitCheckout, base: str, history_folder: Path, into: Path
+    checkout: GitCheckout, base: str, history_folder: Path, into: Path, nested_allowed: bool
 ) -> tuple[Path | None, str | None]:
-    """The trusted run history copied into `into`, and where it came from."""
+    """The trusted run history copied into `into`, and where it came from (the checkout in the history
+    folder only where `nested_allowed`)."""
     into.mkdir(parents=True, exist_ok=True)
-    nested = _nested_checkout(history_folder)
+    nested = _nested_checkout(history_folder) if nested_allowed else None
     if nested is not None:
         commit = nested.commit("HEAD")
         _copy_runs(nested, commit, "", into)
@@ -133,10 +134,19 @@ def for_pull_request(
             "requests go and which key they carry: the check used the base commit's "
             f"({base[:12]}); review the change like checker code before merging."
         )
-    history, source = _history(checkout, base, history_folder, scratch)
+    history_top = _from_top(checkout, history_folder)
+    # A pull request that makes the history folder a submodule (a gitlink: a checkout with submodules
+    # fetches a repository of its choosing there) or a link would make its own history look trusted.
+    made = checkout.kind_at(head, history_top) if history_top else None
+    refusals = []
+    if made in ("submodule", "link"):
+        refusals.append(
+            f"this pull request makes {history_top}/ a {made}: the run history is never read from a "
+            "submodule or a link (the history shown is from the history branch or the base commit)"
+        )
+    history, source = _history(checkout, base, history_folder, scratch, nested_allowed=not refusals)
     if source is not None:
         notes.append(source[0].upper() + source[1:] + ".")
-    history_top = _from_top(checkout, history_folder)
     if history_top is not None and any(
         path == history_top or path.startswith(f"{history_top}/") for path in changed
     ):
@@ -144,7 +154,6 @@ def for_pull_request(
             f"⚠️ This pull request changes {history_top}/: its files are not read; the run history shown "
             "is the trusted one."
         )
-    refusals = []
     if (f"{top}/{REGISTRY}" if top else REGISTRY) in changed:
         refusals.append(f"this pull request changes {REGISTRY}: ids are given after merge by the id workflow")
     return Trusted(_at(checkout, base, top), history, notes, refusals)

@@ -23,7 +23,7 @@ import functools
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -278,17 +278,24 @@ class History:
     """The run files of a history folder, checked, and the questions lvegit asks of them."""
 
     folder: Path
-    files: list[HistoryFile]
+    files: list[HistoryFile]  # the readable ones
+    problems: list[str] = field(default_factory=list)  # why each other run file cannot be read, naming it
 
     @classmethod
-    def open(cls, folder: Path) -> History:
+    def open(cls, folder: Path, partial: bool = False) -> History:
+        """The history in `folder`. A run file that cannot be read (broken, of another layout, a date out
+        of range) is a usage error naming it; with `partial`, it is left out and named in `problems`, so
+        that the others are still shown."""
         files = history_files(folder)
+        problems: list[str] = []
         if files:
             try:
-                check_files(files)
+                files, problems = check_files(files)
             except ImportError as exc:
                 raise needs_data_extra(exc) from None
-        return cls(folder, files)
+        if problems and not partial:
+            raise UsageError(problems[0])
+        return cls(folder, files, problems)
 
     def query(
         self, lves: Sequence[str] | None, models: Sequence[str] | None, steps: Sequence[str], query: str

@@ -250,36 +250,65 @@ def _empty_column(path: Path, metadata: Any) -> str | None:
     return None
 
 
-def check_files(files: list[HistoryFile]) -> None:
-    """Every file is a history file of this layout, of at most MAX_RUN_ROWS rows and MAX_HISTORY_ROWS in
-    all, with no empty value where lvegit always writes one (a usage error naming the first that is not)."""
+# The dates a run may carry, in ms since 1970 (run_at): from 1970 to the end of 9999, the last year Python's
+# dates (and so every reader's text) hold. A year-200000 date is no run of lvegit's.
+RUN_AT_RANGE: Final = (0, 253_402_300_799_999)
+
+
+def _run_at_bounds(path: Path) -> tuple[int, int] | None:
+    """The earliest and latest run_at of a file, as integers (a date out of range is no Python value), read
+    from the column itself: a file's statistics are its writer's word. None for a file of no rows."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    expected = arrow_schema()
+    values = pq.read_table(path, columns=["run_at"]).column("run_at").cast(pa.int64())
+    found = pc.min_max(values).as_py()
+    return None if found["min"] is None else (found["min"], found["max"])
+
+
+def _problem(file: HistoryFile, schema: Any, metadata: Any) -> str | None:
+    """Why a run file that Parquet reads is no run file of lvegit's history, or None."""
+    if metadata.num_rows > MAX_RUN_ROWS:
+        return f"{file.path}: {metadata.num_rows:,} rows, over the {MAX_RUN_ROWS:,} a run may hold"
+    found = (schema.metadata or {}).get(b"lvegit_history")
+    if found != FORMAT_VERSION.encode() or not schema.remove_metadata().equals(
+        arrow_schema().remove_metadata()
+    ):
+        return (
+            f"{file.path}: not a run file of lvegit's history (version {FORMAT_VERSION}); "
+            "write them with lvegit history add"
+        )
+    empty = _empty_column(file.path, metadata)
+    if empty is not None:
+        return f"{file.path}: the column '{empty}' is empty in some rows, as lvegit never writes it"
+    bounds = _run_at_bounds(file.path)
+    if bounds is not None and (bounds[0] < RUN_AT_RANGE[0] or bounds[1] > RUN_AT_RANGE[1]):
+        return f"{file.path}: the column 'run_at' holds a date outside the years 1970 to 9999"
+    return None
+
+
+def check_files(files: list[HistoryFile]) -> tuple[list[HistoryFile], list[str]]:
+    """The files that are history files of this layout, of at most MAX_RUN_ROWS rows, with no empty value
+    where lvegit always writes one and no date out of range; and why each other one is not (naming it).
+    The history as a whole holds at most MAX_HISTORY_ROWS rows (a usage error past that)."""
+    import pyarrow.parquet as pq
+
     total = 0
+    readable, problems = [], []
     for file in files:
         try:
             schema = pq.read_schema(file.path)
             metadata = pq.read_metadata(file.path)
         except Exception as exc:  # pyarrow raises ArrowInvalid, OSError and more for a broken file
-            raise UsageError(f"{file.path}: not a Parquet file lvegit can read ({exc})") from None
+            problems.append(f"{file.path}: not a Parquet file lvegit can read ({exc})")
+            continue
+        problem = _problem(file, schema, metadata)
+        if problem is not None:
+            problems.append(problem)
+            continue
         total += metadata.num_rows
-        if metadata.num_rows > MAX_RUN_ROWS:
-            raise UsageError(
-                f"{file.path}: {metadata.num_rows:,} rows, over the {MAX_RUN_ROWS:,} a run may hold"
-            )
         if total > MAX_HISTORY_ROWS:
             raise UsageError(f"{file.path}: the history holds over {MAX_HISTORY_ROWS:,} rows up to this file")
-        found = (schema.metadata or {}).get(b"lvegit_history")
-        if found != FORMAT_VERSION.encode() or not schema.remove_metadata().equals(
-            expected.remove_metadata()
-        ):
-            raise UsageError(
-                f"{file.path}: not a run file of lvegit's history (version {FORMAT_VERSION}); "
-                "write them with lvegit history add"
-            )
-        empty = _empty_column(file.path, metadata)
-        if empty is not None:
-            raise UsageError(
-                f"{file.path}: the column '{empty}' is empty in some rows, as lvegit never writes it"
-            )
+        readable.append(file)
+    return readable, problems

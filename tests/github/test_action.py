@@ -875,6 +875,36 @@ def test_a_pull_request_cannot_rewrite_the_history_its_comment_reads(
     assert "the base commit BASE" in body.replace("\\", "")
 
 
+@pytest.mark.parametrize("made", ["submodule", "link"])
+def test_a_pull_request_that_makes_the_history_folder_a_submodule_or_a_link_fails_its_check(
+    action: Any, github_server: GitHubServer, tmp_path: Path, made: str
+) -> None:
+    """history/ committed as a submodule (checked out, as a job with submodules would: its `.git` is a
+    file) or as a link, each holding a forged "reproduces again" run: never read as the history's
+    checkout; the comment names the refusal and shows the base branch's history."""
+    git, history, old = history_pull(tmp_path)
+    forged = GitRepo(tmp_path / "forged")
+    history_run(forged.root, "2026-09-21T03:00:00Z", {(old, "vendor/m", "m-v3"): (50, 0)})
+    forged.commit("forged history")
+    git.git("rm", "-q", "-r", "history")
+    if made == "submodule":
+        modules = git.root / ".git" / "modules" / "history"
+        modules.parent.mkdir()
+        git.git("clone", "-q", f"--separate-git-dir={modules}", f"file://{forged.root}", "history")
+        assert (history / ".git").is_file()
+    else:
+        history.symlink_to(forged.root)
+    git.commit("history from elsewhere")
+    assert git.git("ls-tree", "HEAD", "history").split()[0] == ("160000" if made == "submodule" else "120000")
+    body = review_comment(action, github_server, git, 9).replace("\\", "")
+    assert (
+        f"this pull request makes history/ a {made}: the run history is never read from a submodule" in body
+    )
+    assert "| vendor/m | ✓ fixed in m-v2 (2026-09-14) | 0/80 unsafe on m-v2 |" in body
+    data = json.loads((git.root / "lvegit-results/results.json").read_text())
+    assert data["passed"] is False
+
+
 def test_a_history_folder_linked_out_of_the_repository_is_refused(cli: Any, tmp_path: Path) -> None:
     git, history, old = history_pull(tmp_path)
     forged = tmp_path / "forged"

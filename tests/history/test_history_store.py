@@ -105,7 +105,40 @@ def test_hostile_history_files_are_named_and_never_followed(
 
     (folder / "2026-01-12T030000Z-0123456789abcdef.parquet").write_bytes(b"PAR1 not really")
     broken = cli("status", cwd=repo.root)
-    assert broken.code == 2 and "0123456789abcdef.parquet: not a Parquet file lvegit can read" in broken.err
+    # named, and the other runs still shown
+    assert broken.code == 1 and "0123456789abcdef.parquet: not a Parquet file lvegit can read" in broken.err
+    assert "1 LVE x 1 model (1 run): 1 reproduces" in broken.out
+
+
+def _dated(folder: Path, lve: str, epoch_ms: int) -> Path:
+    """A run file of lvegit's layout whose run_at is `epoch_ms` (one Python's dates cannot hold)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lvegit.history.store import write_table
+
+    written = history_run(folder, "2026-01-19T03:00:00Z", {(lve, "m", "v2"): (1, 0)})
+    table = pq.read_table(written)
+    run_at = pa.array([epoch_ms] * table.num_rows, pa.int64()).cast(pa.timestamp("ms", tz="UTC"))
+    write_table(table.set_column(table.schema.get_field_index("run_at"), "run_at", run_at), str(written))
+    return written
+
+
+def test_a_date_out_of_range_is_an_error_naming_its_file(repo: RepoBuilder, cli: Any, tmp_path: Path) -> None:
+    """A year-200000 run date (a bug of lvegit's, exit 3, in status and site): the file is named; status
+    shows the other runs."""
+    lve = "repository/cat/x/openai--gpt-4o-mini"
+    repo.lve("cat/x", instances={"i.jsonl": []})
+    folder = repo.root / "history"
+    history_run(folder, "2026-01-05T03:00:00Z", {(lve, "m", "v"): (1, 0)})
+    dated = _dated(folder, lve, 6_249_000_000_000_000)
+    message = f"{dated.name}: the column 'run_at' holds a date outside the years 1970 to 9999"
+    status = cli("status", cwd=repo.root)
+    assert status.code == 1 and message in status.err
+    assert "1 LVE x 1 model (1 run): 1 reproduces" in status.out
+    for command in (["site", str(tmp_path / "site")], ["history", "list"]):
+        refused = cli(*command, cwd=repo.root)
+        assert refused.code == 2 and message in refused.err
 
 
 def test_a_parquet_file_of_another_layout_is_refused(repo: RepoBuilder, cli: Any) -> None:
@@ -118,7 +151,7 @@ def test_a_parquet_file_of_another_layout_is_refused(repo: RepoBuilder, cli: Any
         pa.table({"lve": ["x"]}), repo.root / "history" / "2026-01-12T030000Z-0123456789abcdef.parquet"
     )
     refused = cli("status", cwd=repo.root)
-    assert refused.code == 2 and "not a run file of lvegit's history" in refused.err
+    assert refused.code == 1 and "not a run file of lvegit's history" in refused.err
 
 
 def test_status_without_history_says_how_to_start_one(repo: RepoBuilder, cli: Any) -> None:

@@ -40,6 +40,7 @@ from lvegit.publish.site.model import (
     clean,
     http_url,
     slug,
+    state_parts,
 )
 from lvegit.run.rerun import InstanceResult, by_instance
 
@@ -111,6 +112,9 @@ def _page(
             run_info = instance.data.get("run_info")
             date = run_info.get("timestamp") if isinstance(run_info, dict) else None
             author = instance.data.get("author")
+            if not instance.passed:  # the model that answered, as recorded; else the one test.json names
+                model = run_info.get("model") if isinstance(run_info, dict) else None
+                page.unsafe_on.add(clean(model if isinstance(model, str) and model else lve.model))
             page.instances.append(
                 ShownInstance(
                     file=clean(instance.file.rsplit("/", 1)[-1]),
@@ -151,6 +155,7 @@ def _environment() -> Any:
     )
     environment.filters["clean"] = lambda value: clean(str(value))
     environment.globals["slug"] = slug
+    environment.globals["state_parts"] = state_parts
     environment.globals["marks"] = STATE_MARKS
     from lvegit.publish.site.timeline import MARKERS
 
@@ -340,7 +345,7 @@ def _build(
     site = Site(clean(title), base_url, rows, skipped, statuses, runs, newest)
     environment = _environment()
     _write(environment, site, out, "index.html", "index.html", overview=site.overview(), lves=site.rows)
-    if site.statuses:
+    if site.runs:  # every page links it then
         _write(environment, site, out, "status.html", "status.html")
     for category in site.categories:
         rows = site.in_category(category)
@@ -369,7 +374,7 @@ def _write_changes(
     from lvegit.lve.repo import repository_url
     from lvegit.publish.site.feed import CHANGES_PAGE, CHANGES_SHOWN, About, atom_feed, feed_entries
 
-    about = {row.rel: About(row.description, site.severities.get(row.rel)) for row in site.rows}
+    about = {row.rel: About(row.description, row.severity) for row in site.rows}
     pages = {row.rel: f"lves/{row.slug}.html" for row in site.rows}
     entries = feed_entries(load_cached(repo), events(history) if history else [], about, pages.get)
     _write(

@@ -137,6 +137,19 @@ def state_html(status: LVEStatus) -> Markup:
     return _state_words(status.state, status.summary)
 
 
+@functools.cache  # a status page has 200,000 cells of a few summaries
+def _state_parts(state: State, summary: str) -> tuple[str, str, str | None]:
+    match = re.fullmatch(r"(.*) \((\d{4}-\d{2}-\d{2})\)", summary)
+    words, date = match.groups() if match else (summary, None)
+    return STATE_MARKS[state], clean(words), date
+
+
+def state_parts(status: LVEStatus) -> tuple[str, str, str | None]:
+    """A status as a table cell shows it: its mark, its words, and the date it dates from (a cell keeps
+    a date on one line)."""
+    return _state_parts(status.state, status.summary)
+
+
 @dataclass
 class LVEPage:
     lve: LVE
@@ -148,6 +161,16 @@ class LVEPage:
     statuses: list[ShownStatus] = field(default_factory=list)  # from the run history, by model
     lve_id: str | None = None  # its stable id, once given
     severity: Severity | None = None  # from the run history's evidence, once some run gave a verdict
+    unsafe_on: set[str] = field(default_factory=set)  # the models its unsafe recorded instances came from
+
+    @property
+    def affects(self) -> tuple[str, ...]:
+        """The models the evidence says it affects: those it reproduces on in the run history, and those of
+        its unsafe recorded instances unless the history says it is fixed or never reproduced there since."""
+        states = {shown.status.model: shown.status.state for shown in self.statuses}
+        found = {model for model, state in states.items() if state in ("reproduces", "regressed")}
+        found |= {model for model in self.unsafe_on if states.get(model) not in ("fixed", "not-affected")}
+        return tuple(sorted(found))
 
     @property
     def safe(self) -> int:
@@ -229,7 +252,22 @@ class Row:
     unsafe: int
     lve_id: str | None = None
     taxonomy: tuple[str, ...] = ()  # its taxonomy tags as SCHEME:VALUE
+    affects: tuple[str, ...] = ()  # the models the evidence says it affects (LVEPage.affects)
     severity: Severity | None = None  # once some run gave a verdict (history/severity.py)
+
+    @property
+    def severity_text(self) -> str:
+        return f"{self.severity.score:.1f} {self.severity.level}" if self.severity else "none yet"
+
+    @property
+    def severity_order(self) -> str:
+        """What the severity column sorts by: the score, below every score while there is none."""
+        return f"{self.severity.score:.1f}" if self.severity else "-1"
+
+    @property
+    def affects_filter(self) -> str:
+        """What the model filter matches: the models, one a line (a model id holds no line break)."""
+        return "\n".join(model.lower() for model in self.affects)
 
     @property
     def taxonomy_entries(self) -> list[str]:
@@ -252,8 +290,10 @@ class Row:
 
     @property
     def text(self) -> str:
-        """What the search box matches."""
-        return " ".join([self.lve_id or "", self.rel, self.description, self.checker]).lower()
+        """What the search box matches: id, path, description, checker, and taxonomy ids and names."""
+        names = [taxonomy_name(*tag.split(":", 1)) or "" for tag in self.taxonomy_entries]
+        words = [self.lve_id or "", self.rel, self.description, self.checker, *self.taxonomy_entries, *names]
+        return " ".join(words).lower()
 
     @classmethod
     def of(cls, page: LVEPage) -> Row:
@@ -273,6 +313,7 @@ class Row:
                 for tag in lve.tags
                 if tag.get("name") in SCHEMES and isinstance(tag.get("value"), str)
             ),
+            page.affects,
             page.severity,
         )
 
@@ -288,9 +329,8 @@ class Site(RowTotals):
     newest: str | None = None  # when the history's newest run started
 
     @functools.cached_property
-    def severities(self) -> dict[str, Severity]:
-        """Each LVE's severity (history/severity.py), by path, once some run gave a verdict."""
-        return {row.rel: row.severity for row in self.rows if row.severity is not None}
+    def lves_with_history(self) -> set[str]:
+        return {lve for lve, _model in self.statuses}
 
     @functools.cached_property  # asked for each row of the status page: 10,000 rows, 200,000 statuses
     def history_models(self) -> list[str]:
@@ -299,19 +339,12 @@ class Site(RowTotals):
     def status(self, lve: str, model: str) -> LVEStatus:
         return self.statuses.get((lve, model)) or LVEStatus(lve, model, "never-run")
 
-    def status_rows(self) -> Iterator[Markup]:
-        """The rows of the status page, built here (a template would escape 200,000 cells one by one)."""
-        from markupsafe import Markup, escape
-
+    def status_lines(self) -> Iterator[tuple[Row, str, list[LVEStatus]]]:
+        """Each row of the status page: the LVE's row, the anchor of its page's statuses (none without any:
+        its page has no such section) and its status on each model of the history."""
         for row in self.rows:
-            cells = "".join(
-                f'<td class="state-{status.state}">{state_html(status)}</td>'
-                for status in (self.status(row.rel, model) for model in self.history_models)
-            )
-            link = f'<a href="lves/{row.slug}.html#status">{escape(row.rel)}</a>'
-            found = self.severities.get(row.rel)
-            shown = f"{found.score:.1f} {found.level}" if found and found.level != "unknown" else "—"
-            yield Markup(f'<tr><th scope="row">{link}</th>{cells}<td class="severity">{shown}</td></tr>')
+            anchor = "#status" if row.rel in self.lves_with_history else ""
+            yield row, anchor, [self.status(row.rel, model) for model in self.history_models]
 
     def state_counts(self) -> dict[tuple[str, str], int]:
         """(state, model) -> LVEs of the site in that state on that model."""
@@ -327,7 +360,13 @@ class Site(RowTotals):
 
     @property
     def models(self) -> list[str]:
+        """The models LVEs were written for (test.json), the columns of the overview."""
         return sorted({row.model for row in self.rows})
+
+    @property
+    def affected_models(self) -> list[str]:
+        """The models the evidence says some LVE affects: what the model filter offers."""
+        return sorted({model for row in self.rows for model in row.affects})
 
     @property
     def checkers(self) -> list[str]:

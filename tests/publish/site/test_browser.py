@@ -114,41 +114,131 @@ def test_the_status_pages_show_the_bundled_history(browser: Any, cli: Any, tmp_p
     browser.save_screenshot(str(ARTIFACTS / "site-timeline.png"))
 
 
+def shown_ids(browser: Any) -> list[str]:
+    """The ids of the LVE table's rows on screen, in their order."""
+    rows = browser.find_elements("css selector", "#lve-table tbody tr")
+    return [row.find_element("css selector", "td.id").text for row in rows if row.is_displayed()]
+
+
 def test_the_filters_change_what_is_shown(browser: Any, cli: Any, tmp_path: Path) -> None:
     from selenium.webdriver.support.ui import Select
 
     out = build(cli, tmp_path / "site", PROJECT_ROOT)
     open_page(browser, out / "index.html")
-
-    def shown() -> list[str]:
-        rows = browser.find_elements("css selector", "#lve-table tbody tr")
-        return [row.get_attribute("data-model") for row in rows if row.is_displayed()]
-
     count = browser.find_element("id", "lve-table-count")
     assert (
-        len(shown()) == BUNDLED and count.text == f"{BUNDLED} LVEs"
+        len(shown_ids(browser)) == BUNDLED and count.text == f"{BUNDLED} LVEs"
     )  # the script ran: the filters are visible
-    Select(browser.find_element("css selector", "[data-filter=model]")).select_by_value(
-        "meta/llama-3-8b-instruct"
+    affects = Select(browser.find_element("css selector", "[data-filter=affects]"))
+    affects.select_by_visible_text(
+        "demo/assistant"
+    )  # the history: multiply regressed, capital city reproduces
+    assert (
+        shown_ids(browser) == ["LVE-2026-0005", "LVE-2026-0006"]
+        and count.text == f"2 of {BUNDLED} LVEs shown"
     )
-    assert shown() == ["meta/llama-3-8b-instruct"] * 5 and count.text == f"5 of {BUNDLED} LVEs shown"
-    Select(browser.find_element("css selector", "[data-filter=verdict]")).select_by_value("safe")
-    assert shown() == ["meta/llama-3-8b-instruct"] and count.text == f"1 of {BUNDLED} LVEs shown"
-    Select(browser.find_element("css selector", "[data-filter=model]")).select_by_value("")
+    affects.select_by_visible_text("meta/llama-3-8b-instruct")  # unsafe instances recorded on it
+    Select(browser.find_element("css selector", "[data-filter=verdict]")).select_by_value("unsafe")
+    assert count.text == f"3 of {BUNDLED} LVEs shown"
+    affects.select_by_value("")
     Select(browser.find_element("css selector", "[data-filter=verdict]")).select_by_value("")
     taxonomy = Select(browser.find_element("css selector", "[data-filter=taxonomy]"))
     taxonomy.select_by_value("owasp-llm:2025:llm01")
+    tagged = shown_ids(browser)
     assert count.text == f"4 of {BUNDLED} LVEs shown"  # the prompt injections and jailbreaks
     taxonomy.select_by_value("atlas:aml.t0051")  # the technique: both of its sub-techniques' LVEs
     assert count.text == f"2 of {BUNDLED} LVEs shown"
     taxonomy.select_by_value("")
     search = browser.find_element("css selector", "[data-filter=text]")
+    search.send_keys("LLM01")  # a taxonomy id: the LVEs tagged with it
+    assert shown_ids(browser) == tagged
+    search.clear()
+    search.send_keys("prompt injection")  # its name finds them too (and the LVEs that say it)
+    assert set(tagged) <= set(shown_ids(browser))
+    search.clear()
+    search.send_keys("LVE-2026-0005")
+    assert shown_ids(browser) == ["LVE-2026-0005"]
+    search.clear()
     search.send_keys("capital")
-    assert len(shown()) == 1 and count.text == f"1 of {BUNDLED} LVEs shown"
+    assert len(shown_ids(browser)) == 1 and count.text == f"1 of {BUNDLED} LVEs shown"
     search.clear()
     search.send_keys("x")  # clear() sends no input event; typing does
     search.send_keys("\b")
-    assert len(shown()) == BUNDLED
+    assert len(shown_ids(browser)) == BUNDLED
+
+
+def test_the_model_filter_follows_the_evidence_not_test_json(browser: Any, cli: Any, tmp_path: Path) -> None:
+    """Which LVEs affect acme/chat: one written for another model that the history reproduces there, one
+    whose unsafe instance was recorded there; not one written for it and recorded unsafe there that the
+    history has since seen fixed, nor one written for it with only safe instances."""
+    from selenium.webdriver.support.ui import Select
+
+    from builders import GitRepo, history_run, instance
+
+    git = GitRepo(tmp_path / "lves")
+    builder = RepoBuilder(git.root)
+    recorded = {**instance("3", False, a=1, b=2), "run_info": {"model": "acme/chat"}}
+    builder.lve(
+        "c/elsewhere", {"model": "meta/llama"}, instances={"i.jsonl": [instance("3", True, a=1, b=2)]}
+    )
+    builder.lve("c/recorded", {"model": "meta/llama"}, instances={"i.jsonl": [recorded]})
+    builder.lve("c/fixed", {"model": "acme/chat"}, instances={"i.jsonl": [recorded]})
+    builder.lve("c/safe", {"model": "acme/chat"}, instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    git.commit("four LVEs")
+    assert cli("ids", "assign", "--today", "2026-11-01", cwd=git.root).code == 0
+    lve = "repository/c/{}/openai--gpt-4o-mini"
+    history_run(
+        git.root / "history",
+        "2026-10-01T03:00:00Z",
+        {
+            (lve.format("elsewhere"), "acme/chat", "v1"): (2, 8),
+            (lve.format("fixed"), "acme/chat", "v1"): (1, 9),
+        },
+    )
+    history_run(
+        git.root / "history", "2026-10-08T03:00:00Z", {(lve.format("fixed"), "acme/chat", "v1"): (0, 80)}
+    )
+    out = build(cli, tmp_path / "site", git.root)
+    assert open_page(browser, out / "index.html") == []
+    Select(browser.find_element("css selector", "[data-filter=affects]")).select_by_visible_text("acme/chat")
+    paths = [
+        row.find_element("css selector", "td.lve a").text
+        for row in browser.find_elements("css selector", "#lve-table tbody tr")
+        if row.is_displayed()
+    ]
+    assert [path.split("/")[2] for path in paths] == ["elsewhere", "recorded"]
+
+
+def test_the_lve_table_sorts_by_id_and_severity(browser: Any, cli: Any, tmp_path: Path) -> None:
+    """The id and severity columns say how severe each LVE is; a click on a header sorts by it, a second
+    click the other way. The severity is the status page's number."""
+    out = build(cli, tmp_path / "site", PROJECT_ROOT)
+    assert open_page(browser, out / "index.html") == []
+    headers = {header.text: header for header in browser.find_elements("css selector", "#lve-table thead th")}
+    headers["Severity"].find_element("css selector", "button").click()
+    assert headers["Severity"].get_attribute("aria-sort") == "ascending"
+    headers["Severity"].find_element("css selector", "button").click()
+    assert headers["Severity"].get_attribute("aria-sort") == "descending"
+    rows = browser.find_elements("css selector", "#lve-table tbody tr")
+    first = [
+        (row.find_element("css selector", "td.id").text, row.find_elements("css selector", "td")[3].text)
+        for row in rows[:3]
+    ]
+    assert first == [
+        ("LVE-2026-0005", "7.8 high"),
+        ("LVE-2026-0006", "6.6 medium"),
+        ("LVE-2026-0009", "0.0 none"),
+    ]
+    headers["Id"].find_element("css selector", "button").click()
+    assert shown_ids(browser) == sorted(shown_ids(browser)) and shown_ids(browser)[0] == "LVE-2026-0001"
+    headers["Id"].find_element("css selector", "button").click()
+    assert shown_ids(browser)[0] == f"LVE-2026-{BUNDLED:04d}"
+    open_page(browser, out / "status.html")
+    severities = {
+        row.find_element("css selector", "th").text: row.find_element("css selector", "td.severity").text
+        for row in browser.find_elements("css selector", "table.status tbody tr")
+    }
+    assert severities["repository/reliability/arithmetic/multiply/openai--gpt-4o-mini"] == "7.8 high"
 
 
 def test_a_hostile_repositorys_script_never_runs(
@@ -195,6 +285,8 @@ def test_no_page_scrolls_sideways_on_a_phone(browser: Any, cli: Any, tmp_path: P
         open_page(browser, next((out / "lves").glob("reliability-arithmetic-multiply-*.html")))
         label = browser.find_element("css selector", "svg.timeline text")
         assert label.rect["height"] >= 9, label.rect
+        chart = browser.find_element("css selector", "svg.timeline").rect  # all of it on screen
+        assert chart["x"] >= 0 and chart["x"] + chart["width"] <= PHONE["width"] and chart["width"] > 300
         browser.save_screenshot(str(ARTIFACTS / "site-phone-lve.png"))
     finally:
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
@@ -230,3 +322,57 @@ def test_an_lves_page_links_its_id_to_its_advisory_and_every_page_to_the_feed(
     assert "LVE-2026-0009 fixed on demo/assistant in demo-assistant-v2" in titles
     assert "LVE-2026-0006 reproduced on demo/assistant (demo-assistant-v1)" in titles
     assert len(titles) == BUNDLED + 4  # every bundled LVE given an id; 2 reproduced, a fix, a regression
+
+
+# Every word of a table cell on one line, except where a word may break: after a path's or a model id's
+# slash, after a hyphen between letters. Numbers, dates, ratios and ids never break. Responses (<pre>) and
+# collapsed details are left out: they wrap as text does.
+BROKEN_WORDS = """
+const broken = [];
+for (const cell of document.querySelectorAll("table th, table td")) {
+  const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (node.parentElement.closest("pre, details, svg")) continue;
+    for (const match of node.data.matchAll(/\\S+/g)) {
+      const word = match[0];
+      const whole = !/[a-z]/i.test(word) || /^\\(?LVE-\\d/.test(word);
+      let offset = match.index;
+      for (const piece of whole ? [word] : word.split(/(?<=[\\/-])/)) {
+        const range = document.createRange();
+        range.setStart(node, offset);
+        range.setEnd(node, offset + piece.length);
+        const lines = new Set(Array.from(range.getClientRects()).filter((r) => r.width > 0).map((r) => Math.round(r.bottom)));
+        if (lines.size > 1) broken.push(piece);
+        offset += piece.length;
+      }
+    }
+  }
+}
+return broken;
+"""
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_table_cells_never_break_a_word_or_a_number(
+    browser: Any, cli: Any, tmp_path: Path, width: int
+) -> None:
+    """At a phone's width and a laptop's, no table cell breaks a word letter by letter ("saf e",
+    "Categ ory") or a number across lines: measured in the browser, word by word."""
+    out = build(cli, tmp_path / "site", PROJECT_ROOT)
+    pages = [
+        out / "index.html",
+        out / "status.html",
+        out / "changes.html",
+        next((out / "categories").glob("security-*.html")),
+        *sorted((out / "lves").glob("*.html")),
+    ]
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride", {**PHONE, "width": width, "mobile": width < 800}
+    )
+    try:
+        for page in pages:
+            assert open_page(browser, page) == [], page.name
+            assert browser.execute_script(BROKEN_WORDS) == [], (page.name, width)
+            assert browser.find_elements("css selector", "table") or page.name == "changes.html"
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

@@ -92,6 +92,55 @@ def test_the_bundled_repository_builds_with_working_relative_links(cli: Any, tmp
         assert len(scripts) == 1 and str(scripts[0]).endswith("assets/site.js")
 
 
+def crawl(start: Path) -> tuple[set[Path], list[str]]:
+    """Follow every local link (href, src) from `start`: the pages reached, and each link whose file is not
+    there or whose #fragment is no id of its page."""
+    ids: dict[Path, set[str]] = {}
+
+    def ids_of(page: Path) -> set[str]:
+        if page not in ids:
+            ids[page] = {str(attrs["id"]) for _tag, attrs in tags_of(page) if attrs.get("id")}
+        return ids[page]
+
+    seen, queue, broken = {start}, [start], []
+    while queue:
+        page = queue.pop()
+        for _tag, attrs in tags_of(page):
+            for target in (attrs.get("href"), attrs.get("src")):
+                if target is None or re.match(r"^[a-z]+:", target):
+                    continue  # an external link (the crawl is of the site's own files)
+                path, _, fragment = target.partition("#")
+                resolved = (page.parent / path).resolve() if path else page
+                if not resolved.is_file():
+                    broken.append(f"{page.name}: {target}")
+                elif resolved.suffix == ".html":
+                    if fragment and fragment not in ids_of(resolved):
+                        broken.append(f"{page.name}: {target} (no such anchor)")
+                    if resolved not in seen:
+                        seen.add(resolved)
+                        queue.append(resolved)
+    return seen, broken
+
+
+def test_a_crawl_of_the_bundled_site_finds_no_broken_local_link(cli: Any, tmp_path: Path) -> None:
+    """From the home page every page is reached, and every local link leads to a file and, with a
+    #fragment, to an element of that id: the status page links an LVE's #status only where its page has
+    one (never-run LVEs have none), the changes page's entries and the feed's links land too."""
+    out = tmp_path / "site"
+    assert cli("site", str(out), "--repo", str(PROJECT_ROOT)).code == 0
+    reached, broken = crawl(out / "index.html")
+    assert broken == []
+    assert reached == {page.resolve() for page in out.rglob("*.html")}
+    status_links = [str(attrs["href"]) for tag, attrs in tags_of(out / "status.html") if tag == "a"]
+    assert sum(link.endswith("#status") for link in status_links) == 3  # the LVEs the history ran
+    import xml.etree.ElementTree as ET
+
+    feed = ET.parse(out / "feed.xml").getroot()
+    for link in feed.iter("{http://www.w3.org/2005/Atom}link"):
+        path, _, fragment = str(link.get("href")).partition("#")
+        assert (out / path).is_file() and (not fragment or f'id="{fragment}"' in (out / path).read_text())
+
+
 @pytest.mark.skipif(not SAMPLES.is_dir(), reason=f"the public samples are not at {SAMPLES}")
 def test_the_public_samples_build(cli: Any, tmp_path: Path) -> None:
     """LVEs as the public repository holds them (prompt files, multi-run prompts, lve-tools instances)."""

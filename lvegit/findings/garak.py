@@ -79,7 +79,7 @@ def _turns(prompt: Any) -> tuple[tuple[str, str], ...] | None:
     for turn in turns:
         text = _text(turn.get("content")) if isinstance(turn, dict) else None
         role = turn.get("role", "user") if isinstance(turn, dict) else None
-        if text is None or role not in ("system", "user", "assistant"):
+        if text is None or role not in ("system", "developer", "user", "assistant"):
             return None
         found.append((str(role), text))
     return tuple(found)

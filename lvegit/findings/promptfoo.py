@@ -126,7 +126,7 @@ def _chat(raw: str) -> list[tuple[str, str]]:
         and chat
         and all(
             isinstance(m, dict)
-            and m.get("role") in ("system", "user", "assistant")
+            and m.get("role") in ("system", "developer", "user", "assistant")
             and isinstance(m.get("content"), str)
             for m in chat
         )
@@ -143,7 +143,7 @@ def sent_turns(result: dict[str, Any]) -> tuple[tuple[str, str], ...] | None:
         (str(m["role"]), str(m["content"]))
         for m in messages
         if isinstance(m, dict)
-        and m.get("role") in ("system", "user", "assistant")
+        and m.get("role") in ("system", "developer", "user", "assistant")
         and isinstance(m.get("content"), str)
     ]
     if turns and len(turns) == len(messages) and turns[-1][0] == "assistant" and len(turns) > 1:

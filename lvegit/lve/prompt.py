@@ -22,6 +22,7 @@ class Role(StrEnum):
     user = "user"
     assistant = "assistant"
     system = "system"
+    developer = "developer"  # the system role as OpenAI's newer models name it: a prompt sends it as written
     tool = "tool"  # a tool's result, answering an assistant's tool call
 
     def __str__(self) -> str:
@@ -81,6 +82,7 @@ class Message:
     tool_call_id: str | None = None  # the call a tool message answers
     # Set on the messages of a model's turn that used tools: the turn's step (1 = its first request).
     step: int | None = None
+    tool_name: str | None = None  # the tool a tool message of a prompt says answered (its `name`)
 
     @property
     def is_hole(self) -> bool:
@@ -101,6 +103,8 @@ class Message:
             data["tool_call_id"] = self.tool_call_id
         if self.step is not None:
             data["step"] = self.step
+        if self.tool_name is not None:
+            data["name"] = self.tool_name
         return data
 
     @classmethod
@@ -115,6 +119,7 @@ class Message:
             tool_calls=calls,
             tool_call_id=data.get("tool_call_id"),
             step=data.get("step"),
+            tool_name=data.get("name"),
         )
 
 

@@ -124,15 +124,27 @@ class MessageSpec(Contributed):
     image_url: str | None = None
     tool_calls: Annotated[list[ToolCallSpec], Field(min_length=1)] | None = None
     tool_call_id: str | None = None
+    name: Annotated[str | None, Field(description="a tool message's tool, sent as written")] = None
 
     def as_message(self, line: int | None = None) -> Message:
         calls = tuple(ToolCall(c.id, c.function.name, c.function.arguments) for c in self.tool_calls or ())
-        return Message(self.content, self.role, self.variable, self.image_url, line, calls, self.tool_call_id)
+        return Message(
+            self.content,
+            self.role,
+            self.variable,
+            self.image_url,
+            line,
+            calls,
+            self.tool_call_id,
+            tool_name=self.name,
+        )
 
     @model_validator(mode="after")
     def _tool_fields(self) -> MessageSpec:
         if self.tool_calls is not None and self.role != Role.assistant:
             raise PydanticCustomError("tool_calls_role", "only an assistant message may carry tool_calls")
+        if self.name is not None and self.role != Role.tool:
+            raise PydanticCustomError("tool_name", "only a tool message names a tool (name)")
         if (self.role == Role.tool) != (self.tool_call_id is not None):
             raise PydanticCustomError(
                 "tool_call_id",

@@ -64,6 +64,8 @@ def api_messages(messages: list[Message]) -> list[dict[str, Any]]:
             sent["tool_calls"] = [call.as_json() for call in message.tool_calls]
         if message.tool_call_id is not None:
             sent["tool_call_id"] = message.tool_call_id
+        if message.tool_name is not None:
+            sent["name"] = message.tool_name
         result.append(sent)
     return result
 

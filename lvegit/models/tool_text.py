@@ -25,11 +25,13 @@ _PYTHON_TAG = "<|python_tag|>"
 
 def template_messages(messages: list[Message]) -> list[dict[str, Any]]:
     """Messages as chat templates take them: a call's arguments as an object where they parse, a tool's
-    result with the name of the tool it answers."""
+    result with the name of the tool it answers, the developer role as the system role (the role chat
+    templates know)."""
     names = {call.id: call.name for message in messages for call in message.tool_calls}
     result = []
     for message in messages:
-        shown: dict[str, Any] = {"role": message.role.value, "content": message.content or ""}
+        role = Role.system if message.role == Role.developer else message.role
+        shown: dict[str, Any] = {"role": role.value, "content": message.content or ""}
         if message.tool_calls:
             shown["tool_calls"] = [
                 {
@@ -41,7 +43,7 @@ def template_messages(messages: list[Message]) -> list[dict[str, Any]]:
             ]
         if message.role == Role.tool:
             shown["tool_call_id"] = message.tool_call_id
-            shown["name"] = names.get(message.tool_call_id or "", "")
+            shown["name"] = message.tool_name or names.get(message.tool_call_id or "", "")
         result.append(shown)
     return result
 

@@ -70,7 +70,7 @@ class ModelsDocument(Record):
 
 
 class ShownMessage(Record):
-    role: Literal["user", "assistant", "system", "tool"]
+    role: Literal["user", "assistant", "system", "developer", "tool"]
     content: str | None
     variable: str | None = None
     image_url: str | None = None

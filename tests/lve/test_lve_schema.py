@@ -53,7 +53,7 @@ def test_every_bad_field_is_named_and_the_rest_stay_usable() -> None:
     values, problems = read(bad)
     assert problems == [
         "error: description: must be a non-empty string",
-        "error: prompt[0].role: must be one of 'user', 'assistant', 'system' or 'tool', not 'robot'",
+        "error: prompt[0].role: must be one of 'user', 'assistant', 'system', 'developer' or 'tool', not 'robot'",
         "error: prompt[1].content: a user message needs content",
         "error: prompt[2].content: must be a string, not a number",
         "error: prompt[3]: must be an object, not a string",

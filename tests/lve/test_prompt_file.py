@@ -61,6 +61,6 @@ def test_messages_of_a_file_are_validated_with_their_lines() -> None:
         '{"content": "a"}\n{"role": "robot", "content": "b", "colour": 1}\n{"content": null}\n'
     )
     assert [p.render() for p in problems.items] == [
-        "error: test.prompt:2: [1].role: must be one of 'user', 'assistant', 'system' or 'tool', not 'robot'",
+        "error: test.prompt:2: [1].role: must be one of 'user', 'assistant', 'system', 'developer' or 'tool', not 'robot'",
         "error: test.prompt:3: [1].content: a user message needs content",
     ]

@@ -53,3 +53,14 @@ def test_templates_get_arguments_as_objects_and_results_with_their_tools_name() 
     shown = template_messages(messages)
     assert [c["function"]["arguments"] for c in shown[1]["tool_calls"]] == [{"to": "x"}, '{"to": ']
     assert shown[2] == {"role": "tool", "content": "sent", "tool_call_id": "c1", "name": "send_email"}
+
+
+def test_templates_get_the_developer_role_as_the_system_role_and_a_declared_tool_name() -> None:
+    messages = [
+        Message("Be brief.", Role.developer),
+        Message(None, Role.assistant, tool_calls=(ToolCall("c1", "send_email", "{}"),)),
+        Message("sent", Role.tool, tool_call_id="c1", tool_name="mailer"),
+    ]
+    shown = template_messages(messages)
+    assert shown[0] == {"role": "system", "content": "Be brief."}
+    assert shown[2]["name"] == "mailer"  # as the prompt says, not looked up from the call

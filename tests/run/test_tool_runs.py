@@ -592,3 +592,33 @@ def test_tools_a_checker_names_but_the_lve_does_not_declare_are_warned_about(
     assert "checker_args.sequence[1].tools: 'wire_money' is no tool the LVE declares" in result.out, (
         result.out
     )
+
+
+def test_the_developer_role_and_a_tool_messages_name_are_sent_as_written(
+    repo: RepoBuilder, cli: Any, openai_server: Running
+) -> None:
+    openai_server.state.answer = lambda body: "Bake it 20 minutes."
+    prompt = [
+        {"role": "developer", "content": "You help {user}."},
+        {"content": "Summarise https://recipes.example/{dish}."},
+        {"role": "assistant", "content": None, "tool_calls": [tool_call("fetch_page", '{"url": "u"}', "p1")]},
+        {"role": "tool", "tool_call_id": "p1", "name": "fetch_page", "content": "<p>{dish}: 20 minutes</p>"},
+    ]
+    lve_dir = repo.lve("agents/injection", {**TOOL_TEST, "prompt": prompt})
+    assert cli("validate", str(lve_dir), cwd=repo.root).code == 0
+    record(cli, repo, lve_dir)
+    [sent] = openai_server.state.requests
+    assert sent["messages"][0] == {"role": "developer", "content": "You help Ann."}
+    assert sent["messages"][3] == {
+        "role": "tool",
+        "content": "<p>bread: 20 minutes</p>",
+        "tool_call_id": "p1",
+        "name": "fetch_page",
+    }
+
+
+def test_only_a_tool_message_names_a_tool(repo: RepoBuilder, cli: Any) -> None:
+    repo.lve("agents/injection", {**TOOL_TEST, "prompt": [{"content": "Go.", "name": "fetch_page"}]})
+    result = cli("validate", "--all", cwd=repo.root)
+    assert result.code == 1
+    assert "only a tool message names a tool (name)" in result.out, result.out

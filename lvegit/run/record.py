@@ -1,4 +1,5 @@
-"""`lvegit record`: run one new instance of an LVE and append it (postprocessed) to its instances."""
+"""`lvegit record`: run one new instance of each selected LVE and append it (postprocessed) to its
+instances."""
 
 from __future__ import annotations
 
@@ -18,10 +19,13 @@ from lvegit.run.runner import Recorder, Runner, Task
 INSTANCE_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}\.jsonl$")
 
 
-def parse_params(lve: LVE, pairs: tuple[str, ...], strings: tuple[str, ...] = ()) -> dict[str, Any]:
+def parse_params(
+    lve: LVE, pairs: tuple[str, ...], strings: tuple[str, ...] = (), others: bool = False
+) -> dict[str, Any]:
     """`--param NAME=VALUE` values are read as JSON when they parse (`12` is a number, `["a"]` a list,
     `true` a boolean), else taken as text; `--param-str NAME=VALUE` is always text. Recorded instances
-    hold typed values, and checkers compute with them (`int(a) + int(b)` or `a + b`)."""
+    hold typed values, and checkers compute with them (`int(a) + int(b)` or `a + b`). `others`: the
+    values are given to several LVEs at once, so a name this LVE does not declare is another's."""
     params: dict[str, Any] = {}
     given = [(pair, False) for pair in pairs] + [(pair, True) for pair in strings]
     for pair, as_text in given:
@@ -29,6 +33,8 @@ def parse_params(lve: LVE, pairs: tuple[str, ...], strings: tuple[str, ...] = ()
         option = "--param-str" if as_text else "--param"
         if not separator:
             raise UsageError(f"{option} takes NAME=VALUE, not {pair!r}")
+        if name not in lve.prompt_parameters and others:
+            continue
         if name not in lve.prompt_parameters:
             known = ", ".join(lve.prompt_parameters) or "none"
             raise UsageError(f"{lve.rel} has no prompt parameter '{name}' (its parameters: {known})")
@@ -52,17 +58,13 @@ def _typed(text: str) -> Any:
     return value
 
 
-def record_instance(
-    pool: ModelPool,
-    lve: LVE,
-    params: dict[str, Any],
-    temperature: float | None,
-    author: str | None,
-    file_name: str,
-    policy: RetryPolicy,
-) -> Attempt:
+def check_file_name(file_name: str) -> None:
     if not INSTANCE_FILE.match(file_name):
         raise UsageError(f"--file {file_name!r}: give a plain file name ending in .jsonl")
+
+
+def recording(lve: LVE, params: dict[str, Any], temperature: float | None, file_name: str) -> Task:
+    """The task that records one new instance of `lve` into instances/FILE."""
     try:
         target = path_inside(lve.dir, f"instances/{file_name}")
     except FileProblem as exc:
@@ -72,9 +74,14 @@ def record_instance(
     attempt = Attempt(
         id=attempt_id(lve.rel, "record", args, lve.model), lve=lve.rel, model=lve.model, args=args
     )
-    task = Task(lve, attempt, target, new_recording=True)
-    for model_id in task.models:  # the model's and its judge's: no route, no key: a usage error first
-        pool.get(model_id)
-    runner = Runner(pool, policy=policy, recorder=Recorder(author=author))
-    [done] = runner.run([task])
-    return done
+    return Task(lve, attempt, target, new_recording=True)
+
+
+def record_instances(
+    pool: ModelPool, tasks: list[Task], author: str | None, policy: RetryPolicy
+) -> list[Attempt]:
+    """Run the recordings (at once, as a run does) and append each complete one; the attempts in order."""
+    for task in tasks:
+        for model_id in task.models:  # the model's and its judge's: no route, no key: a usage error first
+            pool.get(model_id)
+    return Runner(pool, policy=policy, recorder=Recorder(author=author)).run(tasks)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from builders import RepoBuilder, shipped_schema_accepts
@@ -119,7 +120,54 @@ def test_record_usage_errors(repo: RepoBuilder, cli: Any, openai_server: Running
     assert bad_file.code == 2 and "plain file name ending in .jsonl" in bad_file.err
     repo.lve("dummy/other")
     both = cli("record", "repository/dummy", "--param", "a=1", cwd=repo.root)
-    assert both.code == 2 and "holds 2 LVEs" in both.err
+    assert both.code == 1  # each LVE's own problem, named; the others would be recorded
+    assert both.err.count("give a value for every prompt parameter: missing --param b=") == 2
+    typo = cli("record", "--all", "--param", "a=1", "--param", "b=2", "--param", "bb=3", cwd=repo.root)
+    assert typo.code == 2 and "no selected LVE has the prompt parameter 'bb'" in typo.err
+    assert cli("record", "--tag", "cwe:CWE-20", cwd=repo.root).err.endswith(
+        "no LVE selected: give LVE folders, --all, --tag or --changed\n"
+    )
+
+
+def test_record_takes_the_selections_of_run_and_records_each_lve(
+    repo: RepoBuilder, cli: Any, openai_server: Running
+) -> None:
+    openai_server.state.answer = lambda body: "3"
+    first = repo.lve("dummy/add")
+    second = repo.lve(
+        "dummy/other",
+        {
+            "prompt_parameters": ["a", "b", "c"],
+            "prompt": [{"content": "{a}{b}{c}"}],
+            "checker_args": {"checker_name": "LambdaChecker", "func": "lambda r, a, b, c: r == str(a + b)"},
+        },
+    )
+    invalid = repo.lve("dummy/broken", {"prompt": 3})
+    result = cli(
+        "record",
+        "--all",
+        "--param",
+        "a=1",
+        "--param",
+        "b=2",
+        "--param",
+        "c=3",
+        "--format",
+        "json",
+        cwd=repo.root,
+    )
+    assert result.code == 1  # the invalid LVE is named; the two others are recorded
+    assert "repository/dummy/broken/openai--gpt-4o-mini is invalid" in result.err
+    documents = [json.loads(line) for line in result.out.splitlines()]  # one document a line
+    assert sorted(d["attempt"]["lve"] for d in documents) == [
+        "repository/dummy/add/openai--gpt-4o-mini",
+        "repository/dummy/other/openai--gpt-4o-mini",
+    ]
+    assert [d["attempt"]["args"].get("c") for d in documents] == [None, 3]  # each gets what it declares
+    for lve_dir, document in zip((first, second), documents, strict=True):
+        assert document["attempt"]["status"] == "complete", document["attempt"]["error"]
+        assert Path(document["attempt"]["appended_to"]).parent.parent == lve_dir
+    assert not (invalid / "instances").exists()
 
 
 def test_record_reports_model_errors(repo: RepoBuilder, cli: Any, openai_server: Running) -> None:

@@ -13,6 +13,7 @@ import tomllib
 import zipfile
 from pathlib import Path
 
+import click
 import pytest
 import yaml
 
@@ -278,6 +279,28 @@ def test_the_docs_build_strictly(tmp_path: Path) -> None:
     assert "lvegit check --changed --base origin/main --format json" in html.unescape(
         re.sub(r"<[^>]+>", "", code)
     )
+    # every character of the help: `<NAME>` once vanished as raw HTML
+    shown = " ".join(html.unescape(re.sub(r"<[^>]+>", "", reference)).split())
+    assert (
+        "repository/NAME/<model-folder>/" in shown and "Fill in every '<please fill in>' placeholder" in shown
+    )
+    from lvegit.cli import cli as lvegit_group
+    from lvegit.commands.reference import help_blocks
+
+    context = click.Context(lvegit_group, info_name="lvegit")
+    for name in lvegit_group.list_commands(context):
+        command = lvegit_group.get_command(context, name)
+        assert command is not None
+        for verbatim, block in help_blocks(command.help or ""):
+            assert verbatim or block.replace("`", "") in shown, (name, block)
+    # only pages and what they use, nothing from another host
+    published = {path.suffix for path in (tmp_path / "site").rglob("*") if path.is_file()}
+    assert ".py" not in published, published
+    for page in (tmp_path / "site").rglob("*.html"):
+        text = page.read_text()
+        for tag in re.findall(r"<(?:link|script|img|iframe)\b[^>]*>", text):
+            assert not re.search(r"""(?:href|src)=["']?(?:https?:)?//""", tag), (page.name, tag)
+        assert "fonts.googleapis" not in text and "md-source" not in text, page.name  # no repository widget
 
 
 def test_the_readme_is_the_front_door_and_the_docs_the_manual() -> None:

@@ -1,25 +1,51 @@
-"""The command reference of the docs site, written from the commands themselves (docs/hooks.py puts it in
-docs/reference.md): each command's usage, its help text with every block that `--help` keeps as written
-(click's `\\b` paragraphs: the examples) as a code block, and a table of its options whose descriptions and
-defaults are click's own help records, so that the page says what `lvegit COMMAND --help` says.
+"""The command reference (docs/reference.md, committed so that GitHub shows it too), written from the
+commands themselves by `python -m lvegit.commands.reference docs/reference.md`: each command's usage, its
+help text with every block that `--help` keeps as written (click's `\\b` paragraphs: the examples) as a code
+block, and a table of its options whose descriptions and defaults are click's own help records, so that the
+page says what `lvegit COMMAND --help` says.
 
 mkdocs-click did this until click 8.2 made an unset default a sentinel it printed (`Sentinel.UNSET`) and
 ran the examples together into one paragraph.
+
+Help text outside code is escaped for Markdown: `<NAME>` would otherwise be raw HTML that the page swallows,
+and `INPUT_*` ... `*` emphasis.
 """
 
 from __future__ import annotations
 
+import html
 import inspect
 import re
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import click
 
 _DEFAULT = re.compile(r"\s*\[([^\[\]]*)\]$")  # the bracket click ends an option's help with
 
 
-def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+HEADER = """# Command reference
+
+Generated from the commands themselves (`python -m lvegit.commands.reference docs/reference.md`; a test
+checks it is current): each section says what `lvegit COMMAND --help` prints, its examples as code and every
+option with its default.
+"""
+_CODE_SPAN = re.compile(r"(`[^`\n]*`)")
+_MARKDOWN = re.compile(r"([\\*_\[\]])")
+
+
+def text(words: str) -> str:
+    """Help text as Markdown that shows every character: code spans as they are, the rest escaped."""
+    parts = _CODE_SPAN.split(words)
+    return "".join(
+        part if index % 2 else _MARKDOWN.sub(r"\\\1", html.escape(part, quote=False))
+        for index, part in enumerate(parts)
+    )
+
+
+def _cell(words: str) -> str:
+    return text(" ".join(words.split())).replace("|", "\\|")
 
 
 def option_rows(command: click.Command, ctx: click.Context) -> list[tuple[str, str, str]]:
@@ -55,11 +81,14 @@ def _section(command: click.Command, ctx: click.Context) -> list[str]:
     path = ctx.command_path
     lines = [f"## {path}", "", "```text", command.get_usage(ctx).strip(), "```", ""]
     for verbatim, block in help_blocks(command.help or ""):
-        lines += [block, ""] if not verbatim else _verbatim(block)
+        lines += [text(block), ""] if not verbatim else _verbatim(block)
     rows = option_rows(command, ctx)
     if rows:
         lines += ["| Option | Description | Default |", "|---|---|---|"]
-        lines += [f"| `{_cell(names)}` | {_cell(text)} | {_cell(default)} |" for names, text, default in rows]
+        lines += [
+            f"| `{' '.join(names.split())}` | {_cell(help_text)} | {_cell(default)} |"
+            for names, help_text, default in rows
+        ]
         lines.append("")
     return lines
 
@@ -68,7 +97,7 @@ def _verbatim(block: str) -> list[str]:
     """A `\\b` block: a heading line such as `Examples:` as text, what follows it as a code block."""
     first, _, rest = block.partition("\n")
     if first.rstrip().endswith(":") and rest.strip():
-        return [first.strip(), "", "```text", inspect.cleandoc(rest), "```", ""]
+        return [text(first.strip()), "", "```text", inspect.cleandoc(rest), "```", ""]
     return ["```text", block, "```", ""]
 
 
@@ -90,3 +119,14 @@ def reference(group: click.Group, prog: str) -> str:
     for command, sub in _commands(group, ctx):
         lines += _section(command, sub)
     return "\n".join(lines)
+
+
+def page() -> str:
+    """docs/reference.md as it should read."""
+    from lvegit.cli import cli
+
+    return f"{HEADER}\n{reference(cli, 'lvegit')}\n"
+
+
+if __name__ == "__main__":
+    Path(sys.argv[1]).write_text(page(), encoding="utf-8")

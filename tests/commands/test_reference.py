@@ -4,13 +4,14 @@ it shows none), and every example block as a code block, for every command and s
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import click
 import pytest
 
 from lvegit.cli import cli as lvegit_cli
-from lvegit.commands.reference import reference
+from lvegit.commands.reference import reference, text
 
 PAGE = reference(lvegit_cli, "lvegit")
 
@@ -69,3 +70,21 @@ def test_each_example_block_is_a_code_block(cli: Any, path: str) -> None:
         pytest.skip(f"{path} shows no examples")
     lines = [line.strip() for line in examples.group(1).splitlines()]
     assert "Examples:\n\n```text\n" + "\n".join(lines) + "\n```" in sections()[path]
+
+
+def test_the_committed_page_is_the_generated_one() -> None:
+    """docs/reference.md is committed whole (an empty stub on GitHub once, filled in only by a docs hook)."""
+    from lvegit.commands.reference import page
+
+    committed = (Path(__file__).parents[2] / "docs/reference.md").read_text(encoding="utf-8")
+    assert committed == page(), (
+        "docs/reference.md is stale: python -m lvegit.commands.reference docs/reference.md"
+    )
+
+
+def test_help_text_outside_code_is_escaped_for_markdown() -> None:
+    """`<NAME>` in help was raw HTML that the page swallowed; `*` would start emphasis."""
+    assert text("repository/NAME/<model-folder>/ and INPUT_* in `a <b> *c*`") == (
+        "repository/NAME/&lt;model-folder&gt;/ and INPUT\\_\\* in `a <b> *c*`"
+    )
+    assert "Fill in every '&lt;please fill in&gt;' placeholder" in sections()["lvegit new"]

@@ -11,7 +11,8 @@ from lvegit.base.output import line, note
 from lvegit.checkers.registry import BUILTIN_CHECKERS
 from lvegit.commands.catalog import short_help
 from lvegit.commands.options import open_repository, repo_option
-from lvegit.lve.problems import PLACEHOLDER, nearest_name
+from lvegit.lve.problems import PLACEHOLDER
+from lvegit.lve.routing_file import route_problem
 from lvegit.lve.taxonomy import parse_tag
 from lvegit.publish.scaffold import (
     CUSTOM,
@@ -21,7 +22,9 @@ from lvegit.publish.scaffold import (
     check_severity,
     create,
     custom_class_name,
+    known_models,
     lve_folder,
+    nearest_checker,
     parse_name,
 )
 
@@ -100,14 +103,17 @@ def new_command(
     if interactive is None:
         interactive = sys.stdin.isatty()
     if interactive and checker and checker not in (*BUILTIN_CHECKERS, CUSTOM):
-        near = nearest_name(checker, list(BUILTIN_CHECKERS))
+        near = nearest_checker(checker)
         if near is not None and click.confirm(
             f"'{checker}' is not a core checker: did you mean {near}?", True
         ):
             checker = near
     if interactive:
         name = name or _ask("Name (CATEGORY/NAME or CATEGORY/SUBCATEGORY/NAME)", parse_name)
-        model = model or _ask("Model id (e.g. openai/gpt-4)", lambda m: lve_folder(repo, str(name), m))
+        models = known_models(repo)
+        model = model or _ask(
+            "Model id (PROVIDER/MODEL, e.g. openai/gpt-4)", lambda m: lve_folder(repo, str(name), m, models)
+        )
         lve_name = parse_name(name)[-1]
         checker = checker or _ask(
             f"Checker ({', '.join(sorted(BUILTIN_CHECKERS))}, or '{CUSTOM}')",
@@ -127,7 +133,7 @@ def new_command(
         if not tags:
             answer = _ask(
                 "Taxonomy tags (SCHEME:VALUE, comma-separated, such as owasp-llm:2025:LLM01; empty for none)",
-                lambda a: [parse_tag(t) for t in _parameter_list(a)],
+                lambda a: [parse_tag(t, given_as="tag") for t in _parameter_list(a)],
                 default="",
             )
             tags = tuple(_parameter_list(answer))
@@ -152,4 +158,7 @@ def new_command(
     for path in created:
         line(f"  {path.relative_to(lve_dir).as_posix()}")
     line(f"Next: fill in the '{PLACEHOLDER}' placeholders, then: lvegit validate {repo.relative(lve_dir)}")
+    unrouted = route_problem(repo.root, model)
+    if unrouted is not None:  # the LVE is right as it is; running it needs a route first
+        note(f"before lvegit run or record: {unrouted}")
     return 0

@@ -71,26 +71,28 @@ def name_of(scheme: str, value: str) -> str | None:
     return str(_only_edition(scheme)[1][value])
 
 
-def parse_selector(selector: str) -> tuple[str, str]:
-    """`owasp-llm:2025:LLM01` as (scheme, value); a UsageError says what a selector looks like."""
+def parse_selector(selector: str, given_as: str = "--tag") -> tuple[str, str]:
+    """`owasp-llm:2025:LLM01` as (scheme, value); a UsageError says what a selector looks like, naming it
+    as the user gave it (`given_as`)."""
     scheme, _, value = selector.partition(":")
     if scheme not in SCHEMES or not value:
         raise UsageError(
-            f"--tag {selector}: give SCHEME:VALUE with a scheme of {', '.join(SCHEMES)}, "
+            f"{given_as} {selector}: give SCHEME:VALUE with a scheme of {', '.join(SCHEMES)}, "
             "as in owasp-llm:2025:LLM01 or atlas:AML.T0051"
         )
     if scheme in EDITIONED and ":" not in value:
-        raise UsageError(f"--tag {selector}: give the edition too, as in {scheme}:EDITION:{value}")
+        raise UsageError(f"{given_as} {selector}: give the edition too, as in {scheme}:EDITION:{value}")
     return scheme, value
 
 
-def parse_tag(text: str) -> dict[str, str]:
+def parse_tag(text: str, given_as: str = "--tag") -> dict[str, str]:
     """`owasp-llm:2025:LLM01` as the tag `{"name": "owasp-llm", "value": "2025:LLM01"}`; a UsageError when
-    it is no SCHEME:VALUE or names nothing in its taxonomy."""
-    scheme, value = parse_selector(text.strip())
+    it is no SCHEME:VALUE or names nothing in its taxonomy, naming it as the user gave it (`given_as`: the
+    option, or the word of a question)."""
+    scheme, value = parse_selector(text.strip(), given_as)
     found = problem(scheme, value)
     if found is not None:
-        raise UsageError(f"--tag {text.strip()}: {found}")
+        raise UsageError(f"{given_as} {text.strip()}: {found}")
     return {"name": scheme, "value": value}
 
 

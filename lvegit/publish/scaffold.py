@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,7 +14,8 @@ from lvegit.base.files import FileProblem, ensure_inside, read_text, write_insid
 from lvegit.checkers.registry import BUILTIN_CHECKERS, builtin_signature, constructor_signature
 from lvegit.judge.cache import CACHE_DIR
 from lvegit.lve.problems import PLACEHOLDER, nearest_name
-from lvegit.lve.repo import REPOSITORY_DIR, TEST_FILE, Repository, model_folder
+from lvegit.lve.repo import REPOSITORY_DIR, TEST_FILE, Repository, canonical_model, model_folder
+from lvegit.lve.routing_file import routing_table
 from lvegit.publish.readme import readme_of, write_readme
 
 SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
@@ -53,10 +55,47 @@ def parse_name(name: str) -> list[str]:
     return segments
 
 
-def check_model(model: str) -> str:
+# Ids a new repository may not have yet, for suggestions beside the repository's own.
+COMMON_MODELS = ("openai/gpt-4", "openai/gpt-4o", "openai/gpt-4o-mini", "meta/llama-3-8b-instruct")
+
+
+def check_model(model: str, known: Iterable[str] = ()) -> str:
+    """A model id is PROVIDER/NAME (or a bare OpenAI `gpt-...` id, as early LVEs have them); `known`: ids
+    to suggest from (the repository's models and routes)."""
     if not re.search(r"[A-Za-z0-9]", model_folder(model)) or re.search(r"\s", model):
         raise UsageError(f"'{model}' is not a model id such as openai/gpt-4 (no spaces)")
+    if "/" not in canonical_model(model):
+        candidates = list(dict.fromkeys([*known, *COMMON_MODELS]))
+        by_name = {candidate.rpartition("/")[2]: candidate for candidate in candidates}
+        near = nearest_name(model, list(by_name))
+        hint = f": did you mean {by_name[near]}?" if near else ", such as openai/gpt-4o-mini"
+        raise UsageError(f"'{model}' names no provider: give PROVIDER/MODEL{hint}")
     return model
+
+
+def known_models(repo: Repository) -> list[str]:
+    """The model ids a repository names: its routing file's, and those its LVE folders are named after
+    (`openai--gpt-4o-mini` is openai/gpt-4o-mini)."""
+    try:
+        routes = routing_table(repo.root)[0].get("models")
+    except UsageError:  # a broken routing file: said by the commands that route
+        routes = None
+    folders = [lve_dir.name.replace("--", "/", 1) for lve_dir in repo.lve_dirs(repo.lve_root)]
+    return list(dict.fromkeys([*(routes if isinstance(routes, dict) else {}), *sorted(folders)]))
+
+
+def nearest_checker(name: str) -> str | None:
+    """The core checker a name most likely meant: `Regex`, `regexchecker` and `RegexChekcer` all mean
+    RegexChecker (matched with and without the `Checker` suffix, in any case)."""
+    stems = {checker.lower().removesuffix("checker"): checker for checker in BUILTIN_CHECKERS}
+    key = name.lower().removesuffix("checker")
+    if key in stems:
+        return stems[key]
+    near = nearest_name(name, list(BUILTIN_CHECKERS))
+    if near is None:
+        stem = nearest_name(key, list(stems))
+        near = stems[stem] if stem is not None else None
+    return near
 
 
 def check_parameters(parameters: list[str]) -> list[str]:
@@ -83,7 +122,7 @@ def custom_class_name(checker: str, lve_name: str) -> str | None:
         return "".join(part.capitalize() for part in re.split(r"[_-]+", lve_name) if part) + "Checker"
     if not checker.isidentifier():
         raise UsageError(f"checker '{checker}' is neither a core checker nor a valid Python class name")
-    near = nearest_name(checker, list(BUILTIN_CHECKERS))
+    near = nearest_checker(checker)
     if near is not None:  # a typo would silently become a custom checker of that name
         raise UsageError(
             f"checker '{checker}' is not a core checker: did you mean {near}? (a new custom checker "
@@ -92,9 +131,10 @@ def custom_class_name(checker: str, lve_name: str) -> str | None:
     return checker
 
 
-def lve_folder(repo: Repository, name: str, model: str) -> Path:
-    """Where the LVE goes; an error when it exists, since lvegit new never overwrites an LVE."""
-    lve_dir = repo.lve_root.joinpath(*parse_name(name), model_folder(check_model(model)))
+def lve_folder(repo: Repository, name: str, model: str, known: Iterable[str] = ()) -> Path:
+    """Where the LVE goes; an error when it exists, since lvegit new never overwrites an LVE. `known`: the
+    model ids to suggest from."""
+    lve_dir = repo.lve_root.joinpath(*parse_name(name), model_folder(check_model(model, known)))
     if os.path.lexists(lve_dir):
         raise UsageError(f"{repo.relative(lve_dir)} already exists; lvegit new never overwrites an LVE")
     # An LVE is a leaf: none inside another's folder, none holding others (show would count them as one).
@@ -189,7 +229,7 @@ def create(repo: Repository, spec: NewLVE) -> list[Path]:
     check_parameters(spec.parameters)
     check_severity(spec.severity)
     class_name = custom_class_name(spec.checker, segments[-1])
-    lve_dir = lve_folder(repo, spec.name, spec.model)
+    lve_dir = lve_folder(repo, spec.name, spec.model, known_models(repo))
     rel = f"{'/'.join(segments)}/{model_folder(spec.model)}"
     test = {
         "description": spec.description or PLACEHOLDER,

@@ -245,7 +245,7 @@ def test_interactive_checks_each_answer_as_it_is_given(repo: RepoBuilder, cli) -
         "lvegit: error: '1x' is not a valid parameter name (letters, digits, '_')",
         "lvegit: error: parameter 'a' is given twice",
         "lvegit: error: severity must be one of low, medium, high, not 'extreme'",
-        "lvegit: error: --tag owasp-llm:LLM01: give the edition too, as in owasp-llm:EDITION:LLM01",
+        "lvegit: error: tag owasp-llm:LLM01: give the edition too, as in owasp-llm:EDITION:LLM01",
     ]
     test = json.loads((repo.root / "repository/math/taken/openai--gpt-4o/test.json").read_text())
     assert (test["checker_args"]["checker_name"], test["prompt_parameters"], test["tags"][0]["value"]) == (
@@ -313,3 +313,59 @@ def test_new_takes_taxonomy_tags_checked_against_the_shipped_lists(repo: RepoBui
                 cwd=repo.root)  # fmt: skip
     assert wrong.code == 2 and "'LLM11' is no id of OWASP Top 10 for LLM Applications 2025" in wrong.err
     assert not (repo.root / "repository/security/other").exists()
+
+
+def test_interactive_answers_are_checked_like_flags_in_the_users_own_terms(repo: RepoBuilder, cli) -> None:
+    """ "Regex" at the checker question once became a custom class named Regex, "gpt4" a model nothing
+    routes, and a bad tag was reported as a `--tag` option the user never typed."""
+    repo.lve("math/add", folder="openai--gpt-4")
+    answers = [
+        "math/mul",
+        "gpt4",
+        "openai/gpt-4o",
+        "Regex",
+        "RegexChecker",
+        "",
+        "",
+        "",
+        "low",
+        "owasp-llm:x",
+        "",
+    ]
+    result = cli("new", "--interactive", cwd=repo.root, stdin="\n".join(answers) + "\n")
+    assert result.code == 0, result.err
+    assert result.err.splitlines() == [
+        "lvegit: error: 'gpt4' names no provider: give PROVIDER/MODEL: did you mean openai/gpt-4?",
+        "lvegit: error: checker 'Regex' is not a core checker: did you mean RegexChecker? (a new custom checker "
+        "needs a name unlike the core checkers', or --checker custom)",
+        "lvegit: error: tag owasp-llm:x: give the edition too, as in owasp-llm:EDITION:x",
+    ]
+    test = json.loads((repo.root / "repository/math/mul/openai--gpt-4o/test.json").read_text())
+    assert test["checker_args"]["checker_name"] == "RegexChecker" and test["model"] == "openai/gpt-4o"
+    assert not (repo.root / "repository/math/mul/openai--gpt-4o/checker").exists()
+
+
+@pytest.mark.parametrize(
+    ("checker", "meant"),
+    [("Regex", "RegexChecker"), ("regexchecker", "RegexChecker"), ("Lambda", "LambdaChecker")],
+)
+def test_a_checker_name_that_means_a_core_checker_is_refused_with_it(
+    repo: RepoBuilder, cli, checker: str, meant: str
+) -> None:
+    result = cli("new", "cat/x", "--model", "m/x", "--checker", checker, "--no-interactive", cwd=repo.root)
+    assert result.code == 2 and f"did you mean {meant}?" in result.err
+
+
+def test_a_model_without_a_provider_is_refused_and_one_nothing_routes_is_said(repo: RepoBuilder, cli) -> None:
+    refused = cli("new", "cat/x", "--model", "gpt4", "--no-interactive", cwd=repo.root)
+    assert (
+        refused.code == 2
+        and "'gpt4' names no provider: give PROVIDER/MODEL: did you mean openai/gpt-4?" in refused.err
+    )
+    created = cli("new", "cat/x", "--model", "acme/model-1", "--no-interactive", cwd=repo.root)
+    assert created.code == 0
+    assert created.err == (
+        "lvegit: before lvegit run or record: no route for 'acme/model-1': add it to lvegit.toml "
+        "(or use an openai/... or offline/... id)\n"
+    )
+    assert cli("new", "cat/y", "--model", "openai/gpt-4o", "--no-interactive", cwd=repo.root).err == ""

@@ -828,6 +828,9 @@ def test_the_comment_shows_each_changed_lves_run_history(
     body = review_comment(action, github_server, git, 9, results_dir="second")
     assert "⚠️ The run history could not be read: " in body and "0123456789abcdef\\.parquet" in body
     assert "| LVE | Change | Validation |" in body  # the check went on
+    assert (
+        "| vendor/m | ✓ fixed in m\\-v2 \\(2026\\-09\\-14\\) | 0/80 unsafe on m\\-v2 |" in body
+    )  # the other runs
 
 
 def history_pull(tmp_path: Path) -> tuple[GitRepo, Path, str]:

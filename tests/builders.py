@@ -485,8 +485,9 @@ def plant_code(root: Path) -> Path:
 
 def recording(folder: Path, name: str, real: str) -> Path:
     """A program `name` in `folder` (put it first on PATH, or use it as the interpreter) that runs `real`
-    after appending, to the log it returns, one JSON line per call: its arguments, environment and stdin,
-    and its parent's (the process that started it) environment and command line."""
+    after appending, to the log it returns, one JSON line per call: its arguments, environment, stdin and
+    working directory, and its parent's (the process that started it) environment, command line and
+    working directory."""
     log = folder / f"{name}-calls.jsonl"
     script = (
         f"#!{sys.executable} -I\n"
@@ -497,7 +498,8 @@ def recording(folder: Path, name: str, real: str) -> Path:
         "parent = os.getppid()\n"
         "call = {'env': dict(os.environ), 'parent_env': dict(v.split('=', 1) for v in read(f'/proc/{parent}/environ')),\n"
         "        'parent_command': read(f'/proc/{parent}/cmdline'), 'args': sys.argv[1:],\n"
-        "        'stdin': os.path.realpath('/proc/self/fd/0')}\n"
+        "        'stdin': os.path.realpath('/proc/self/fd/0'), 'parent_cwd': os.readlink(f'/proc/{parent}/cwd'),\n"
+        "        'cwd': os.getcwd()}\n"
         f"with open({str(log)!r}, 'a') as out:\n"
         "    out.write(json.dumps(call) + '\\n')\n"
         f"os.execv({real!r}, [{real!r}, *sys.argv[1:]])\n"

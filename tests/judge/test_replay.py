@@ -173,6 +173,6 @@ def test_the_model_stack_process_runs_lvegits_code_with_no_secret(repo: RepoBuil
     assert done.returncode == 0, done.stderr
     assert [lve["replay"]["reproduced"] for lve in json.loads(done.stdout)["lves"]] == [1, 1, 1]
     [elsewhere] = [call for call in recorded_calls(log) if "--settings-json" in call["parent_command"]]
-    assert elsewhere["parent_command"][1:4] == ["-I", "-m", "lvegit"]
+    assert elsewhere["parent_command"][1:4] == ["-I", "-m", "lvegit"] and elsewhere["parent_cwd"] == "/"
     for seen in (elsewhere["parent_env"], elsewhere["env"]):
         assert not set(SECRETS) & set(seen)

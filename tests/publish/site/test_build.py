@@ -326,4 +326,5 @@ def test_the_processes_writing_pages_run_lvegits_code_with_no_secret(
     assert not marker.exists()
     calls = recorded_calls(log)
     assert calls and all(call["args"][:3] == ["-I", "-m", "lvegit.publish.site.pages"] for call in calls)
+    assert all(call["cwd"] == "/" for call in calls)
     assert not any(set(SECRETS) & set(call["env"]) for call in calls)

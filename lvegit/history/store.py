@@ -262,7 +262,7 @@ def _run_at_bounds(path: Path) -> tuple[int, int] | None:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    values = pq.read_table(path, columns=["run_at"]).column("run_at").cast(pa.int64())
+    values = pq.ParquetFile(path).read(columns=["run_at"]).column("run_at").cast(pa.int64())
     found = pc.min_max(values).as_py()
     return None if found["min"] is None else (found["min"], found["max"])
 

@@ -83,7 +83,7 @@ def record_command(
       lvegit record repository/reliability/arithmetic/multiply --param a=1234 --param b=5678
       lvegit record repository/privacy/pii_leakage/contact_details --param person="Jane Doe" --author me
       lvegit record repository/reliability/arithmetic/multiply --param a=1 --param b=2 --file edge_cases.jsonl
-      lvegit record --tag owasp-llm:2025:LLM01 --author me
+      lvegit record --tag owasp-llm:2025:LLM06 --param folder=Downloads --author me
     """
     repo = open_repository(repo_path)
     check_file_name(file_name)

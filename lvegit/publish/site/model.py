@@ -289,6 +289,11 @@ class Row:
         return "none" if not self.instances else "unsafe" if self.unsafe else "safe"
 
     @property
+    def rel_parts(self) -> list[str]:
+        """Its path's folders: a table breaks the path after their slashes only."""
+        return self.rel.split("/")
+
+    @functools.cached_property  # each table the LVE is in asks
     def text(self) -> str:
         """What the search box matches: id, path, description, checker, and taxonomy ids and names."""
         names = [taxonomy_name(*tag.split(":", 1)) or "" for tag in self.taxonomy_entries]

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -14,6 +15,9 @@ from lvegit.commands.options import current_settings, history_option, open_repos
 from lvegit.history.store import history_dir
 from lvegit.lve.repo import Repository, repository_url
 from lvegit.publish.export import FORMATS, load_attempts
+
+if TYPE_CHECKING:
+    from lvegit.history.status import LVEStatus
 
 
 @click.command("export", short_help=short_help("export"))
@@ -36,6 +40,12 @@ from lvegit.publish.export import FORMATS, load_attempts
     help="dataset: the license the card declares, as the Hugging Face hub names it (cc-by-4.0, apache-2.0).",
 )
 @click.option("--with-history", is_flag=True, help="dataset: add the run history as the table `runs`.")
+@click.option(
+    "--location",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="sarif: the file of the scanned repository that alerts point at (one that names the scanned "
+    "model); needed when the LVE repository is not the scanned one.",
+)
 @history_option
 @repo_option
 def export_command(
@@ -45,6 +55,7 @@ def export_command(
     title: str,
     license_id: str,
     with_history: bool,
+    location: Path | None,
     history_path: Path | None,
     repo_path: Path | None,
 ) -> int:
@@ -59,8 +70,10 @@ def export_command(
     garak  garak's report JSONL (setup, init, attempt, eval and completion entries), each LVE a probe
            and its checker the detector, for garak's analysis tools.
     sarif  SARIF 2.1.0 for GitHub code scanning: a result for each LVE that reproduced on a model in
-           the run, at its test.json, its id as the rule, its taxonomy tags and a security-severity
-           from the run's evidence. Live attempts only.
+           the run, its id as the rule, its taxonomy tags and its severity (the run history's evidence
+           where there is one, the run's where not) as security-severity; at its test.json when the
+           LVE repository scans itself, else at --location FILE of the scanned repository. Live
+           attempts only.
     dataset  the repository as a dataset in the folder --output: Parquet tables of instances and LVEs
            (and of the run history with --with-history, of the reports' attempts when given) and a
            dataset card that datasets.load_dataset reads (needs lvegit[data]).
@@ -102,7 +115,8 @@ def export_command(
         elif export_format == "sarif":
             from lvegit.publish.export.sarif import sarif_log
 
-            log = sarif_log(attempts, repo)
+            statuses = _history_statuses(repo, history_path, sorted({a.lve for a in attempts}))
+            log = sarif_log(attempts, repo, statuses, location)
             results = sum(len(run["results"]) for run in log["runs"])
             written = f"{count(results, 'result')} (an LVE that reproduced on a model each)"
             text = json.dumps(log, indent=2, ensure_ascii=False) + "\n"
@@ -166,3 +180,15 @@ def _osv(repo: Repository, reports: tuple[Path, ...], output: Path | None, histo
     write_advisories(output, output, records, "--output")
     line(f"{count(len(records), 'advisory', 'advisories')} in {output} (index.json lists them)")
     return EXIT_OK
+
+
+def _history_statuses(
+    repo: Repository, history_path: Path | None, lves: list[str]
+) -> dict[tuple[str, str], LVEStatus]:
+    """The run history's status of these LVEs, where the repository has a history (none: empty)."""
+    folder = history_dir(repo.root, history_path, current_settings().history.directory)
+    if not folder.is_dir() or not lves:
+        return {}
+    from lvegit.history.status import History
+
+    return dict(History.open(folder).status(lves))

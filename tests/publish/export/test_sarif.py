@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -123,7 +124,7 @@ def test_one_lves_severity_is_the_same_number_in_every_reader(cli: Any, tmp_path
     [page] = (site / "lves").glob("reliability-arithmetic-multiply-*.html")
     on_page = page.read_text()
     status_page = (site / "status.html").read_text()
-    row = next(line for line in status_page.split("<tr>") if MULTIPLY in line)
+    row = next(line for line in status_page.split("<tr>") if "multiply" in line)
     osv = json.loads((site / "osv" / "x_LVE-2026-0005.json").read_text())
     [rule] = [
         rule
@@ -133,7 +134,9 @@ def test_one_lves_severity_is_the_same_number_in_every_reader(cli: Any, tmp_path
     _statuses, comment, problem = _history(Repository(PROJECT_ROOT), PROJECT_ROOT / "history", [MULTIPLY])
     assert problem is None
     assert said == "3.9"
-    assert "<strong>3.9 low</strong>" in on_page and '<td class="severity">3.9 low</td>' in row
+    assert "<strong>3.9 low</strong>" in on_page and re.findall(r'class="severity[^"]*">([^<]*)<', row) == [
+        "3.9 low"
+    ]
     assert osv["database_specific"]["severity"]["score"] == 3.9
     assert rule["properties"]["security-severity"] == "3.9"
     assert comment[MULTIPLY].startswith("3.9 low:")

@@ -53,6 +53,12 @@ class BaseChecker:
     # never filled from an instance's args beforehand.
     template_args: ClassVar[tuple[str, ...]] = ()
     template_fields: ClassVar[tuple[str, ...]] = ()
+    # Arguments an instance's args fill before the checker is built: `text_args` as text, `pattern_args`
+    # (regular expressions) escaped, so a parameter matches literally. Every other argument of lvegit's own
+    # checkers (lambda source above all) is taken as written: an instance line is data and never becomes
+    # code. A custom checker's string arguments are all text, as lve-tools fills them.
+    text_args: ClassVar[tuple[str, ...]] = ()
+    pattern_args: ClassVar[tuple[str, ...]] = ()
     # What `lvegit new --checker` writes for its arguments beside a placeholder for each required one.
     scaffold_args: ClassVar[dict[str, Any]] = {}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +24,7 @@ from lvegit.checkers.core import (
 )
 from lvegit.checkers.llm_judge import LLMJudgeChecker
 from lvegit.checkers.model_based import MODEL_CHECKERS
-from lvegit.lve.template import TemplateError, fill
+from lvegit.lve.template import TemplateError, fill, placeholders
 
 if TYPE_CHECKING:
     from lvegit.checkers.sandbox import CheckerWorker, SandboxSettings
@@ -77,14 +78,44 @@ def constructor_signature(checker_name: str) -> inspect.Signature:
     return inspect.signature(BUILTIN_CHECKERS[checker_name])
 
 
+def filled_by_instances(checker_name: str, argument: str) -> bool:
+    """Whether an instance's args fill this checker argument's `{name}` fields (see BaseChecker.text_args):
+    every string argument of a custom checker, only text and pattern arguments of lvegit's own."""
+    cls = BUILTIN_CHECKERS.get(checker_name)
+    return cls is None or argument in cls.text_args or argument in cls.pattern_args
+
+
+def not_filled_reason(checker_name: str, argument: str, field: str) -> str:
+    """Why `{field}` in a checker argument that no instance fills is an error."""
+    cls = BUILTIN_CHECKERS.get(checker_name)
+    if cls is not None and argument in cls.parameter_lambdas:
+        return (
+            f"{{{field}}}: a lambda's source is never filled from an instance's args (an instance line would "
+            f"rewrite the code); take the parameter as an argument instead, e.g. lambda r, {field}: ... "
+            "(write '{{' and '}}' for literal braces)"
+        )
+    return (
+        f"{{{field}}}: this argument is taken as written, never filled from an instance's args "
+        "(write '{{' and '}}' for literal braces)"
+    )
+
+
 def substitute_args(lve: LVE, instance_args: dict[str, Any]) -> dict[str, Any]:
-    """Checker arguments with `{name}` in strings filled from the instance's args, as lve-tools does."""
+    """Checker arguments as the checker is built with them for an instance: text arguments filled from the
+    instance's args as lve-tools does, pattern arguments filled escaped (a parameter matches literally);
+    anything else, lambda source included, only with `{{` and `}}` made single braces."""
     result = {}
-    own_templates = getattr(BUILTIN_CHECKERS.get(lve.checker_name), "template_args", ())
+    cls = BUILTIN_CHECKERS.get(lve.checker_name)
     for name, value in lve.checker_args.items():
-        if isinstance(value, str) and name not in own_templates:
+        if isinstance(value, str) and (cls is None or name not in cls.template_args):
+            escape = re.escape if cls is not None and name in cls.pattern_args else None
             try:
-                value = fill(value, instance_args)
+                if filled_by_instances(lve.checker_name, name):
+                    value = fill(value, instance_args, escape)
+                elif fields := placeholders(value):
+                    raise TemplateError(not_filled_reason(lve.checker_name, name, fields[0]))
+                else:
+                    value = fill(value, {})
             except TemplateError as exc:
                 raise CheckerError(f"{lve.test_file}: checker_args.{name}: {exc}") from None
         result[name] = value
@@ -106,9 +137,12 @@ class CheckerFactory:
         self.lve = lve
         self.sandbox = sandbox
         self._built: dict[str, BaseChecker] = {}
-        # Only string arguments with a {field} can differ between instances ({{ is a literal brace).
+        # Only arguments that instances fill, with a {field}, can differ between them ({{ is a literal brace).
         self._depends_on_args = any(
-            isinstance(value, str) and "{" in value.replace("{{", "") for value in lve.checker_args.values()
+            isinstance(value, str)
+            and "{" in value.replace("{{", "")
+            and filled_by_instances(lve.checker_name, name)
+            for name, value in lve.checker_args.items()
         )
         self._worker: CheckerWorker | None = None
         self._hub_models: list[str] = []

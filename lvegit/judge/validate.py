@@ -16,6 +16,8 @@ from lvegit.checkers.registry import (
     CheckerFactory,
     Signature,
     builtin_signature,
+    filled_by_instances,
+    not_filled_reason,
 )
 from lvegit.checkers.registry import is_multi_run_checker as builtin_is_multi_run
 from lvegit.checkers.safe_lambda import lambda_arguments
@@ -184,6 +186,11 @@ def _check_checker(lve: LVE, problems: Problems, factory: CheckerFactory) -> set
                         f"{', '.join('{' + f + '}' for f in own_fields)}",
                     )
                 used.update(n for n in names if n not in own_fields)
+                continue
+            if names and not filled_by_instances(lve.checker_name, name):
+                problems.error(
+                    join_path("checker_args", name), not_filled_reason(lve.checker_name, name, names[0])
+                )
                 continue
             used.update(names)
             has_placeholders = has_placeholders or bool(names)

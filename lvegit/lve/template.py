@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from lvegit.base.errors import InvalidValue
@@ -82,8 +82,9 @@ def placeholders(text: str) -> list[str]:
     return names
 
 
-def fill(text: str, values: Mapping[str, Any]) -> str:
-    """Substitute `{name}` fields from `values`; every field must be a bare name that has a value."""
+def fill(text: str, values: Mapping[str, Any], escape: Callable[[str], str] | None = None) -> str:
+    """Substitute `{name}` fields from `values`; every field must be a bare name that has a value. `escape`
+    (e.g. a regex escape) is applied to each field as formatted, never to the template's own text."""
     parts: list[str] = []
     filled = 0
 
@@ -110,7 +111,8 @@ def fill(text: str, values: Mapping[str, Any]) -> str:
         elif conversion == "s":
             value = str(value)
         try:
-            add(format(value, spec or ""))
+            formatted = format(value, spec or "")
         except (ValueError, TypeError) as exc:
             raise TemplateError(f"cannot format parameter '{field}' with spec '{spec}': {exc}") from None
+        add(escape(formatted) if escape is not None else formatted)
     return "".join(parts)

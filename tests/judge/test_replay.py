@@ -176,3 +176,38 @@ def test_the_model_stack_process_runs_lvegits_code_with_no_secret(repo: RepoBuil
     assert elsewhere["parent_command"][1:4] == ["-I", "-m", "lvegit"] and elsewhere["parent_cwd"] == "/"
     for seen in (elsewhere["parent_env"], elsewhere["env"]):
         assert not set(SECRETS) & set(seen)
+
+
+def test_an_instance_line_cannot_rewrite_a_lambda(repo: RepoBuilder) -> None:
+    """A lambda's source is code: an instance's args never fill it (as lve-tools did), so a pull request
+    that adds only an instance line cannot turn `r == '{answer}'` into `r == 'madrid' or 'x'`."""
+    test = {
+        "prompt": [{"content": "The capital of {country}?"}],
+        "prompt_parameters": ["country", "answer"],
+        "checker_args": {"checker_name": "LambdaChecker", "func": "lambda r: r.lower() == '{answer}'"},
+    }
+    forged = instance("Paris", True, country="Spain", answer="madrid' or 'x")
+    [result] = replay(repo, test=test, instances={"i.jsonl": [forged]})
+    assert (result.status, result.replayed) == ("error", None)
+    assert result.reason is not None
+    assert "{answer}: a lambda's source is never filled from an instance's args" in result.reason
+
+
+def test_an_instance_line_fills_a_regex_only_literally(repo: RepoBuilder) -> None:
+    """A parameter in a pattern matches itself: `.*` in an instance line is two characters, not any text."""
+    test = {
+        "prompt": [{"content": "Say {word}."}],
+        "prompt_parameters": ["word"],
+        "checker_args": {"checker_name": "RegexChecker", "pattern": "^{word}[.]?$", "match_safe": True},
+    }
+    rows = [
+        instance("Paris", True, word=".*"),  # forged: recorded safe, yet the response is not the word
+        instance("a+b.", True, word="a+b"),
+        instance("aab", True, word="a+b"),
+    ]
+    results = replay(repo, test=test, instances={"i.jsonl": rows})
+    assert [(r.status, r.replayed) for r in results] == [
+        ("mismatch", False),
+        ("reproduced", True),
+        ("mismatch", False),
+    ]

@@ -455,3 +455,21 @@ def test_one_type_error_does_not_hide_the_others(repo: RepoBuilder) -> None:
         f"error: {INSTANCES}:1: args.b: missing value for prompt parameter 'b'",
         f"error: {INSTANCES}:2: response: must be a string, object or list, not a number",
     ]
+
+
+def test_checker_arguments_no_instance_fills_take_no_parameters(repo: RepoBuilder) -> None:
+    """Lambda source and other non-text arguments are taken as written: `{name}` in one is an error that
+    says how to take the parameter instead; `{{` stays a literal brace."""
+    templated = {"checker_name": "LambdaChecker", "func": "lambda r, a, b: r == '{a}' + '{{b}}'"}
+    assert problems(repo, repo.lve(test={"checker_args": templated})) == [
+        f"error: {T}:6: checker_args.func: {{a}}: a lambda's source is never filled from an instance's args "
+        "(an instance line would rewrite the code); take the parameter as an argument instead, e.g. "
+        "lambda r, a: ... (write '{{' and '}}' for literal braces)"
+    ]
+    braces = {"checker_name": "LambdaChecker", "func": "lambda r, a, b: r == '{{' + str(a + b) + '}}'"}
+    assert problems(repo, repo.lve("d/braces", {"checker_args": braces})) == []
+    tools = {"checker_name": "ToolCallChecker", "tools": "{a}"}
+    assert (
+        "error: repository/d/tools/openai--gpt-4o-mini/test.json:6: checker_args.tools: {a}: this argument is "
+        "taken as written, never filled from an instance's args (write '{{' and '}}' for literal braces)"
+    ) in problems(repo, repo.lve("d/tools", {"checker_args": tools}))

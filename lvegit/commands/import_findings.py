@@ -30,8 +30,9 @@ def import_command() -> None:
     """Turn a scanner's findings into LVE drafts: each failing attempt of a garak report or of a promptfoo
     evaluation becomes an instance (passed false) of an LVE per probe (or plugin) and model, with the prompt
     and its parameters, a checker where one fits (a regex, an LLM judge) or a placeholder that names the
-    scanner's detector, and the source (tool, version, run id). Nothing that exists is overwritten; then
-    `lvegit validate` says what is left to fill in.
+    scanner's detector, and the source (tool, version, run id). import never writes into an existing LVE:
+    a draft whose folder exists is refused, naming it, unless that folder holds its findings already (the
+    same scan imported again). Then `lvegit validate` says what is left to fill in.
 
     \b
     Examples:
@@ -47,11 +48,9 @@ def _report(
     done = write_drafts(repo, drafts, author)
     for rel in done.written:
         line(f"wrote {console(rel)}")
-    for rel, added in done.extended.items():
-        line(f"added {count(added, 'finding')} to {console(rel)}")
     for rel in done.unchanged:
         note(f"{rel} holds every finding of this scan already: left as it is")
-    instances = sum(len(d.instances) for d in drafts if d.rel in done.written) + sum(done.extended.values())
+    instances = sum(len(d.instances) for d in drafts if d.rel in done.written)
     drafted = count(len(done.written), "LVE draft")
     line(f"{drafted} with {count(instances, 'instance')} from {what}")
     reasons = Counter(item.reason for item in left_out)

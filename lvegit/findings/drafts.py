@@ -6,9 +6,10 @@ attack) and the checker that judges it as the scanner did. Findings that share a
 plugin or check), model, provider label, conversation shape and checker become one draft: turns that
 every finding shares are kept as they were sent, the others become parameters, and earlier assistant
 turns stay fixed content, so that the model is asked the last turn only. A draft's folder is written
-whole or not at all; a folder that exists already gets the findings its instances lack (each keyed by the
-scanner's own id), nothing else. What the scan did not say (a checker for a detector lvegit has no
-counterpart of, a judge model) is the placeholder `lvegit validate` reports."""
+whole or not at all, and never into an existing LVE: a folder that exists already must hold every finding
+of its draft (an earlier import of the same scan), or the import is refused before anything is written.
+What the scan did not say (a checker for a detector lvegit has no counterpart of, a judge model) is the
+placeholder `lvegit validate` reports."""
 
 from __future__ import annotations
 
@@ -25,8 +26,8 @@ from typing import Any
 
 from lvegit.base.errors import LVEError, UsageError
 from lvegit.base.files import FileProblem, ensure_inside, write_inside
-from lvegit.lve.instances import append_instances
-from lvegit.lve.problems import PLACEHOLDER
+from lvegit.lve.instances import Instance, read_instances
+from lvegit.lve.problems import PLACEHOLDER, Problems
 from lvegit.lve.repo import REPOSITORY_DIR, TEST_FILE, Repository, model_folder
 from lvegit.publish.readme import readme_of, write_readme
 
@@ -205,27 +206,29 @@ This is a draft: `lvegit validate {path}` says what is left to fill in (the plac
 
 @dataclass
 class Written:
-    """What writing drafts did: the LVEs written, those that exist and got new findings (how many), those
-    that exist and held every finding already."""
+    """What writing drafts did: the LVEs written, and those that exist and held every finding already."""
 
     written: list[str] = field(default_factory=list)
-    extended: dict[str, int] = field(default_factory=dict)
     unchanged: list[str] = field(default_factory=list)
 
 
 def write_drafts(repo: Repository, drafts: list[Draft], author: str | None) -> Written:
-    """Write each draft whose folder does not exist yet, whole or not at all; to one that exists, append
-    the findings its instances lack (by the scanner's ids), never changing anything else."""
-    done = Written()
+    """Write each draft whose folder does not exist yet, whole or not at all. import never writes into an
+    existing LVE (it may be a maintained one that merely shares the path): a folder that holds every finding
+    of its draft already is left as it is, and one that lacks any refuses the whole import, naming it,
+    before anything is written."""
+    existing = [draft for draft in drafts if os.path.lexists(repo.root / draft.rel)]
+    taken = [draft.rel for draft in existing if not _holds_every_finding(repo, draft)]
+    if taken:
+        raise UsageError(
+            f"{', '.join(taken)} exist{'s' if len(taken) == 1 else ''} already: import never writes into an "
+            "existing LVE; import into a new --category and move what you want by hand"
+        )
+    done = Written(unchanged=[draft.rel for draft in existing])
     for draft in drafts:
-        lve_dir = repo.root / draft.rel
-        if os.path.lexists(lve_dir):
-            added = _extend(repo, draft, lve_dir, author)
-            if added:
-                done.extended[draft.rel] = added
-            else:
-                done.unchanged.append(draft.rel)
+        if draft in existing:
             continue
+        lve_dir = repo.root / draft.rel
         created = [folder for folder in (lve_dir, *lve_dir.parents) if not os.path.lexists(folder)]
         try:
             ensure_inside(repo.lve_root, lve_dir, f"{REPOSITORY_DIR}/")
@@ -247,14 +250,18 @@ def _instance_lines(draft: Draft, author: str | None) -> list[dict[str, Any]]:
     ]
 
 
-def _extend(repo: Repository, draft: Draft, lve_dir: Path, author: str | None) -> int:
-    """Append the draft's findings that the existing LVE's instance file lacks; how many."""
+def _holds_every_finding(repo: Repository, draft: Draft) -> bool:
+    """Whether the existing LVE at the draft's path holds each of its findings (by the scanner's ids) in the
+    instance file an import writes: an earlier import of the same scan."""
+    lve_dir = repo.root / draft.rel
     path = lve_dir / "instances" / f"{segment(str(draft.source.get('tool')))}.jsonl"
     try:
         ensure_inside(repo.lve_root, lve_dir, f"{REPOSITORY_DIR}/")
-        return len(append_instances(path, _instance_lines(draft, author)))
-    except FileProblem as exc:
-        raise UsageError(f"cannot add to {draft.rel}: {exc}") from None
+    except FileProblem:
+        return False
+    held = {instance.idempotency_key for instance in read_instances(path, draft.rel, Problems(draft.rel))}
+    wanted = {Instance("", 0, line).idempotency_key for line in _instance_lines(draft, None)}
+    return wanted <= held  # a bad line of its own is not ours to judge here: validate reports it
 
 
 def _remove(created: list[Path]) -> None:

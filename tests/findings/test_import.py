@@ -136,6 +136,22 @@ def test_importing_again_overwrites_nothing(repo: RepoBuilder, cli: Any, tmp_pat
     assert {p: p.read_bytes() for p in (repo.root / "repository").rglob("*") if p.is_file()} == before
 
 
+def test_import_never_writes_into_a_maintained_lve(repo: RepoBuilder, cli: Any, tmp_path: Path) -> None:
+    """A maintained LVE at a draft's path (`--category security`, the probe's name) is refused by name and
+    left as it is; no other draft of the report is written either."""
+    report = _write_lines(tmp_path / "garak.report.jsonl", garak_report())
+    maintained = repo.lve("security/dan_dan_11_0", folder=MODEL_DIR, instances={"i.jsonl": []})
+    before = {p: p.read_bytes() for p in (repo.root / "repository").rglob("*") if p.is_file()}
+    refused = cli("import", "garak", str(report), "--category", "security", cwd=repo.root)
+    assert refused.code == 2
+    assert (
+        f"repository/security/dan_dan_11_0/{MODEL_DIR} exists already: import never writes into an existing "
+        "LVE; import into a new --category and move what you want by hand"
+    ) in refused.err
+    assert {p: p.read_bytes() for p in (repo.root / "repository").rglob("*") if p.is_file()} == before
+    assert not (maintained / "instances" / "garak.jsonl").exists()
+
+
 def test_what_is_no_garak_report_is_refused(repo: RepoBuilder, cli: Any, tmp_path: Path) -> None:
     (tmp_path / "x.jsonl").write_text('{"hello": 1}\n')
     refused = cli("import", "garak", str(tmp_path / "x.jsonl"), cwd=repo.root)

@@ -167,23 +167,24 @@ def test_a_strategy_is_imported_as_sent_with_its_original_and_a_multi_turn_one_a
     assert all(m.get("content") is not None for m in test["prompt"])
 
 
-def test_a_later_report_adds_its_new_findings_and_the_same_report_adds_none(
+def test_a_later_report_is_refused_where_its_drafts_exist_and_the_same_report_adds_none(
     repo: RepoBuilder, cli: Any, tmp_path: Path
 ) -> None:
+    """import never writes into an existing LVE: a later report's new findings would be appended to a
+    folder that may be maintained by now; the same report again holds nothing new and writes nothing."""
     full = (FIXTURES / "garak-dan-encoding.report.jsonl").read_text().splitlines()
     attempts = [i for i, line in enumerate(full) if json.loads(line).get("entry_type") == "attempt"]
     early = tmp_path / "early.report.jsonl"  # the same run, written before its last attempts
     early.write_text("\n".join(line for i, line in enumerate(full) if i not in attempts[-4:]) + "\n")
-    first = cli("import", "garak", str(early), cwd=repo.root)
-    assert first.code == 0
-    before = len(imported(repo))
+    assert cli("import", "garak", str(early), cwd=repo.root).code == 0
+    before = {p: p.read_bytes() for p in (repo.root / "repository").rglob("*") if p.is_file()}
     later = cli("import", "garak", str(FIXTURES / "garak-dan-encoding.report.jsonl"), cwd=repo.root)
-    assert later.code == 0 and "added" in later.out
-    after = len(imported(repo))
-    assert after == len(garak_outputs(FIXTURES / "garak-dan-encoding.report.jsonl")[0]) > before
-    again = cli("import", "garak", str(FIXTURES / "garak-dan-encoding.report.jsonl"), cwd=repo.root)
+    assert later.code == 2 and "already: import never writes into an existing LVE" in later.err
+    assert "repository/imported/" in later.err
+    assert {p: p.read_bytes() for p in (repo.root / "repository").rglob("*") if p.is_file()} == before
+    again = cli("import", "garak", str(early), cwd=repo.root)
     assert again.code == 0 and "holds every finding of this scan already" in again.err
-    assert len(imported(repo)) == after
+    assert {p: p.read_bytes() for p in (repo.root / "repository").rglob("*") if p.is_file()} == before
 
 
 def test_an_agents_findings_keep_its_tools_and_calls_as_the_model_made_them(

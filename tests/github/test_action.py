@@ -503,6 +503,18 @@ def test_bad_inputs_and_events(pull: tuple[GitRepo, str, str], action: Any) -> N
     assert "commenting needs a token" in action("pull_request", payload, git.root, comment="true").err
 
 
+def test_a_base_input_that_git_would_read_as_an_option_is_a_usage_error(
+    pull: tuple[GitRepo, str, str], action: Any, tmp_path: Path
+) -> None:
+    """The `base` input reached `git fetch` as an option: `--upload-pack=...` runs a program."""
+    git, base, head = pull
+    flag = tmp_path / "ran"
+    payload = pull_request_payload(1, base, head)
+    refused = action("pull_request", payload, git.root, base=f"--upload-pack=touch {flag}")
+    assert refused.code == 2 and "is not a git revision (a revision never starts with '-')" in refused.err
+    assert not flag.exists()
+
+
 def test_a_pull_request_cannot_write_the_verdicts_trusted_runs_read(
     pull: tuple[GitRepo, str, str], action: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

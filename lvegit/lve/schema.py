@@ -220,6 +220,8 @@ class Tag(Contributed):
         wrong = taxonomy.problem(name, value) if name in taxonomy.SCHEMES else None
         if wrong is not None:
             raise PydanticCustomError("tag_taxonomy", "{message}", {"message": wrong})
+        if name in taxonomy.SCHEMES:
+            return taxonomy.normalised(name, value)  # as lvegit writes it: LLM01:2025 is 2025:LLM01
         if allowed and value not in allowed:
             raise PydanticCustomError(
                 "tag_value",

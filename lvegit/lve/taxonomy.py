@@ -1,14 +1,15 @@
 """Tags that name an entry of a taxonomy, checked offline against the lists shipped in taxonomies.json
-(written by scripts/build_taxonomies.py from MITRE ATLAS's data, avidtools and OWASP's published lists,
-with their editions), and the `--tag SCHEME:VALUE` selectors that pick LVEs by them.
+(written by scripts/build_taxonomies.py from MITRE ATLAS's data, avidtools, OWASP's published lists and
+MITRE's CWE list, with their editions), and the `--tag SCHEME:VALUE` selectors that pick LVEs by them.
 
-A tag is `{"name": SCHEME, "value": ...}`:
-- `owasp-llm`: `EDITION:ID`, such as `2025:LLM01` (an id without its edition is ambiguous: an edition may
-  renumber them);
-- `owasp-agentic`: `EDITION:ID`, such as `2026:ASI01`;
-- `atlas`: a MITRE ATLAS id, such as `AML.T0051.001`;
+A tag is `{"name": SCHEME, "value": ...}`, its value as lvegit writes it or as its publisher does
+(`normalised` turns the second into the first):
+- `owasp-llm`: `EDITION:ID`, such as `2025:LLM01`, or OWASP's `LLM01:2025` (an id without its edition is
+  ambiguous: an edition may renumber them);
+- `owasp-agentic`: `EDITION:ID`, such as `2026:ASI01`, or `ASI01:2026`;
+- `atlas`: a MITRE ATLAS id, such as `AML.T0051.001` (a sub-technique is named with its technique's name);
 - `avid`: an AVID id, such as `S0403`;
-- `cwe`: a CWE id, such as `CWE-1426` (CWE's list is not shipped: its form is checked).
+- `cwe`: a CWE id, such as `CWE-1426` (or `1426`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,24 @@ from lvegit.base.errors import UsageError
 DATA: Final = Path(__file__).with_name("taxonomies.json")
 EDITIONED: Final = ("owasp-llm", "owasp-agentic")
 SCHEMES: Final = (*EDITIONED, "atlas", "avid", "cwe")
-CWE: Final = re.compile(r"CWE-[1-9][0-9]{0,5}")
+CWE: Final = re.compile(r"(?i)(?:CWE-?)?0*([1-9][0-9]{0,5})")
+_PUBLISHED: Final = re.compile(r"([A-Za-z]+[0-9]+):([0-9]{4})")  # OWASP's own form: LLM01:2025
+_EDITION_FIRST: Final = re.compile(r"([0-9]{4}):([A-Za-z]+[0-9]+)")
+
+
+def normalised(scheme: str, value: str) -> str:
+    """A tag's value as lvegit writes it, from the form its publisher writes: `LLM01:2025` is `2025:LLM01`,
+    `aml.t0051.001` is `AML.T0051.001`, `1426` and `cwe-1426` are `CWE-1426`; anything else as it is."""
+    text = value.strip()
+    if scheme in EDITIONED:
+        if found := _PUBLISHED.fullmatch(text):
+            return f"{found[2]}:{found[1].upper()}"
+        if found := _EDITION_FIRST.fullmatch(text):
+            return f"{found[1]}:{found[2].upper()}"
+        return text
+    if scheme == "cwe":
+        return f"CWE-{found[1]}" if (found := CWE.fullmatch(text)) else text
+    return text.upper() if scheme in ("atlas", "avid") else text
 
 
 @cache
@@ -42,15 +60,19 @@ def problem(scheme: str, value: Any) -> str | None:
     """Why a tag of a known scheme names nothing in its taxonomy; None when it names an entry."""
     if not isinstance(value, str):
         return f"{scheme} must be text"
-    if scheme == "cwe":
-        return None if CWE.fullmatch(value) else f"'{value}' is not a CWE id such as CWE-1426"
+    given, value = value, normalised(scheme, value)
+    if scheme == "cwe" and not CWE.fullmatch(value):
+        return f"'{given}' is not a CWE id such as CWE-1426"
     taxonomy = taxonomies()[scheme]
     if scheme in EDITIONED:
         editions = taxonomy["editions"]
         first = next(iter(editions))
         edition, _, entry = value.partition(":")
         if not entry:
-            return f"'{value}' needs its edition, as in {first}:{value} (an edition may renumber its ids)"
+            return (
+                f"'{given}' needs its edition, as in {first}:{value} or {value}:{first} "
+                "(an edition may renumber its ids)"
+            )
         if edition not in editions:
             return f"{taxonomy['title']} has no edition '{edition}' here (known: {', '.join(editions)})"
         ids = editions[edition]
@@ -62,13 +84,19 @@ def problem(scheme: str, value: Any) -> str | None:
 
 
 def name_of(scheme: str, value: str) -> str | None:
-    """The entry's name (`Prompt Injection`), where the taxonomy is shipped and the tag names one."""
+    """The entry's name (`Prompt Injection`), where the taxonomy is shipped and the tag names one; an ATLAS
+    sub-technique's with its technique's (`LLM Prompt Injection: Direct`)."""
     if scheme not in taxonomies() or problem(scheme, value) is not None:
         return None
+    value = normalised(scheme, value)
     if scheme in EDITIONED:
         edition, _, entry = value.partition(":")
         return str(taxonomies()[scheme]["editions"][edition][entry])
-    return str(_only_edition(scheme)[1][value])
+    ids = _only_edition(scheme)[1]
+    parent = value.rpartition(".")[0] if scheme == "atlas" and value.count(".") == 2 else None
+    if parent in ids:
+        return f"{ids[parent]}: {ids[value]}"
+    return str(ids[value])
 
 
 def parse_selector(selector: str, given_as: str = "--tag") -> tuple[str, str]:
@@ -80,6 +108,7 @@ def parse_selector(selector: str, given_as: str = "--tag") -> tuple[str, str]:
             f"{given_as} {selector}: give SCHEME:VALUE with a scheme of {', '.join(SCHEMES)}, "
             "as in owasp-llm:2025:LLM01 or atlas:AML.T0051"
         )
+    value = normalised(scheme, value)
     if scheme in EDITIONED and ":" not in value:
         raise UsageError(f"{given_as} {selector}: give the edition too, as in {scheme}:EDITION:{value}")
     return scheme, value
@@ -93,7 +122,7 @@ def parse_tag(text: str, given_as: str = "--tag") -> dict[str, str]:
     found = problem(scheme, value)
     if found is not None:
         raise UsageError(f"{given_as} {text.strip()}: {found}")
-    return {"name": scheme, "value": value}
+    return {"name": scheme, "value": value}  # normalised by parse_selector
 
 
 def selected(tags: list[Any], selectors: list[tuple[str, str]]) -> bool:

@@ -23,6 +23,11 @@ from builders import PROJECT_ROOT, REFERENCE, RepoBuilder, instance
         ("atlas", "AML.TA0002"),
         ("avid", "S0403"),
         ("cwe", "CWE-1426"),
+        ("cwe", "CWE-1427"),  # CWE 4.16, after the shipped list's 4.15
+        # as their publishers write them
+        ("owasp-llm", "LLM01:2025"),
+        ("owasp-agentic", "ASI01:2026"),
+        ("cwe", "1426"),
     ],
 )
 def test_a_known_entry_validates(repo: RepoBuilder, cli: Any, name: str, value: str) -> None:
@@ -45,6 +50,8 @@ def test_a_known_entry_validates(repo: RepoBuilder, cli: Any, name: str, value: 
         ("atlas", "AML.T9999", "'AML.T9999' is no id of MITRE ATLAS (5.6.0)"),
         ("avid", "S9999", "'S9999' is no id of AVID taxonomy"),
         ("cwe", "CWE-x", "'CWE-x' is not a CWE id such as CWE-1426"),
+        ("cwe", "CWE-99999", "'CWE-99999' is no id of CWE (4.15+4.16)"),
+        ("owasp-llm", "LLM01:2024", "has no edition '2024' here (known: 2025)"),
     ],
 )
 def test_an_unknown_entry_is_an_error_naming_the_tag(
@@ -145,3 +152,43 @@ def test_the_bundled_repository_is_tagged_and_selectable(cli: Any) -> None:
         for p in (PROJECT_ROOT / "repository").rglob("test.json")
     )
     assert tagged == len(list((PROJECT_ROOT / "repository").rglob("test.json")))
+
+
+@pytest.mark.parametrize(
+    ("scheme", "given", "written"),
+    [
+        ("owasp-llm", "LLM01:2025", "2025:LLM01"),
+        ("owasp-llm", "llm01:2025", "2025:LLM01"),
+        ("owasp-agentic", "ASI01:2026", "2026:ASI01"),
+        ("atlas", "aml.t0051.001", "AML.T0051.001"),
+        ("cwe", "cwe-1426", "CWE-1426"),
+        ("cwe", "1426", "CWE-1426"),
+        ("owasp-llm", "2025:LLM01", "2025:LLM01"),
+    ],
+)
+def test_publishers_forms_are_normalised(scheme: str, given: str, written: str) -> None:
+    assert taxonomy.normalised(scheme, given) == written
+
+
+def test_entries_are_named_cwes_from_the_shipped_list_and_sub_techniques_with_their_technique() -> None:
+    assert taxonomy.name_of("cwe", "CWE-1426") == "Improper Validation of Generative AI Output"
+    assert taxonomy.name_of("cwe", "CWE-79").startswith("Improper Neutralization of Input During Web Page")
+    assert taxonomy.name_of("atlas", "AML.T0051.000") == "LLM Prompt Injection: Direct"
+    assert taxonomy.name_of("atlas", "AML.T0051") == "LLM Prompt Injection"
+    assert taxonomy.name_of("owasp-llm", "LLM01:2025") == "Prompt Injection"
+    cwe = taxonomy.taxonomies()["cwe"]
+    assert "The MITRE Corporation" in cwe["notice"] and len(next(iter(cwe["editions"].values()))) > 1000
+
+
+def test_an_lve_tagged_in_a_publishers_form_is_selected_and_shown_normalised(
+    repo: RepoBuilder, cli: Any
+) -> None:
+    repo.lve(
+        "sec/injection",
+        {"tags": [{"name": "owasp-llm", "value": "LLM01:2025"}, {"name": "cwe", "value": "1427"}]},
+    )
+    for selector in ("owasp-llm:2025:LLM01", "owasp-llm:LLM01:2025", "cwe:CWE-1427"):
+        listed = cli("list", "--tag", selector, "--format", "json", cwd=repo.root).json()
+        assert [lve["path"] for lve in listed["lves"]] == ["repository/sec/injection/openai--gpt-4o-mini"], (
+            selector
+        )

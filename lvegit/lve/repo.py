@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lvegit.base.errors import RepositoryNotFound, UsageError
+from lvegit.base.errors import LVEError, RepositoryNotFound, UsageError
 from lvegit.base.files import MAX_TEST_JSON_BYTES, FileProblem, parse_json, read_text, walk
 
 REPOSITORY_DIR = "repository"
@@ -197,13 +197,30 @@ class Repository:
         return category, after[-1] if after else category
 
 
+# `.lverepo` as the public LVE repository writes it: a host and a path without a scheme (github.com/org/lves).
+_HOST_PATH = re.compile(r"[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+(?:/[A-Za-z0-9._~\-/%+@]*)?")
+_HTTPS_URL = re.compile(r"https://[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*(?::\d+)?(?:/[A-Za-z0-9._~\-/%+@]*)?")
+
+
 def repository_url(repo: Repository) -> str | None:
-    """The remote URL `.lverepo` holds (its one line); None where there is none or it cannot be read."""
+    """The https URL `.lverepo` holds (its one line; `host/path` is read as `https://host/path`); None where
+    there is none or it cannot be read. Anything else (`javascript:`, `http:`, `file:`, a git remote) is an
+    error naming the file, never a link in what lvegit writes (OSV references, SARIF helpUri, the site)."""
     try:
         text = read_text(repo.root / LVEREPO_FILE, 4096, within=repo.root, base_name="the repository")
     except FileProblem:
         return None
-    return text.strip() or None
+    value = text.strip()
+    if not value:
+        return None
+    if _HOST_PATH.fullmatch(value):
+        value = f"https://{value}"
+    if not _HTTPS_URL.fullmatch(value):
+        raise LVEError(
+            f"{LVEREPO_FILE}: the repository's address must be an https:// URL such as "
+            f"https://github.com/org/lves, not {value[:80]!a}"
+        )
+    return value
 
 
 def named_checker(repo: Repository, lve_dir: Path) -> tuple[str, dict[str, Any]] | None:

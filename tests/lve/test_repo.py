@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
-from lvegit.base.errors import RepositoryNotFound, UsageError
-from lvegit.lve.repo import Repository, find_root, model_folder
+from lvegit.base.errors import LVEError, RepositoryNotFound, UsageError
+from lvegit.lve.repo import Repository, find_root, model_folder, repository_url
 
 from builders import RepoBuilder
 
@@ -120,3 +120,38 @@ def test_lves_found_one_by_one_come_in_sorted_order(repo: RepoBuilder) -> None:
     walked = list(repository.iter_lve_dirs())
     assert walked == repository.lve_dirs()
     assert len(walked) == 9
+
+
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [
+        ("https://github.com/org/lves.git\n", "https://github.com/org/lves.git"),
+        (
+            "github.com/lve-org/lve\n",
+            "https://github.com/lve-org/lve",
+        ),  # as the public LVE repository writes it
+        ("\n", None),
+    ],
+)
+def test_the_repository_address_is_an_https_url(tmp_path: Path, written: str, read: str | None) -> None:
+    RepoBuilder(tmp_path)
+    (tmp_path / ".lverepo").write_text(written)
+    assert repository_url(Repository(tmp_path)) == read
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "javascript:alert(document.domain)//github.com/x",
+        "http://github.com/org/lves",
+        "file:///etc/passwd",
+        "data:text/html,<script>alert(1)</script>",
+        "git@github.com:org/lves.git",
+        'https://github.com/org/lves"><script>',
+    ],
+)
+def test_any_other_repository_address_is_an_error_naming_the_file(tmp_path: Path, written: str) -> None:
+    RepoBuilder(tmp_path)
+    (tmp_path / ".lverepo").write_text(written + "\n")
+    with pytest.raises(LVEError, match=r"^\.lverepo: the repository's address must be an https:// URL"):
+        repository_url(Repository(tmp_path))

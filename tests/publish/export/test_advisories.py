@@ -228,3 +228,20 @@ def test_sarif_has_a_result_for_each_lve_that_reproduced_keyed_by_its_id(
     refused = cli("export", "--format", "sarif", "replay.jsonl", cwd=git.root)
     assert refused.code == 2 and "reads run reports" in refused.err
     reference_schema_accepts(log, "sarif-schema-2.1.0.json")  # last: it may skip
+
+
+def test_a_repository_address_other_than_https_is_never_a_reference_or_a_help_uri(
+    cli: Any, tmp_path: Path, adding: Running
+) -> None:
+    """`.lverepo` set to `javascript:` became an OSV reference and a SARIF helpUri: now both exports stop
+    with an error naming the file, and write nothing."""
+    git = GitRepo(tmp_path / "lves")
+    RepoBuilder(git.root).lve("cat/wrong", instances={"i.jsonl": [instance("100", False, a=99, b=1)]})
+    assert cli("ids", "assign", "--today", "2026-11-26", cwd=git.root).code == 0
+    assert cli("run", "--all", "--report", "run.jsonl", cwd=git.root).code == 0
+    (git.root / ".lverepo").write_text("javascript:alert(document.cookie)//\n")
+    for command in (["--format", "osv"], ["--format", "sarif", "run.jsonl"]):
+        refused = cli("export", *command, cwd=git.root)
+        assert refused.code == 1, refused.out
+        assert ".lverepo: the repository's address must be an https:// URL" in refused.err
+        assert "javascript" not in refused.out

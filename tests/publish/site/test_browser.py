@@ -382,3 +382,23 @@ def test_table_cells_never_break_a_word_or_a_number(
             assert browser.find_elements("css selector", "table") or page.name == "changes.html"
     finally:
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_what_changed_is_one_click_from_every_page(browser: Any, cli: Any, tmp_path: Path) -> None:
+    """Every page's navigation opens the changes page, newest first (the bundled ids were given after the
+    history's runs), whose entries open their LVE's page; the feed and the advisories are in the same
+    navigation."""
+    out = build(cli, tmp_path / "site", PROJECT_ROOT)
+    assert open_page(browser, next((out / "categories").glob("security-*.html"))) == []
+    nav = browser.find_element("css selector", "header nav")
+    assert [link.text for link in nav.find_elements("css selector", "a")][1:] == [
+        "LVEs", "Status by model", "What changed", "Feed", "OSV advisories"
+    ]  # fmt: skip
+    nav.find_element("link text", "What changed").click()
+    entries = browser.find_elements("css selector", "ol.changes li")
+    kinds = [entry.find_element("css selector", ".kind").text for entry in entries]
+    assert kinds == ["added"] * BUNDLED + ["fixed", "regressed", "reproduced", "reproduced"]
+    first = entries[BUNDLED].find_element("css selector", "a")
+    assert first.text == "LVE-2026-0009 fixed on demo/assistant in demo-assistant-v2"
+    first.click()
+    assert browser.find_element("css selector", "code.lve-id").text == "LVE-2026-0009"

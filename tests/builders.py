@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 from copy import deepcopy
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +157,33 @@ def history_run(
                 )
             )
     return write_run(folder, attempts, started).path
+
+
+@dataclass
+class HistoryRun:
+    """One run of an LVE on a model, for a history written with history_run."""
+
+    at: str
+    version: str
+    unsafe: int
+    safe: int
+
+
+def random_history(rng: random.Random, start: datetime) -> list[HistoryRun]:
+    """Weekly runs of one LVE on one model from `start`: rates that change with new versions, runs with
+    few or many attempts, runs with none judged."""
+    runs = []
+    version = 1
+    rate = rng.choice([0.0, 0.0, 0.05, 0.5, 1.0])
+    for week in range(rng.randint(1, 12)):
+        if rng.random() < 0.25:  # a new version, often with another rate
+            version += 1
+            rate = rng.choice([0.0, 0.0, 0.05, 0.5, 1.0])
+        attempts = rng.choice([0, 5, 20, 40, 80])
+        unsafe = sum(rng.random() < rate for _ in range(attempts))
+        at = (start + timedelta(weeks=week)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        runs.append(HistoryRun(at, f"v{version}", unsafe, attempts - unsafe))
+    return runs
 
 
 def instance(response: Any, passed: bool, **args: Any) -> dict[str, Any]:

@@ -4,16 +4,17 @@ rule written plainly, run by run; and a later run only ever adds events."""
 from __future__ import annotations
 
 import random
+from datetime import UTC, datetime
 from pathlib import Path
-
-from history.test_history_status import Run, _random_history
 
 from lvegit.history.events import Event, events
 from lvegit.history.status import History, Moment, clean_attempts_needed
 
-from builders import history_run
+from builders import HistoryRun as Run
+from builders import history_run, random_history
 
 NEEDED = clean_attempts_needed()
+START = datetime(2026, 1, 5, 3, 0, tzinfo=UTC)
 
 
 def expected(lve: str, model: str, runs: list[Run]) -> list[Event]:
@@ -42,7 +43,7 @@ def test_events_follow_the_status_rule_on_random_histories(tmp_path: Path) -> No
     whatever runs of failed attempts lie between."""
     rng = random.Random(20261126)
     histories = {
-        (f"repository/c/lve{number}/m", model): _random_history(rng)
+        (f"repository/c/lve{number}/m", model): random_history(rng, START)
         for number in range(300)
         for model in rng.sample(["vendor/a", "vendor/b"], rng.randint(1, 2))
     }

@@ -5,8 +5,7 @@ from __future__ import annotations
 import random
 import re
 import sys
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,8 @@ import pytest
 
 from lvegit.history.status import History, Moment, clean_attempts_needed
 
-from builders import history_run
+from builders import HistoryRun as Run
+from builders import history_run, random_history
 
 NEEDED = clean_attempts_needed()
 START = datetime(2026, 1, 5, 3, 0, tzinfo=UTC)
@@ -23,14 +23,6 @@ START = datetime(2026, 1, 5, 3, 0, tzinfo=UTC)
 def test_fixed_needs_73_clean_attempts() -> None:
     """With none unsafe, 73 attempts put the upper 95% Wilson bound under 5%; 72 do not."""
     assert NEEDED == 73
-
-
-@dataclass
-class Run:
-    at: str
-    version: str
-    unsafe: int
-    safe: int
 
 
 def expected(runs: list[Run]) -> dict[str, Any]:
@@ -73,27 +65,12 @@ def expected(runs: list[Run]) -> dict[str, Any]:
     return result
 
 
-def _random_history(rng: random.Random) -> list[Run]:
-    runs = []
-    version = 1
-    rate = rng.choice([0.0, 0.0, 0.05, 0.5, 1.0])
-    for week in range(rng.randint(1, 12)):
-        if rng.random() < 0.25:  # a new version, often with another rate
-            version += 1
-            rate = rng.choice([0.0, 0.0, 0.05, 0.5, 1.0])
-        attempts = rng.choice([0, 5, 20, 40, 80])
-        unsafe = sum(rng.random() < rate for _ in range(attempts))
-        at = (START + timedelta(weeks=week)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        runs.append(Run(at, f"v{version}", unsafe, attempts - unsafe))
-    return runs
-
-
 def test_status_follows_the_rule_on_random_histories(tmp_path: Path) -> None:
     """300 LVEs, each with a random history on one or two models (rates that change with versions, runs
     with few or many attempts, runs where every attempt failed), all in the same run files."""
     rng = random.Random(20261124)
     histories = {
-        (f"repository/c/lve{number}/m", model): _random_history(rng)
+        (f"repository/c/lve{number}/m", model): random_history(rng, START)
         for number in range(300)
         for model in rng.sample(["vendor/a", "vendor/b"], rng.randint(1, 2))
     }

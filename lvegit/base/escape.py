@@ -122,9 +122,14 @@ def shown_text(text: str) -> str:
     return _CONTROL_NOT_LINES.sub(_escape_control, text)
 
 
+_LINE_COMMAND_COLONS = re.compile(r"(?m)^([ \t]*)::")
+
+
 def code_block(text: str, max_chars: int | None = None, language: str = "text") -> str:
-    """A fenced block that no backtick run in `text` can close early."""
+    """A fenced block that no backtick run in `text` can close early, and whose lines no log reads as a
+    workflow command when the file holding it is printed in CI."""
     text = _CONTROL.sub(lambda m: m.group() if m.group() in "\n\t" else _escape_control(m), mask(text))
+    text = _LINE_COMMAND_COLONS.sub(r"\1\\x3a:", text.replace("##[", "#\\x23["))  # as `console` shows them
     if max_chars is not None and len(text) > max_chars:
         text = text[:max_chars] + "\n[... truncated]"
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
@@ -155,3 +160,20 @@ def rendered_markdown(text: str) -> str:
     text = _CONTROL_NOT_LINES.sub(_escape_control, mask(text)).replace("\r\n", "\n").replace("\r", "\n")
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _MENTION.sub("@\u200b", _MARKDOWN_LINKS.sub(r"\\\1", text))
+
+
+_LINE_COMMAND = re.compile(r"(?m)^([ \t]*):")
+
+
+def markdown_lines(text: str) -> str:
+    """Text of several lines for a markdown file lvegit writes (a draft's README): as `rendered_markdown`
+    (no control or invisible character, no HTML, no link of its own), and no line a log reads as a workflow
+    command when the file is printed in CI: a leading `:` gets a backslash, which CommonMark does not
+    show, and `##[` is already `##\\[`."""
+    return _LINE_COMMAND.sub(r"\1\\:", rendered_markdown(text))
+
+
+def document_lines(text: str) -> str:
+    """A document (XML, JSON) written to a terminal or a log: each line escaped as `console` escapes one,
+    its line breaks kept and nothing indented."""
+    return "\n".join(console(line) for line in text.split("\n"))

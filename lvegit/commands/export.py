@@ -2,12 +2,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from lvegit.base.errors import EXIT_OK, UsageError
-from lvegit.base.escape import console
+from lvegit.base.escape import console, document_lines, json_text
 from lvegit.base.extras import missing
 from lvegit.base.output import count, line, note
 from lvegit.commands.catalog import short_help
@@ -107,11 +107,11 @@ def export_command(
             from lvegit.publish.export.junit import junit_xml
 
             text = junit_xml(attempts)
+            shown = document_lines(text)
         elif export_format == "avid":
             from lvegit.publish.export.avid import avid_reports
 
-            found = avid_reports(attempts, repo, repository_url(repo))
-            text = "".join(json.dumps(report) + "\n" for report in found)
+            text = shown = json_text(_json_lines(avid_reports(attempts, repo, repository_url(repo)), True))
         elif export_format == "sarif":
             from lvegit.publish.export.sarif import sarif_log
 
@@ -120,14 +120,15 @@ def export_command(
             results = sum(len(run["results"]) for run in log["runs"])
             written = f"{count(results, 'result')} (an LVE that reproduced on a model each)"
             text = json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+            shown = json_text(json.dumps(log, indent=2) + "\n")
         else:
             from lvegit.publish.export.garak import garak_report
 
-            text = "".join(json.dumps(entry) + "\n" for entry in garak_report(attempts, repo))
+            text = shown = json_text(_json_lines(garak_report(attempts, repo), True))
     except ImportError as exc:
         raise missing(f"--format {export_format}", "export", exc.name or "junitparser") from None
     if output is None:
-        click.echo(text, nl=False)
+        click.echo(shown, nl=False)
     else:
         output.write_text(text, encoding="utf-8")
         read = count(len(attempts), "attempt")
@@ -174,7 +175,7 @@ def _osv(repo: Repository, reports: tuple[Path, ...], output: Path | None, histo
     for path, why in left_out.items():
         note(f"{console(path)}: left out, {why}")
     if output is None:
-        click.echo("".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records), nl=False)
+        click.echo(json_text(_json_lines(records, True)), nl=False)
         return EXIT_OK
     output.mkdir(parents=True, exist_ok=True)
     write_advisories(output, output, records, "--output")
@@ -192,3 +193,8 @@ def _history_statuses(
     from lvegit.history.status import History
 
     return dict(History.open(folder).status(lves))
+
+
+def _json_lines(documents: list[Any], ascii_only: bool) -> str:
+    """One JSON document a line; ASCII-only for a terminal or a log (no control or invisible character)."""
+    return "".join(json.dumps(document, ensure_ascii=ascii_only) + "\n" for document in documents)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lvegit.base.errors import LVEError, UsageError
+from lvegit.base.escape import markdown_lines
 from lvegit.base.files import FileProblem, ensure_inside, write_inside
 from lvegit.lve.instances import Instance, read_instances
 from lvegit.lve.problems import PLACEHOLDER, Problems
@@ -301,11 +302,6 @@ def _offered(tools: list[dict[str, Any]]) -> dict[str, Any]:
     return {"tools": declared, "max_tool_steps": 0}
 
 
-def _readme_text(text: str) -> str:
-    """A scanner's text in a draft's README: no HTML comment, so none can pass for lvegit's markers."""
-    return text.replace("<!--", "&lt;!--").replace("-->", "--&gt;")
-
-
 def _write(repo: Repository, draft: Draft, author: str | None) -> None:
     lve_dir = repo.root / draft.rel
     tool = str(draft.source.get("tool"))
@@ -325,8 +321,8 @@ def _write(repo: Repository, draft: Draft, author: str | None) -> None:
     lines = "".join(json.dumps(line, allow_nan=False) + "\n" for line in _instance_lines(draft, author))
     readme = README.format(
         name=draft.name,
-        description=_readme_text(draft.description),
-        note=_readme_text(draft.note),
+        description=markdown_lines(draft.description),
+        note=markdown_lines(draft.note),
         path=draft.rel,
     )
     files = {

@@ -272,3 +272,24 @@ def test_what_is_no_promptfoo_results_file_is_refused(repo: RepoBuilder, cli: An
     (tmp_path / "r.json").write_text('{"results": 3}')
     refused = cli("import", "promptfoo", str(tmp_path / "r.json"), cwd=repo.root)
     assert refused.code == 2 and "not a promptfoo results file" in refused.err
+
+
+HOSTILE = "\x1b[2J\x1b]8;;https://evil.example\x1b\\click\x1b]8;;\x1b\\\n::error file=x::forged\n##[error]old <!-- end -->"
+
+
+def test_a_hostile_report_cannot_put_escapes_links_or_workflow_commands_into_a_draft_readme(
+    repo: RepoBuilder, cli: Any, tmp_path: Path
+) -> None:
+    """A scanner's text (here garak's attempt goal and prompt) reaches the draft's README through the one
+    escaping module: no ESC (so no OSC 8 link, no screen clearing), no line a CI log reads as a workflow
+    command, no HTML comment that could pass for lvegit's markers."""
+    attempt = _attempt(1, "tap.TAP", {"turns": [_turn("user", HOSTILE)]}, ["ok"], {"judge.Jailbreak": [1.0]},
+                       goal=HOSTILE)  # fmt: skip
+    report = _write_lines(tmp_path / "garak.report.jsonl", [*garak_report()[:2], attempt])
+    assert cli("import", "garak", str(report), cwd=repo.root).code == 0
+    readme = (repo.root / "repository/imported/tap_tap" / MODEL_DIR / "README.md").read_text()
+    assert "garak's probe tap.TAP found" in readme
+    assert "\x1b" not in readme
+    for line in readme.splitlines():
+        assert not line.lstrip().startswith("::") and "##[" not in line, line
+    assert readme.count("<!--") == 3  # lvegit's own: its section's start, note and end, no more

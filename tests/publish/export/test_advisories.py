@@ -245,3 +245,17 @@ def test_a_repository_address_other_than_https_is_never_a_reference_or_a_help_ur
         assert refused.code == 1, refused.out
         assert ".lverepo: the repository's address must be an https:// URL" in refused.err
         assert "javascript" not in refused.out
+
+
+def test_records_written_to_standard_output_go_through_the_escaping_module(cli: Any, tmp_path: Path) -> None:
+    """On a terminal or in a CI log, the records hold no control or invisible character (a C1 CSI, a bidi
+    override) and no legacy `##[command]`: ASCII-only JSON that reads back as the same record."""
+    git = GitRepo(tmp_path / "lves")
+    hostile = "Adds \u202eevil\x9b2J ##[error]forged"
+    tags = [{"name": "paper", "value": hostile}]  # a record keeps tags as they are: data, not text shown
+    RepoBuilder(git.root).lve("cat/hostile", {"description": hostile, "tags": tags}, instances=ROWS)
+    assert cli("ids", "assign", "--today", "2026-11-26", cwd=git.root).code == 0
+    streamed = cli("export", "--format", "osv", cwd=git.root).out
+    assert streamed.isascii() and "##[" not in streamed
+    [record] = [json.loads(text) for text in streamed.splitlines()]
+    assert record["database_specific"]["tags"] == tags

@@ -1,7 +1,7 @@
 """Write lvegit/lve/taxonomies.json: the ids (and names) of the taxonomies an LVE's tags may name, by edition.
 
 - MITRE ATLAS: tactics, techniques, sub-techniques and mitigations from ATLAS.yaml (mitre-atlas/atlas-data,
-  Apache-2.0), given as the first argument (the project's tests read it from ../shared/reference/);
+  Apache-2.0), given as the first argument (a copy ships with the tests: tests/reference/);
 - AVID: the SEP taxonomy as avidtools (the maintained library lvegit's AVID export uses) defines it;
 - OWASP Top 10 for LLM Applications 2025 and OWASP Top 10 for Agentic Applications 2026: the ten ids and
   names each publishes (genai.owasp.org). A new edition is added here, with its source, then this is run;
@@ -10,7 +10,7 @@
   in CWE_LATER. MITRE's terms of use let the list be copied on condition that its copyright designation and
   licence go with it: they are written beside it (CWE_NOTICE).
 
-    python scripts/build_taxonomies.py ../shared/reference/ATLAS.yaml cwec_v4.15.xml
+    python scripts/build_taxonomies.py tests/reference/ATLAS.yaml cwec_v4.15.xml
 """
 
 from __future__ import annotations

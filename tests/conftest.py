@@ -30,6 +30,39 @@ def namespaces() -> bool:
     return worker.isolation[0].startswith("namespaces:")
 
 
+# The caller's variables that would change what lvegit does under test: its own settings, model keys and
+# endpoints (a real key must never reach a test), GitHub's (CI sets GITHUB_ACTIONS), git's (a hook sets
+# GIT_DIR), the hub's, colour and terminal size. Tests that need one set it themselves.
+CALLERS_PREFIXES = (
+    "LVEGIT_", "OPENAI_", "AZURE_OPENAI_", "GITHUB_", "RUNNER_", "INPUT_", "HF_", "HUGGING_FACE_", "GIT_",
+)  # fmt: skip
+CALLERS_NAMES = (
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
+    "COLUMNS",
+    "LINES",
+    "XDG_CACHE_HOME",
+)
+KEPT = ("LVEGIT_REFERENCE_DIR",)  # where the official schemas are: the tests' own input
+
+
+@pytest.fixture(autouse=True, scope="session")
+def test_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The environment the suite needs, whatever the caller's: without the caller's lvegit, model, GitHub
+    and hub variables, with an empty hub cache of its own and the hub offline (tests download nothing; the
+    loopback hub's tests switch it on), and a plain terminal type for the processes that get a terminal."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in list(os.environ):
+            if (name.startswith(CALLERS_PREFIXES) or name in CALLERS_NAMES) and name not in KEPT:
+                patch.delenv(name)
+        patch.setenv("HF_HOME", str(tmp_path_factory.mktemp("hf-home")))
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        patch.setenv("TERM", "xterm-256color")
+        yield
+
+
 @pytest.fixture(autouse=True)
 def default_settings() -> Iterator[None]:
     """Each test starts with the settings a fresh process has: a command run in-process sets them (from

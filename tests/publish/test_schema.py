@@ -15,7 +15,7 @@ from lvegit.judge.validate import validate_lve
 from lvegit.lve.repo import Repository
 from lvegit.publish import schema as lve_schema
 
-from builders import BASIC_TEST, PROJECT_ROOT, SAMPLES, RepoBuilder, instance
+from builders import BASIC_TEST, PROJECT_ROOT, SAMPLES, RepoBuilder, instance, public_format
 
 TEST_SCHEMA = json.loads(lve_schema.shipped("test"))
 INSTANCE_SCHEMA = json.loads(lve_schema.shipped("instance"))
@@ -32,14 +32,14 @@ def test_the_shipped_schemas_are_the_generated_ones(kind: str) -> None:
     jsonschema.Draft202012Validator.check_schema(shipped)
 
 
-@pytest.mark.parametrize(
-    "root",
-    [
-        PROJECT_ROOT,
-        pytest.param(SAMPLES, marks=pytest.mark.skipif(not SAMPLES.is_dir(), reason="no samples")),
-    ],
-)
-def test_real_repositories_fit_the_schemas(root: Path) -> None:
+# The bundled repository, this project's LVEs in the public repository's format, and the real samples
+# where they are beside the checkout (read there, never copied).
+ROOTS = ["bundled", "public-format", *(["samples"] if SAMPLES.is_dir() else [])]
+
+
+@pytest.mark.parametrize("kind", ROOTS)
+def test_real_repositories_fit_the_schemas(kind: str, tmp_path: Path) -> None:
+    root = {"bundled": PROJECT_ROOT, "samples": SAMPLES}.get(kind) or public_format(tmp_path / "lves")
     tests = sorted((root / "repository").rglob("test.json"))
     assert tests
     for path in tests:

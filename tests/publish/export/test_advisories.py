@@ -1,5 +1,5 @@
 """`lvegit export --format osv` (advisories from the run history) and `--format sarif` (code scanning from a
-run report), each checked against its official JSON Schema (../shared/reference) and for what it says."""
+run report), each checked against its official JSON Schema (tests/reference) and for what it says."""
 
 from __future__ import annotations
 
@@ -227,7 +227,7 @@ def test_sarif_has_a_result_for_each_lve_that_reproduced_keyed_by_its_id(
     assert replayed.code in (0, 1)
     refused = cli("export", "--format", "sarif", "replay.jsonl", cwd=git.root)
     assert refused.code == 2 and "reads run reports" in refused.err
-    reference_schema_accepts(log, "sarif-schema-2.1.0.json")  # last: it may skip
+    reference_schema_accepts(log, "sarif-schema-2.1.0.json")
 
 
 def test_a_repository_address_other_than_https_is_never_a_reference_or_a_help_uri(

@@ -19,6 +19,7 @@ from builders import (
     hostile_repository,
     instance,
     plant_code,
+    public_format,
     recorded_calls,
     recording,
 )
@@ -141,12 +142,20 @@ def test_a_crawl_of_the_bundled_site_finds_no_broken_local_link(cli: Any, tmp_pa
         assert (out / path).is_file() and (not fragment or f'id="{fragment}"' in (out / path).read_text())
 
 
-@pytest.mark.skipif(not SAMPLES.is_dir(), reason=f"the public samples are not at {SAMPLES}")
-def test_the_public_samples_build(cli: Any, tmp_path: Path) -> None:
-    """LVEs as the public repository holds them (prompt files, multi-run prompts, lve-tools instances)."""
+PUBLIC_FORMAT = [("own", None)] + ([("samples", SAMPLES)] if SAMPLES.is_dir() else [])
+
+
+@pytest.mark.parametrize(("kind", "root"), PUBLIC_FORMAT, ids=[kind for kind, _root in PUBLIC_FORMAT])
+def test_lves_in_the_public_repositorys_format_build(
+    cli: Any, tmp_path: Path, kind: str, root: Path | None
+) -> None:
+    """LVEs as the public repository holds them (prompt files, multi-run prompts, lve-tools instances):
+    this project's own (public_format), and the real samples as well where they are beside the checkout."""
+    root = root or public_format(tmp_path / "lves")
     out = tmp_path / "site"
-    result = cli("site", str(out), "--repo", str(SAMPLES))
-    assert (result.code, result.out.splitlines()[0]) == (0, f"5 LVE pages and 3 category pages in {out}")
+    result = cli("site", str(out), "--repo", str(root))
+    pages = {"own": "2 LVE pages and 2 category pages", "samples": "5 LVE pages and 3 category pages"}[kind]
+    assert (result.code, result.out.splitlines()[0]) == (0, f"{pages} in {out}")
     text = next((out / "lves").glob("privacy-pii-leakage-celebrity-addresses-*.html")).read_text()
     assert '<mark class="parameter" title="a parameter, filled from each instance">{person}</mark>' in text
     assert "3 instances: 1 safe, 2 unsafe" in text
@@ -270,7 +279,7 @@ def test_the_feed_and_advisories_hold_what_a_model_server_named_itself(cli: Any,
     assert json.loads((out / "osv" / "index.json").read_text()) == [
         {"id": "x_LVE-2026-0001", "modified": "2026-11-26T00:00:00Z"}
     ]
-    reference_schema_accepts(record, "osv-schema.json")  # last: it may skip
+    reference_schema_accepts(record, "osv-schema.json")
 
 
 def test_bidi_and_control_characters_are_shown_as_escapes(

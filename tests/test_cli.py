@@ -165,3 +165,22 @@ def test_a_missing_choice_lists_the_choices_without_escaped_tabs(cli) -> None:
     result = cli("schema")
     assert result.code == 2 and "\\t" not in result.err
     assert "Choose from:\n    test,\n    instance," in result.err
+
+
+def test_an_absolute_lve_path_outside_the_current_folder_is_read_in_its_own_repository(
+    repo: RepoBuilder, cli, tmp_path
+) -> None:
+    """`lvegit show /elsewhere/repository/...` once looked for a repository above the current folder."""
+    lve_dir = repo.lve()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shown = cli("show", str(lve_dir), cwd=elsewhere)
+    assert shown.code == 0, shown.err
+    assert shown.out.splitlines()[0] == "repository/dummy/add/openai--gpt-4o-mini"
+    validated = cli("validate", str(lve_dir / "test.json"), cwd=elsewhere)
+    assert validated.code == 0 and validated.out.splitlines()[-1] == "1 LVE: 1 valid, 0 invalid"
+    other = RepoBuilder(tmp_path / "other")
+    other.lve("cat/other")
+    inside_another = cli("validate", str(lve_dir), cwd=other.root)  # not the current folder's repository
+    assert inside_another.out.splitlines()[-1] == "1 LVE: 1 valid, 0 invalid"
+    assert "repository/dummy/add" in inside_another.out and "cat/other" not in inside_another.out

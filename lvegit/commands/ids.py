@@ -1,14 +1,20 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
-from lvegit.base.output import count, line, print_json
+from lvegit.base.escape import console
+from lvegit.base.output import count, line, note, print_json
 from lvegit.commands.catalog import short_help
 from lvegit.commands.options import SuggestingGroup, format_option, open_repository, repo_option
 from lvegit.git.changes import moves_since_last_change
+from lvegit.git.vcs import tracked
 from lvegit.lve import ids
+from lvegit.lve.problems import is_draft
+from lvegit.lve.repo import TEST_FILE, Repository
+from lvegit.lve.spec import load_lve
 
 
 @click.group("ids", cls=SuggestingGroup, short_help=short_help("ids"))
@@ -40,13 +46,17 @@ def assign_command(today: str | None, repo_path: Path | None) -> int:
       lvegit ids assign --today 2026-11-26
     """
     repo = open_repository(repo_path)
-    registry, done = ids.assign(repo, moves_since_last_change(repo, ids.REGISTRY), today)
+    registry, done = ids.assign(repo, moves_since_last_change(repo, ids.REGISTRY), today, _waiting(repo))
     for lve_id, path in done.given.items():
         line(f"{lve_id} {path}")
+        if not tracked(repo.root / path / TEST_FILE):  # ids are for LVEs as merged
+            note(f"{lve_id}: git does not track {console(path)} yet: commit it with {ids.REGISTRY}")
     for lve_id, (old, new) in done.moved.items():
         line(f"{lve_id} moved: {old} -> {new}")
     for lve_id, path in done.retired.items():
         line(f"{lve_id} retired: {path} is gone")
+    for path, why in done.left_out.items():
+        note(f"no id yet for {console(path)}: {why}")
     if done.given or done.moved or done.retired:
         ids.write(repo, registry)
     line(
@@ -54,6 +64,19 @@ def assign_command(today: str | None, repo_path: Path | None) -> int:
         f"{len(done.retired)} retired; {count(len(registry.live()), 'LVE')} with an id"
     )
     return 0
+
+
+def _waiting(repo: Repository) -> Callable[[str], str | None]:
+    """Why a new LVE gets no id yet: it is a draft of lvegit new (test.json is read, no code of the LVE
+    runs)."""
+
+    def why(path: str) -> str | None:
+        lve, problems, _text = load_lve(repo, repo.root / path)
+        if lve is None or is_draft(problems):
+            return "a draft, or it does not load (lvegit validate says why)"
+        return None
+
+    return why
 
 
 @ids_command.command("list")

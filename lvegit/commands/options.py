@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import functools
 from collections.abc import Callable, Iterator
@@ -11,9 +12,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from lvegit.base.errors import UsageError
+from lvegit.base.errors import RepositoryNotFound, UsageError
 from lvegit.base.output import count, note
-from lvegit.lve.repo import Repository
+from lvegit.lve.repo import Repository, find_root
 
 if TYPE_CHECKING:
     from lvegit.base.settings import Settings
@@ -240,4 +241,22 @@ def current_settings() -> Settings:
 
 
 def open_repository(repo_path: Path | None) -> Repository:
+    """The repository of --repo; else the one at or above the first LVE path the command was given as an
+    absolute path (an LVE outside the current folder is read in its own repository); else the one at or
+    above the current folder."""
+    if repo_path is None:
+        for path in _given_paths():
+            if path.is_absolute():
+                with contextlib.suppress(RepositoryNotFound):
+                    return Repository(find_root(path))
     return Repository.discover(repo_path)
+
+
+def _given_paths() -> list[Path]:
+    """The LVE paths of the running command: its PATHS (selection_options) or its PATH (show)."""
+    context = click.get_current_context(silent=True)
+    params = context.params if context is not None else {}
+    paths = params.get("paths") or ()
+    single = params.get("path")
+    given = [*paths, *([single] if single is not None else [])]
+    return [path for path in given if isinstance(path, Path)]

@@ -282,6 +282,8 @@ def _run_with_progress(runner: Runner, tasks: Iterator[Task], outcomes: Outcomes
         def counted() -> Iterator[Task]:
             for task in planned():
                 bar.length = (bar.length or 0) + 1
+                if bar.length & (bar.length - 1) == 0 or bar.length % 1024 == 0:
+                    bar.render_progress()  # the total as it grows, while the first attempts are in flight
                 yield task
 
         runner.recorder.on_finish = lambda _attempt: bar.update(1)

@@ -5,6 +5,7 @@ from pathlib import Path
 import click
 
 from lvegit.base.errors import EXIT_OK
+from lvegit.base.escape import console
 from lvegit.base.output import count, line
 from lvegit.commands.catalog import short_help
 from lvegit.commands.options import current_settings, history_option, open_repository, repo_option
@@ -52,7 +53,11 @@ def site_command(
     history = history_dir(repo.root, history_path, current_settings().history.directory)
     site = build(repo, out, title, list(reports), base_url, history)
     skipped = (
-        f"; {count(len(site.skipped), 'LVE')} left out (test.json does not load)" if site.skipped else ""
+        f"; {count(len(site.skipped), 'LVE')} left out (a draft, or test.json does not load: lvegit validate "
+        f"says why): {', '.join(console(path) for path in site.skipped[:5])}"
+        + (", ..." if len(site.skipped) > 5 else "")
+        if site.skipped
+        else ""
     )
     pages = f"{count(len(site.rows), 'LVE page')} and {count(len(site.categories), 'category page')}"
     line(f"{pages} in {out}{skipped}")

@@ -354,7 +354,7 @@ def annotation_commands(results: ResultsDocument, prefix: str, fail_on: tuple[st
 def _annotated(problem: Problem, lines: list[int]) -> Finding:
     """One annotation for a finding, at its first line, saying the others where alike ones share it."""
     also = f" ({len(lines)} lines: {line_ranges(lines)})" if len(lines) > 1 else ""
-    return problem.file, problem.line, f"{problem.field}: {problem.message}{also}"
+    return problem.file, problem.line, f"{problem.what}{also}"
 
 
 def _round_robin(per_lve: list[list[Finding]]) -> list[Finding]:

@@ -112,7 +112,8 @@ class LVEStatus:
 
     @property
     def summary(self) -> str:
-        """The state in words, with the run it dates from."""
+        """The state in words, with the run it dates from; it starts with the state's name, as the counts of
+        `lvegit status` name it (`inconclusive`, `no verdict`)."""
         if self.state == "fixed" and self.fixed_in:
             return f"fixed in {self.fixed_in.version} ({self.fixed_in.at[:10]})"
         if self.state == "regressed" and self.regressed_in:
@@ -121,8 +122,8 @@ class LVEStatus:
             return f"not affected since {self.fixed_in.version} ({self.fixed_in.at[:10]})"
         return {
             "reproduces": "reproduces",
-            "inconclusive": "not reproduced on too few attempts",
-            "no-verdict": "every attempt failed",
+            "inconclusive": "inconclusive: not reproduced, on too few attempts to say",
+            "no-verdict": "no verdict: every attempt failed",
             "never-run": "never run",
         }.get(self.state, self.state)
 

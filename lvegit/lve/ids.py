@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -160,11 +161,18 @@ class Assigned:
     given: dict[str, str] = field(default_factory=dict)  # id -> path
     moved: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (old path, new path)
     retired: dict[str, str] = field(default_factory=dict)  # id -> path
+    left_out: dict[str, str] = field(default_factory=dict)  # path -> why it gets no id yet
 
 
-def assign(repo: Repository, renames: dict[str, str], today: str | None = None) -> tuple[Registry, Assigned]:
+def assign(
+    repo: Repository,
+    renames: dict[str, str],
+    today: str | None = None,
+    waiting: Callable[[str], str | None] = lambda _path: None,
+) -> tuple[Registry, Assigned]:
     """The registry after this commit: moved LVEs keep their ids (`renames`: old LVE path -> new, from git),
-    LVEs that are gone retire theirs, new LVEs get the next ones, in path order."""
+    LVEs that are gone retire theirs, new LVEs get the next ones, in path order; `waiting` says why a new
+    LVE gets none yet (not committed, a draft), or None."""
     day = today or datetime.now(UTC).strftime("%Y-%m-%d")
     registry, done = load(repo), Assigned()
     present = [repo.relative(lve_dir) for lve_dir in repo.lve_dirs()]
@@ -181,6 +189,10 @@ def assign(repo: Repository, renames: dict[str, str], today: str | None = None) 
             done.retired[lve_id] = path
     with_id = registry.live()
     for path in sorted(p for p in present if p not in with_id):
+        why = waiting(path)
+        if why is not None:
+            done.left_out[path] = why
+            continue
         lve_id = registry.next_id(int(day[:4]))
         registry.ids[lve_id] = Entry(path, day)
         done.given[lve_id] = path

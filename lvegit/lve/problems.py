@@ -77,6 +77,12 @@ class Problems:
         return [p for p in self.items if p.severity == "warning"]
 
 
+def is_draft(problems: Problems) -> bool:
+    """Whether an LVE is a draft of `lvegit new`: it still holds a placeholder where the author fills in.
+    Published pages and stable ids are for LVEs as merged, not for drafts."""
+    return any(PLACEHOLDER in problem.message for problem in problems.errors)
+
+
 def alike(problems: Sequence[Problem]) -> list[tuple[Problem, list[int]]]:
     """Problems that differ only in their line (one cause in many instance lines), together: each first
     one with the lines of all of them, in the order found."""

@@ -268,6 +268,31 @@ def test_progress_fits_a_narrow_terminal_and_shows_with_json(repo: RepoBuilder, 
     assert max(len(frame) for frame in frames) <= 60
 
 
+def test_progress_shows_the_planned_total_before_any_attempt_ends(repo: RepoBuilder, adding: Running) -> None:
+    """The bar once said 0/0 for as long as the first attempts were in flight."""
+    adding.state.latency = 0.3
+    many(repo, 5)
+    main, terminal = pty.openpty()
+    process = lvegit("run", "--all", cwd=repo.root, stdout=subprocess.DEVNULL, stderr=terminal)
+    os.close(terminal)
+    shown = b""
+    while chunk := _read(main):
+        shown += chunk
+    os.close(main)
+    assert process.wait(timeout=60) == 0
+    counts = [(int(k), int(n)) for k, n in re.findall(r"(\d+)/(\d+)", shown.decode())]
+    before_first_end = counts[: next(i for i, (k, _n) in enumerate(counts) if k > 0)]
+    assert any(n > 0 for _k, n in before_first_end), counts
+    assert counts[-1] == (5, 5)
+
+
+def _read(fd: int) -> bytes:
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # the terminal's other end closed: the process ended
+        return b""
+
+
 def test_results_are_printed_as_they_come(repo: RepoBuilder, adding: Running) -> None:
     """A run's output is not held to its end (a corpus's results would all be kept): the first instance's
     line comes while the run goes on."""

@@ -18,3 +18,15 @@ def test_an_added_instance_judged_by_a_model_shows_the_judges_answer_collapsed_w
     )
     plain = render._evidence(AddedInstance("repository/a/b/c/instances/i.jsonl", 3, True, "user: hi", "no"))
     assert "Judged" not in plain
+
+
+def test_an_annotation_of_a_finding_without_a_field_is_its_message_alone() -> None:
+    """A draft's test.prompt placeholder (no field) was annotated `title=lvegit::: still holds ...`."""
+    from lvegit.lve.problems import Problem
+
+    prompt = Problem(
+        "error", "repository/c/x/m/test.prompt", "", "still holds the placeholder: write the prompt", 1
+    )
+    assert render._annotated(prompt, [1])[2] == "still holds the placeholder: write the prompt"
+    field = Problem("error", "repository/c/x/m/test.json", "description", "still holds the placeholder", 2)
+    assert render._annotated(field, [2, 3])[2] == "description: still holds the placeholder (2 lines: 2-3)"

@@ -137,3 +137,16 @@ def test_without_the_data_extra_status_says_what_to_install(
 
     with pytest.raises(UsageError, match=re.escape(f"needs {missing}: {install_command('data')}")):
         History.open(tmp_path).status()
+
+
+def test_each_status_line_starts_with_the_name_its_count_gives_it() -> None:
+    """`lvegit status` once said "not reproduced on too few attempts" on a line and counted it as
+    "inconclusive" in its summary: one state, two names."""
+    from typing import get_args
+
+    from lvegit.history.status import LVEStatus, State
+
+    moment = Moment("2026-01-05T03:00:00Z", "v2")
+    for state in get_args(State):
+        status = LVEStatus("repository/a/x/m", "m", state, fixed_in=moment, regressed_in=moment)
+        assert status.summary.startswith(state.replace("-", " ")), (state, status.summary)

@@ -43,7 +43,9 @@ def test_a_run_goes_into_the_history_once_and_status_reads_it(
     wrong = lines.index("repository/cat/wrong/openai--gpt-4o-mini")
     assert "reproduces  3/3 unsafe" in lines[wrong + 1]
     right = lines.index("repository/cat/right/openai--gpt-4o-mini")
-    assert "not reproduced on too few attempts  0/3 unsafe [0%, 56%]" in lines[right + 1]
+    assert (
+        "inconclusive: not reproduced, on too few attempts to say  0/3 unsafe [0%, 56%]" in lines[right + 1]
+    )
     unrun = lines.index("repository/cat/unrun/openai--gpt-4o-mini")
     assert "never run" in lines[unrun + 1]
     assert lines[-1] == "3 LVEs x 1 model (1 run): 1 reproduces, 1 inconclusive, 1 never run"

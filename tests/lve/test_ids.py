@@ -155,3 +155,26 @@ def test_two_merges_racing_for_the_next_id_get_different_ones(tmp_path: Path) ->
     assert (
         sum(subject.startswith("LVE ids for") for subject in log.stdout.splitlines()) == 1
     )  # refused: no second
+
+
+def test_assign_gives_no_id_to_a_draft_and_says_so_as_for_one_git_does_not_track(
+    cli: Any, tmp_path: Path
+) -> None:
+    """After `lvegit new`, `ids assign` once numbered the placeholder draft without a word."""
+    git = GitRepo(tmp_path / "lves")
+    RepoBuilder(git.root).lve("cat/a", instances=ROWS)
+    git.commit("a")
+    assert cli("new", "cat/draft", "--model", "openai/gpt-4o", "--no-interactive", cwd=git.root).code == 0
+    RepoBuilder(git.root).lve("cat/b", instances=ROWS)  # valid, not committed yet
+    result = cli("ids", "assign", "--today", "2026-11-26", cwd=git.root)
+    assert result.code == 0
+    assert registry(git.root) == {
+        "LVE-2026-0001": {"path": "repository/cat/a/openai--gpt-4o-mini", "since": "2026-11-26"},
+        "LVE-2026-0002": {"path": "repository/cat/b/openai--gpt-4o-mini", "since": "2026-11-26"},
+    }
+    assert result.err.splitlines() == [
+        "lvegit: LVE-2026-0002: git does not track repository/cat/b/openai--gpt-4o-mini yet: commit it with "
+        "lve-ids.json",
+        "lvegit: no id yet for repository/cat/draft/openai--gpt-4o: a draft, or it does not load (lvegit "
+        "validate says why)",
+    ]

@@ -24,6 +24,7 @@ from lvegit.history.severity import impact_of, lve_severity
 from lvegit.history.status import STATE_MARKS, History, LVEStatus
 from lvegit.judge.results import judge_said, unsafe_rate
 from lvegit.lve.ids import live_ids, load_cached
+from lvegit.lve.problems import is_draft
 from lvegit.lve.prompt import Message, response_text
 from lvegit.lve.repo import Repository
 from lvegit.lve.spec import LVE, load_lve
@@ -206,14 +207,15 @@ def _write(environment: Any, site: Site, out: Path, path: str, template: str, **
 
 
 def lve_pages(batch: _Batch) -> tuple[list[Row], list[str], Statuses]:
-    """Load each LVE of the batch and write its page: (its table rows, the LVEs that do not load, their
-    statuses on the models of the run history)."""
+    """Load each LVE of the batch and write its page: (its table rows, the LVEs left out: those that do not
+    load and drafts that still hold `lvegit new`'s placeholders, their statuses on the models of the run
+    history)."""
     environment = _environment()
     rows, skipped = [], []
     found, statuses = _shown_statuses(batch, [batch.repo.relative(lve_dir) for lve_dir in batch.lve_dirs])
     for lve_dir in batch.lve_dirs:
-        lve, _problems, _text = load_lve(batch.repo, lve_dir)
-        if lve is None:
+        lve, problems, _text = load_lve(batch.repo, lve_dir)
+        if lve is None or is_draft(problems):
             skipped.append(batch.repo.relative(lve_dir))
             continue
         page = _page(batch.repo, lve, batch.live)

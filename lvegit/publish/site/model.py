@@ -328,7 +328,7 @@ class Site(RowTotals):
     title: str
     base_url: str | None
     rows: list[Row] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)  # LVEs whose test.json does not load
+    skipped: list[str] = field(default_factory=list)  # LVEs whose test.json does not load, and drafts
     statuses: dict[tuple[str, str], LVEStatus] = field(default_factory=dict)  # from the run history
     runs: int = 0  # in the run history
     newest: str | None = None  # when the history's newest run started

@@ -161,6 +161,19 @@ def test_lves_in_the_public_repositorys_format_build(
     assert "3 instances: 1 safe, 2 unsafe" in text
 
 
+def test_a_draft_of_lvegit_new_is_left_out_and_named(repo: RepoBuilder, cli: Any, tmp_path: Path) -> None:
+    """After `lvegit new`, the site once published the draft with its placeholders."""
+    repo.lve(instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    assert cli("new", "cat/draft", "--model", "openai/gpt-4o", "--no-interactive", cwd=repo.root).code == 0
+    result = cli("site", str(tmp_path / "site"), cwd=repo.root)
+    assert result.code == 0
+    assert result.out.splitlines()[0] == (
+        f"1 LVE page and 1 category page in {tmp_path / 'site'}; 1 LVE left out (a draft, or test.json does "
+        "not load: lvegit validate says why): repository/cat/draft/openai--gpt-4o"
+    )
+    assert "please fill in" not in "".join(p.read_text() for p in (tmp_path / "site").rglob("*.html"))
+
+
 def test_the_same_repository_gives_the_same_bytes(cli: Any, tmp_path: Path) -> None:
     digests = set()
     for name in ("one", "two", "one"):  # a rebuild into a used folder too

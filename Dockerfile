@@ -21,11 +21,12 @@ RUN SETUPTOOLS_SCM_PRETEND_VERSION_FOR_LVEGIT="$LVEGIT_VERSION" \
 
 FROM python AS slim
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-# No version pin on git: Debian drops superseded versions from its archive, and the digest-pinned base
+# libseccomp2: the sandbox's seccomp filter (pyseccomp loads it). No version pins: Debian drops superseded
+# versions from its archive, and the digest-pinned base
 # already fixes the release (bookworm) whose security updates this takes.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends git \
+    && apt-get install -y --no-install-recommends git libseccomp2 \
     && rm -rf /var/lib/apt/lists/*
 # Bind mounts, not COPY: nothing of the build (requirement files, the wheel, pip's cache) stays in the image.
 RUN --mount=type=bind,source=requirements/action-slim.txt,target=/tmp/requirements.txt \

@@ -235,13 +235,17 @@ def test_checker_sees_no_secret_in_its_environment(repo: RepoBuilder, cli: Any) 
 
 
 def test_checker_cannot_read_other_processes_environments(
-    repo: RepoBuilder, cli: Any, namespaces: bool
+    repo: RepoBuilder, cli: Any, confined: bool
 ) -> None:
-    if not namespaces:
-        pytest.skip("without namespaces only lvegit's own environment is hidden (documented fallback)")
+    if not confined:
+        pytest.skip("the sandbox does not hold here: contributed code is refused")
     scan = (
         "found = []\n"
-        "for pid in os.listdir('/proc'):\n"
+        "try:\n"
+        "    pids = os.listdir('/proc')\n"
+        "except OSError:\n"
+        "    pids = [str(os.getppid()), str(os.getpid() - 1)]\n"
+        "for pid in pids:\n"
         "    try:\n"
         "        found.append(open(f'/proc/{pid}/environ', 'rb').read())\n"
         "    except Exception:\n"
@@ -253,10 +257,10 @@ def test_checker_cannot_read_other_processes_environments(
 
 
 def test_checker_cannot_write_outside_its_sandbox(
-    repo: RepoBuilder, cli: Any, tmp_path: Path, namespaces: bool
+    repo: RepoBuilder, cli: Any, tmp_path: Path, confined: bool
 ) -> None:
-    if not namespaces:
-        pytest.skip("without namespaces the filesystem is not isolated (documented fallback)")
+    if not confined:
+        pytest.skip("the sandbox does not hold here: contributed code is refused")
     marker = tmp_path / "outside-marker"
     lve_dir = custom_lve(
         repo,
@@ -275,9 +279,9 @@ def test_checker_cannot_write_outside_its_sandbox(
     assert not (lve_dir / "scratch.txt").exists()
 
 
-def test_checker_cannot_rewrite_stored_instances(repo: RepoBuilder, cli: Any, namespaces: bool) -> None:
-    if not namespaces:
-        pytest.skip("without namespaces the filesystem is not isolated (documented fallback)")
+def test_checker_cannot_rewrite_stored_instances(repo: RepoBuilder, cli: Any, confined: bool) -> None:
+    if not confined:
+        pytest.skip("the sandbox does not hold here: contributed code is refused")
     stored = repo.root / "repository/hostile/custom/openai--gpt-4o-mini/instances/i.jsonl"
     custom_lve(
         repo,
@@ -454,9 +458,11 @@ def test_a_checker_holds_no_capability_and_cannot_regain_one(repo: RepoBuilder, 
         repo,
         reporting_checker(
             """
-status = dict(line.split(':\\t', 1) for line in open('/proc/self/status').read().splitlines() if ':\\t' in line)
-seen['capabilities'] = [status[name].strip() for name in ('CapEff', 'CapPrm', 'CapBnd', 'CapAmb')]
-seen['uid'] = status['Uid'].split()[0]
+header = (ctypes.c_uint32 * 2)(0x20080522, 0)
+data = (ctypes.c_uint32 * 6)()
+seen['capget'] = libc.capget(header, data)
+seen['capabilities'] = list(data)
+seen['uid'] = str(os.getuid())
 seen['setuid 0'] = attempt(lambda: os.setuid(0))
 seen['sethostname'] = libc.sethostname(b'pwned', 5)
 seen['proc/sys'] = attempt(lambda: open('/proc/sys/kernel/hostname', 'w').write('pwned'))
@@ -466,17 +472,17 @@ seen['unshare'] = libc.unshare(0x10000000)
         ),
     )
     seen = reported(cli, repo)
-    assert seen["capabilities"] == ["0000000000000000"] * 4
+    assert seen["capget"] == 0 and seen["capabilities"] == [0] * 6
     assert seen["setuid 0"] == "refused: PermissionError" or seen["uid"] == "0"  # 0: of its user namespace
     assert seen["sethostname"] == -1 and seen["unshare"] == -1
     assert seen["proc/sys"].startswith("refused") and seen["drop_caches"].startswith("refused")
 
 
 def test_a_checker_can_neither_unmount_nor_remount(
-    repo: RepoBuilder, cli: Any, outside_scratch: Path, monkeypatch: pytest.MonkeyPatch, namespaces: bool
+    repo: RepoBuilder, cli: Any, outside_scratch: Path, monkeypatch: pytest.MonkeyPatch, confined: bool
 ) -> None:
-    if not namespaces:
-        pytest.skip("without namespaces there is nothing mounted to undo (documented fallback)")
+    if not confined:
+        pytest.skip("the sandbox does not hold here: contributed code is refused")
     github_env = outside_scratch / "set_env"
     github_env.write_text("")
     monkeypatch.setenv("GITHUB_ENV", str(github_env))
@@ -505,12 +511,12 @@ seen['GITHUB_ENV'] = attempt(lambda: open({str(github_env)!r}, 'a').write('NODE_
 
 
 def test_a_checker_sees_no_home_no_git_credentials_and_no_other_process(
-    cli: Any, outside_scratch: Path, monkeypatch: pytest.MonkeyPatch, namespaces: bool
+    cli: Any, outside_scratch: Path, monkeypatch: pytest.MonkeyPatch, confined: bool
 ) -> None:
     """The secrets a job holds, in every place a checker found them in the third round: the lvegit
     process's environment (after unmounting /proc), the user's home and the checkout's .git/config."""
-    if not namespaces:
-        pytest.skip("without namespaces the user's files are not hidden (documented fallback)")
+    if not confined:
+        pytest.skip("the sandbox does not hold here: contributed code is refused")
     home = outside_scratch / "home"
     (home / ".cache/huggingface").mkdir(parents=True)
     (home / ".netrc").write_text(f"machine api.github.com login x password {TOKEN}\n")
@@ -529,7 +535,7 @@ def test_a_checker_sees_no_home_no_git_credentials_and_no_other_process(
             f"""
 libc.umount2(b'/proc', 2)
 found = []
-for pid in os.listdir('/proc'):
+for pid in attempt(lambda: os.listdir('/proc')):
     if pid.isdigit() and int(pid) != os.getpid():
         found.append(attempt(lambda: open(f'/proc/{{pid}}/environ', 'rb').read().decode('latin-1')))
 for path in ({str(home / ".netrc")!r}, {str(home / ".cache/huggingface/token")!r}, {str(runner_temp / "set_env")!r},

@@ -13,6 +13,7 @@ PACKAGE = PROJECT_ROOT / "lvegit"
 # Lowest first. What a package may import: its own modules and the packages of lower layers.
 LAYERS = [
     {"base"},  # errors and exit codes, settings, safe files, printing, versions
+    {"sandbox"},  # confinement of contributed code: bubblewrap, privileges, Landlock, seccomp
     {"lve"},  # the LVE format and the repository
     {"checkers", "git", "models"},  # judging a response; git; asking a model
     {"judge"},  # validate, replay, check, the cache, result records

@@ -2,20 +2,23 @@
 
 Starting Python and importing the worker's modules takes about 0.1 s of CPU, more than a worker's
 confinement and many a checker's whole work; a repository with a few custom checkers paid it once per
-LVE. The launcher (`python -m lvegit.checkers.worker`) pays it once: it starts like a worker,
-with an environment that holds no secrets, imports the worker's code and then, for each request, forks a
-child that becomes one worker (lvegit.checkers.worker.become_worker) and confines itself as before. lvegit's
-own process, which may hold secrets, never forks a worker.
+LVE. The launcher (`python -I -m lvegit.checkers.worker`, started through lvegit.base.processes) pays it
+once: inside bubblewrap where the machine allows namespaces (lvegit.sandbox.bwrap), else as a plain
+process; with an environment that holds no secrets. It imports the worker's code, builds the seccomp filter
+and then, for each request, forks a child that becomes one worker (lvegit.checkers.worker.become_worker)
+and confines itself. lvegit's own process, which may hold secrets, never forks a worker.
 
-The protocol runs over a Unix socket pair (SOCK_SEQPACKET, one JSON message each): a request carries the
-worker's stdin, stdout and stderr descriptors (SCM_RIGHTS) and is answered with the child's pid; when a
-child ends, the launcher reaps it and says so with its wait status and CPU seconds. Killing goes through the
-launcher too: only the child's parent knows that a pid still names that child.
+The protocol runs over a Unix socket pair (SOCK_SEQPACKET, one JSON message each): the launcher first says
+hello ({"ready": true, "seccomp": null or why it is missing}); a request carries the worker's stdin, stdout
+and stderr descriptors (SCM_RIGHTS) and is answered with the child's pid; when a child ends, the launcher
+reaps it and says so with its wait status and CPU seconds. Killing goes through the launcher too: only the
+child's parent knows that a pid still names that child.
 """
 
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
 import contextlib
 import os
 import shutil
@@ -28,40 +31,75 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import lvegit
+from lvegit.base import processes
 from lvegit.base.errors import CheckerError
 from lvegit.checkers.channel import receive, send
-from lvegit.checkers.confine import hide_environment_from_same_user
+from lvegit.checkers.model_stack import hub_cache
 from lvegit.lve.repo import CHECKER_DIR
+from lvegit.sandbox import bwrap, privileges, view
 
+# Hub libraries stay offline inside the sandbox (it has no network; a checker loads only cached models).
+OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
 LAUNCHER_GONE = (-9, 0.0)  # a child of a launcher that died was killed with it (PR_SET_PDEATHSIG)
 
 
 class Launcher:
-    """lvegit's side of one launcher process."""
+    """lvegit's side of one launcher process. `namespaces`: whether bubblewrap started it; where it could
+    not, `namespaces_refused` says why (bwrap's last line) and the launcher runs without it."""
 
-    def __init__(self, executable: str, environment: dict[str, str], workdir: str) -> None:
-        hide_environment_from_same_user()
-        self._workdir = workdir
+    def __init__(self, executable: str, scratch: str, hub: str, start_timeout: float = 30.0) -> None:
+        privileges.set_dumpable(False)  # its own user's other processes (a worker, elsewhere) keep out
+        self.scratch = scratch
+        self.namespaces_refused: str | None = None
+        self.seccomp_missing: str | None = None
+        program = bwrap.executable()
+        self.namespaces = program is not None
+        if program is None:
+            self.namespaces_refused = "bubblewrap is not installed (not Linux)"
+        elif not self._start(executable, program, hub, start_timeout):
+            self.namespaces_refused, self.namespaces = self._why_gone(), False
+            self._stop()
+        if not self.namespaces and not self._start(executable, None, hub, start_timeout):
+            raise CheckerError(self._why_gone())
+
+    def _start(self, executable: str, program: str | None, hub: str, timeout: float) -> bool:
+        """Start the launcher (inside bwrap when `program` is given); whether it said hello in time."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the launcher
-        self._process = subprocess.Popen(
-            [executable, "-s", "-B", "-m", "lvegit.checkers.worker"],
-            stdin=theirs.fileno(),
-            stdout=subprocess.DEVNULL,
-            stderr=self._stderr,
-            cwd=workdir,
-            env=environment,
-            start_new_session=True,
-        )
-        theirs.close()
+        command = [executable, "-I", "-m", "lvegit.checkers.worker", "namespaces" if program else "plain"]
+        if program is not None:
+            read_only = [*view.import_paths(executable), hub]
+            command = bwrap.command(program, command, read_only, [self.scratch], os.geteuid() == 0)
+        environment = processes.environment(extra={"HOME": self.scratch, "TMPDIR": self.scratch, **OFFLINE})
+        with theirs:
+            self._process = processes.start(
+                command, environment, stdin=theirs.fileno(), stdout=subprocess.DEVNULL, stderr=self._stderr
+            )
         self._channel = ours
+        ours.settimeout(timeout)
+        try:
+            hello, _ = receive(ours)
+        except (OSError, ValueError):
+            hello = None
+        ours.settimeout(None)
+        if hello is None or hello.get("ready") is not True:
+            return False
+        self.seccomp_missing = hello.get("seccomp")
         self._requests = threading.Lock()  # one request at a time: replies come in request order
         self._changed = threading.Condition()
         self._replies: list[dict[str, Any]] = []
         self._ended: dict[int, tuple[int, float]] = {}
         self._gone = False
         threading.Thread(target=self._read, name="lvegit-launcher", daemon=True).start()
+        return True
+
+    def _stop(self) -> None:
+        with contextlib.suppress(OSError):
+            self._channel.shutdown(socket.SHUT_RDWR)
+        self._channel.close()
+        self._process.kill()
+        self._process.wait()
+        self._stderr.close()
 
     def _read(self) -> None:
         while True:
@@ -121,53 +159,39 @@ class Launcher:
 
     def close(self) -> None:
         """End the launcher at once (its workers die with it), even one that is still starting."""
-        with contextlib.suppress(OSError):
-            self._channel.shutdown(socket.SHUT_RDWR)
-        self._channel.close()
-        self._process.kill()
-        self._process.wait()
-        self._stderr.close()
-        shutil.rmtree(self._workdir, ignore_errors=True)
+        self._stop()
+        shutil.rmtree(self.scratch, ignore_errors=True)
 
 
-ENVIRONMENT_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
-
-
-def worker_environment(workdir: str) -> dict[str, str]:
-    """Only harmless variables pass; no API keys, no tokens. Hub libraries are told to stay offline (each
-    worker is shown lvegit's hub cache: see CheckerWorker)."""
-    env = {key: os.environ[key] for key in ENVIRONMENT_ALLOWLIST if key in os.environ}
-    env.update(
-        HOME=workdir,
-        TMPDIR=workdir,
-        PYTHONPATH=str(Path(lvegit.__file__).resolve().parent.parent),
-        PYTHONDONTWRITEBYTECODE="1",
-        HF_HUB_OFFLINE="1",
-        TRANSFORMERS_OFFLINE="1",
-        HF_HUB_DISABLE_TELEMETRY="1",
-    )
-    return env
-
-
-_LAUNCHERS: dict[str, Launcher] = {}
+_LAUNCHERS: dict[tuple[str, str], Launcher] = {}
 _STARTING = threading.Lock()
+_STARTER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="lvegit-launcher-parent")
 
 
 def launcher() -> Launcher:
-    """This process's launcher for the current interpreter, started on first use and closed at exit.
-    One per process, like a thread pool: every LVE's worker comes from it."""
+    """This process's launcher for the current interpreter and hub cache (which bubblewrap shows it),
+    started on first use and closed at exit. One per process, like a thread pool: every LVE's worker comes
+    from it."""
     with _STARTING:
         executable = sys.executable
-        running = _LAUNCHERS.get(executable)
+        key = (executable, str(hub_cache().absolute()))
+        running = _LAUNCHERS.get(key)
         if running is not None and running.alive:
             return running
         if running is not None:
             running.close()
         if not _LAUNCHERS:
             atexit.register(close_launchers)
-        workdir = tempfile.mkdtemp(prefix="lvegit-sandbox-")
-        _LAUNCHERS[executable] = Launcher(executable, worker_environment(workdir), workdir)
-        return _LAUNCHERS[executable]
+        # Every worker's scratch folder lives in it; a worker that becomes a uid of its own must pass.
+        scratch = tempfile.mkdtemp(prefix="lvegit-sandbox-")
+        os.chmod(scratch, 0o711)
+        try:
+            # bwrap's --die-with-parent follows the thread that starts it: one that lives as long as lvegit
+            _LAUNCHERS[key] = _STARTER.submit(Launcher, executable, scratch, key[1]).result()
+        except BaseException:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
+        return _LAUNCHERS[key]
 
 
 def start_launcher_soon() -> None:

@@ -14,7 +14,6 @@ import dataclasses
 import importlib.util
 import json
 import os
-import pwd
 import selectors
 import shutil
 import signal
@@ -25,14 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lvegit.base import escape, settings
+from lvegit.base import settings
 from lvegit.base.errors import CheckerError, CheckerUnavailable
 from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
 from lvegit.checkers.budget import command_budget, exhausted
-from lvegit.checkers.confine import Limits
+from lvegit.checkers.custom import read_checker_sources
 from lvegit.checkers.launcher import launcher
 from lvegit.checkers.model_stack import hub_cache
 from lvegit.lve.prompt import Message
+from lvegit.sandbox.privileges import Limits
 
 MAX_MESSAGE_CHARS = 2_000
 
@@ -49,6 +49,7 @@ class SandboxSettings:
     lve_budget: float = field(default_factory=lambda: settings.current().checkers.lve_budget)
     command_budget: float = field(default_factory=lambda: settings.current().checkers.command_budget)
     max_reply_bytes: int = 16 * 1024**2
+    allow_unconfined: bool = field(default_factory=lambda: settings.current().checkers.allow_unconfined)
 
 
 def _installed_here(module: str) -> bool:
@@ -59,32 +60,15 @@ def _installed_here(module: str) -> bool:
         return False
 
 
-def paths_to_hide(lve_dir: Path) -> list[str]:
-    """What contributed code must not see although the invoking user could: the homes (~/.netrc, the hub
-    token), the checkout's .git (its config holds a token where actions/checkout persists credentials)
-    and the CI runner's temporary folder (the files through which steps set the job's environment)."""
-    paths = ["/root", "/home", str(Path.home())]
-    with contextlib.suppress(KeyError):
-        paths.append(pwd.getpwuid(os.getuid()).pw_dir)
-    if os.environ.get("RUNNER_TEMP"):
-        paths.append(os.environ["RUNNER_TEMP"])
-    folder = lve_dir.absolute()
-    for parent in (folder, *folder.parents):
-        if os.path.lexists(parent / ".git"):
-            paths.append(str(parent / ".git"))
-            break
-    return paths
-
-
-def _unconfined_refusal() -> str | None:
-    """Why contributed code may not run in a worker that is neither in namespaces nor of its own uid."""
-    held = sorted(name for name, value in os.environ.items() if value and value in escape.known_secrets())
-    if not held or settings.current().checkers.allow_unconfined:
-        return None
+def unconfined_refusal(isolation: list[str]) -> str:
+    """Why contributed code is not run where the sandbox does not hold, and the ways out."""
+    missing = "; ".join(line for line in isolation if "unavailable" in line or "still held" in line)
     return (
-        "custom checker code is not run: this machine lets the sandbox neither enter namespaces nor change "
-        f"uid, and this process holds secrets ({', '.join(held)}); judge contributed checkers in a job "
-        "without secrets (or set LVEGIT_UNCONFINED_CHECKERS=1 to accept the risk)"
+        "custom checker code is not run: the sandbox does not hold on this machine "
+        f"({missing or 'see lvegit sandbox'}). "
+        "Run lvegit in its published container image, or on a Linux machine that allows user namespaces or "
+        "Landlock (see lvegit sandbox), or set LVEGIT_UNCONFINED_CHECKERS=1 to accept the risk of running it "
+        "with your user's rights"
     )
 
 
@@ -100,13 +84,18 @@ class CheckerWorker:
         self.settings = settings or SandboxSettings()
         self.failure: str | None = None
         self.isolation: list[str] = []
+        self.confined = False
         self.hub_models: list[str] = []  # the hub models the checker asked for
-        self._workdir = tempfile.mkdtemp(prefix="lvegit-sandbox-")
+        self._launcher = launcher()
+        self._workdir = tempfile.mkdtemp(prefix="worker-", dir=self._launcher.scratch)
         # Removed by close, or when a worker nobody closed is collected or the process exits.
         self._remove_workdir = weakref.finalize(self, shutil.rmtree, self._workdir, ignore_errors=True)
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker
         self._buffer = b""
-        self._launcher = launcher()
+        try:  # sent with each build: the repository is not in the sandbox's view
+            self._sources: dict[str, str] | CheckerError = read_checker_sources(lve_dir)
+        except CheckerError as exc:
+            self._sources = exc
         stdin_read, stdin_write = os.pipe()
         stdout_read, stdout_write = os.pipe()
         self._stdin = os.fdopen(stdin_write, "wb")
@@ -118,7 +107,7 @@ class CheckerWorker:
             # lvegit's hub cache, read-only inside the sandbox: a checker whose model is cached loads it
             # as a core classifier does (HF_HOME is not passed: it also holds the hub token)
             "hub_cache": str(hub_cache().absolute()),
-            "hide": paths_to_hide(lve_dir),
+            "allow_unconfined": self.settings.allow_unconfined,
         }
         try:
             stderr = self._stderr.fileno()
@@ -135,9 +124,9 @@ class CheckerWorker:
             self._fail("the checker process did not start properly")
             return
         self.isolation = [_short(str(line)) for line in isolation]
-        refusal = None if hello.get("confined") is True else _unconfined_refusal()
-        if refusal is not None:
-            self._fail(refusal)
+        self.confined = hello.get("confined") is True
+        if not self.confined and not self.settings.allow_unconfined:
+            self._fail(unconfined_refusal(self.isolation))
 
     def _fail(self, reason: str) -> None:
         self.failure = f"{self.label}: {reason}"
@@ -253,7 +242,9 @@ class CheckerWorker:
         raise CheckerError(f"{self.label}: {message}")
 
     def build(self, class_name: str, args: dict[str, Any]) -> BaseChecker:
-        request = {"op": "build", "class_name": class_name, "args": args}
+        if isinstance(self._sources, CheckerError):
+            raise CheckerError(f"{self.label}: {self._sources}")
+        request = {"op": "build", "class_name": class_name, "args": args, "sources": self._sources}
         reply = self.call(request, self.settings.build_timeout)
         if not isinstance(reply.get("id"), int) or not isinstance(reply.get("multi_run"), bool):
             self._fail("the checker process sent an invalid reply")

@@ -1,10 +1,22 @@
-"""The process that runs contributed checker code: a child of the launcher `python -m
-lvegit.checkers.worker` (see lvegit.checkers.launcher), which imports this code once and forks one worker
-per LVE.
+"""The launcher of sandboxed checker workers and the workers it forks (see lvegit.checkers.launcher, which
+starts `python -I -m lvegit.checkers.worker MODE`, inside bubblewrap where the machine allows).
 
-A worker confines itself (see lvegit.checkers.confine) before it reads the first request, then answers
-one JSON line per request on the descriptor that was its stdout; what checker code prints goes to
-/dev/null. The launcher starts with an environment that holds no secrets.
+The launcher imports this code once, builds the seccomp filter once, says hello on its channel (stdin, a
+SOCK_SEQPACKET socket: {"ready": true, "seccomp": null or why it is missing}) and then forks one worker
+per request. A worker confines itself before it answers anything: as root, a uid of its own; every
+capability and group gone (checked); resource limits; not dumpable; Landlock; the seccomp filter (see
+lvegit.sandbox). It then answers one JSON line per request on the descriptor that was its stdout; what
+checker code prints goes to /dev/null.
+
+Worker protocol, one JSON object per line each way:
+- first the worker says {"ready": true, "isolation": [one line per layer], "confined": bool}; a worker
+  that is not confined (and not told that unconfined code is accepted) refuses every request that would
+  run contributed code;
+- then each request {"op": NAME, ...} is answered {"ok": true, ...} or {"ok": false, "kind": "error" |
+  "unavailable", "message": ...}. Ops: "build" (class_name, args, sources: the checker files' text,
+  read by lvegit: the repository is not in the sandbox's view) -> id, multi_run; "check" (id, prompt_in,
+  prompt_out, params, runs) -> verdict; "postprocess" (id, response) -> response; "skip_reason" (id,
+  response) -> reason; "probe" (targets) -> what each attack did (lvegit.sandbox.probe: `lvegit sandbox`).
 """
 
 from __future__ import annotations
@@ -21,19 +33,20 @@ from pathlib import Path
 from typing import IO, Any
 
 from lvegit.base.errors import CheckerError, CheckerUnavailable
-from lvegit.checkers import confine
 from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
 from lvegit.checkers.channel import receive, send
-from lvegit.checkers.custom import load_custom_checker, read_checker_sources
+from lvegit.checkers.custom import load_custom_checker
 from lvegit.checkers.hub import HubRequests
 from lvegit.lve.prompt import Message
+from lvegit.sandbox import landlock, privileges, probe, seccomp, view
+from lvegit.sandbox.privileges import Limits
 
 
 def _messages(data: list[dict[str, Any]]) -> list[Message]:
     return [Message.from_json(message) for message in data]
 
 
-def limit_reached(exc: BaseException, limits: confine.Limits) -> str | None:
+def limit_reached(exc: BaseException, limits: Limits) -> str | None:
     """Which of the worker's own limits an exception means it ran into, in words."""
     if isinstance(exc, MemoryError):
         return limits.memory
@@ -45,23 +58,27 @@ def limit_reached(exc: BaseException, limits: confine.Limits) -> str | None:
 
 
 class Server:
-    """Answers requests about one LVE's custom checker, whose sources were read before confinement
-    (the scratch tmpfs may hide the LVE's folder afterwards)."""
+    """Answers requests about one LVE's custom checker. `refusal`: why contributed code may not run here
+    (the worker is not confined); lvegit's own probe still runs."""
 
-    def __init__(self, lve_dir: Path, sources: dict[str, str] | CheckerError, limits: confine.Limits) -> None:
+    def __init__(self, lve_dir: Path, limits: Limits, refusal: str | None) -> None:
         self.lve_dir = lve_dir
-        self.sources = sources
         self.limits = limits
+        self.refusal = refusal
         self.checkers: list[BaseChecker] = []
         self.hub = HubRequests()
         self.hub.install()  # before any contributed code runs
 
     def build(self, request: dict[str, Any]) -> dict[str, Any]:
-        if isinstance(self.sources, CheckerError):
-            raise self.sources
-        cls = load_custom_checker(self.lve_dir, request["class_name"], self.sources)
+        if self.refusal is not None:
+            raise CheckerError(self.refusal)
+        sources = {str(name): str(text) for name, text in dict(request["sources"]).items()}
+        cls = load_custom_checker(self.lve_dir, request["class_name"], sources)
         self.checkers.append(cls(**request["args"]))
         return {"id": len(self.checkers) - 1, "multi_run": isinstance(self.checkers[-1], MultiRunBaseChecker)}
+
+    def probe(self, request: dict[str, Any]) -> dict[str, Any]:
+        return {"probes": probe.attempt_all(request["targets"])}
 
     def check(self, request: dict[str, Any]) -> dict[str, Any]:
         checker = self.checkers[request["id"]]
@@ -115,12 +132,57 @@ def _send(channel: IO[str], message: dict[str, Any]) -> None:
     channel.flush()
 
 
-def import_paths() -> list[str]:
-    """What imports read from: the interpreter's prefixes and every sys.path entry (site-packages, the
-    lvegit package), which must stay visible inside the sandbox wherever they live."""
-    working = os.getcwd()  # `python -m` puts it on sys.path; it is scratch space, not an installation
-    candidates = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, *sys.path]
-    return [path for path in candidates if path and os.path.abspath(path) != working]
+def confine_self(limits: Limits, namespaces: bool, seccomp_filter: Any) -> tuple[list[str], bool]:
+    """Apply every inner layer; returns one line per layer and whether the worker is confined: no
+    privilege held, seccomp loaded, and Landlock or namespaces holding the filesystem. A layer that
+    fails is reported, never skipped silently."""
+    as_root = os.geteuid() == 0
+    report = [
+        "namespaces: bubblewrap: own PID, network, IPC and UTS namespaces; a read-only view of the "
+        "interpreter and libraries only"
+        if namespaces
+        else "namespaces: none (refused on this machine): Landlock holds the filesystem"
+    ]
+    uid = privileges.new_worker_uid() if as_root else None
+    try:
+        if uid is not None:
+            privileges.become(uid, os.getcwd())
+        held = privileges.held_privileges(uid)
+    except OSError as exc:
+        held = [f"uid change failed ({exc.strerror})"]
+    who = f"uid {uid} of its own" if uid is not None else "the invoking user's uid"
+    report.append(
+        f"privileges: {who}, no groups, no capabilities"
+        if not held
+        else f"privileges: still held: {', '.join(held)}"
+    )
+    own_uid = (uid is not None and not held) or (namespaces and not as_root)
+    report.append(privileges.set_limits(limits, own_uid))
+    privileges.set_dumpable(False)
+    try:
+        read_only = [*view.SYSTEM_PATHS, *view.import_paths(), *hub_cache_path()]
+        abi = landlock.restrict(read_only, os.getcwd())
+        report.append(
+            f"landlock: ABI {abi}: files readable beneath the import paths only, writable in its scratch "
+            "folder only; no TCP; no abstract sockets or signals outside the worker"
+        )
+        landlocked = True
+    except Exception as exc:
+        report.append(f"landlock: unavailable ({exc})")
+        landlocked = False
+    if seccomp_filter is None:
+        report.append("seccomp: unavailable (libseccomp could not be loaded)")
+    else:
+        try:
+            seccomp.load(seccomp_filter)
+            report.append(
+                "seccomp: allow-list: no processes, programs, sockets, io_uring, ptrace, mounts or terminal "
+                "ioctls"
+            )
+        except OSError as exc:
+            report.append(f"seccomp: unavailable ({exc.strerror})")
+            seccomp_filter = None
+    return report, not held and seccomp_filter is not None and (landlocked or namespaces)
 
 
 def hub_cache_path() -> list[str]:
@@ -129,78 +191,44 @@ def hub_cache_path() -> list[str]:
     return [found] if found else []
 
 
-def confine_self(limits: confine.Limits, hide: list[str]) -> tuple[list[str], bool]:
-    """Apply every layer that this machine allows; returns what was applied, and whether the worker is
-    confined at all: in namespaces, or at least under a uid of its own."""
-    report = []
-    confine.die_with_parent()
-    uid = confine.worker_uid(os.getpid())  # this process's pid outside the PID namespace: unique
-    try:
-        keep = [*import_paths(), *hub_cache_path()]
-        isolation = confine.enter_namespaces(os.getcwd(), limits, keep=keep, hide=hide)
-    except OSError as exc:
-        isolation = confine.Isolation.NONE
-        report.append(f"namespaces failed ({exc.strerror})")
-    if isolation != confine.Isolation.NONE:
-        child = os.fork()
-        if child:  # stays outside the new PID namespace, only to wait for pid 1 inside it
-            _, status = os.waitpid(child, 0)
-            code = os.waitstatus_to_exitcode(status)
-            os._exit(128 - code if code < 0 else code)  # a signal as a shell reports it: 128 + number
-        confine.die_with_parent()
-        confine.finish_pid_namespace()
-        report.append(
-            "namespaces: read-only filesystem, homes and .git hidden, private scratch space, no network, "
-            "own process tree"
-        )
-    elif not report:
-        report.append("namespaces unavailable: filesystem and network are not isolated")
-    # pid 1 of a PID namespace ignores SIGXCPU unless it handles it: end with the code that names it.
-    signal.signal(signal.SIGXCPU, lambda *_: os._exit(128 + signal.SIGXCPU))
-    try:
-        privileges, own_uid = confine.drop_privileges(isolation, uid)
-    except OSError as exc:
-        if isolation != confine.Isolation.NONE:
-            raise  # never run contributed code that holds a capability inside namespaces
-        privileges, own_uid = f"privileges: could not change uid ({exc.strerror})", False
-    report.append(privileges)
-    report.append(confine.set_limits(limits, own_uid))
-    report.append(confine.apply_seccomp())
-    return report, isolation != confine.Isolation.NONE or own_uid
-
-
-def serve(limits: confine.Limits, lve_dir: Path, hide: list[str]) -> None:
-    """Read the checker's sources, confine this process, then answer requests until stdin closes."""
-    try:
-        sources: dict[str, str] | CheckerError = read_checker_sources(lve_dir)
-    except CheckerError as exc:
-        sources = exc
+def serve(request: dict[str, Any], namespaces: bool, seccomp_filter: Any) -> None:
+    """Confine this process, then answer requests until stdin closes."""
     channel = os.fdopen(os.dup(1), "w", encoding="utf-8")
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
-    report, confined = confine_self(limits, hide)  # a failure leaves its trace on stderr for the parent
+    limits = Limits(**request["limits"])
+    report, confined = confine_self(limits, namespaces, seccomp_filter)  # a failure leaves its trace
     os.dup2(devnull, 2)
-    server = Server(lve_dir, sources, limits)
+    refusal = None if confined or request["allow_unconfined"] else "the sandbox does not hold on this machine"
+    server = Server(Path(request["lve_dir"]), limits, refusal)
     _send(channel, {"ready": True, "isolation": report, "confined": confined})
     for line in sys.stdin:
         _send(channel, server.handle(json.loads(line)))
 
 
-def become_worker(request: dict[str, Any], descriptors: list[int]) -> None:
+def become_worker(
+    request: dict[str, Any], descriptors: list[int], namespaces: bool, seccomp_filter: Any
+) -> None:
     """In a child that the launcher forked: the passed descriptors become stdin, stdout and stderr, the
     request's folder the working directory, HOME and TMPDIR (the launcher's environment holds no secrets)."""
     os.setsid()  # its own process group, which killing it ends whole
-    confine.allow_inspection()  # as after exec: confinement writes this process's /proc files
+    privileges.die_with_parent()
     for target, descriptor in enumerate(descriptors):
         os.dup2(descriptor, target)
         os.close(descriptor)
     workdir = request["workdir"]
     os.chdir(workdir)
     os.environ.update(HOME=workdir, TMPDIR=workdir, HF_HUB_CACHE=request["hub_cache"])
-    serve(confine.Limits(**request["limits"]), Path(request["lve_dir"]), list(request["hide"]))
+    serve(request, namespaces, seccomp_filter)
 
 
-def _fork_worker(request: dict[str, Any], descriptors: list[int], keep_out: list[int]) -> int:
+def _fork_worker(
+    request: dict[str, Any],
+    descriptors: list[int],
+    keep_out: list[int],
+    namespaces: bool,
+    seccomp_filter: Any,
+) -> int:
     pid = os.fork()
     if pid == 0:
         code = 0
@@ -209,7 +237,7 @@ def _fork_worker(request: dict[str, Any], descriptors: list[int], keep_out: list
                 os.close(descriptor)
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            become_worker(request, descriptors)
+            become_worker(request, descriptors, namespaces, seccomp_filter)
         except BaseException:  # the trace goes to the worker's stderr, for the parent to show
             import traceback  # only on this path: every launcher would import it
 
@@ -233,14 +261,21 @@ def _reap(control: socket.socket, children: set[int]) -> None:
         send(control, {"ended": pid, "code": code, "cpu": usage.ru_utime + usage.ru_stime})
 
 
-def launch() -> None:
+def launch(namespaces: bool) -> None:
     """The launcher (see lvegit.checkers.launcher): stdin is its channel to lvegit; it forks one worker
     per request and reports each one's end, until the channel closes: when lvegit ends, however it ends,
     the kernel closes its end. (PR_SET_PDEATHSIG would follow the thread that started the launcher, and
-    lvegit starts it from whichever thread needs it first.) Each worker dies with the launcher."""
-    confine.hide_environment_from_same_user()
+    lvegit starts it from whichever thread needs it first.) Each worker dies with the launcher.
+    `namespaces`: whether bubblewrap started it (in new namespaces)."""
+    privileges.set_dumpable(False)
     control = socket.socket(fileno=os.dup(0))
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    landlock.abi()  # imports landlockpy once, for every worker
+    try:  # once: every worker loads a copy of it
+        seccomp_filter, missing = seccomp.build(), None
+    except (ImportError, OSError, RuntimeError) as exc:  # pyseccomp raises RuntimeError without libseccomp
+        seccomp_filter, missing = None, str(exc)
+    send(control, {"ready": True, "seccomp": missing})
     working = os.getcwd()  # `python -m` put it on sys.path; workers have scratch folders of their own
     sys.path[:] = [path for path in sys.path if os.path.abspath(path) != working]
     wake_read, wake_write = os.pipe()
@@ -273,10 +308,10 @@ def launch() -> None:
                     send(control, {"error": f"expected 3 descriptors, got {len(descriptors)}"})
                 else:
                     keep_out = [control.fileno(), wake_read, wake_write, selector.fileno()]
-                    pid = _fork_worker(message, descriptors, keep_out)
+                    pid = _fork_worker(message, descriptors, keep_out, namespaces, seccomp_filter)
                     children.add(pid)
                     send(control, {"pid": pid})
 
 
 if __name__ == "__main__":
-    launch()
+    launch(sys.argv[1:] == ["namespaces"])

@@ -1,39 +1,94 @@
 from __future__ import annotations
 
+import contextlib
+import os
+import socket
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import click
 
 from lvegit.base.output import line, print_json
-from lvegit.checkers.sandbox import CheckerWorker
+from lvegit.checkers.launcher import launcher
+from lvegit.checkers.sandbox import CheckerWorker, SandboxSettings
 from lvegit.commands.catalog import short_help
 from lvegit.commands.options import format_option
+
+
+@contextlib.contextmanager
+def _targets() -> Iterator[dict[str, Any]]:
+    """What a worker's attacks aim at, set up outside it: a secret file and a folder that its uid could
+    read and write but for the sandbox, listening TCP, unix and abstract sockets, this process."""
+    with tempfile.TemporaryDirectory(prefix="lvegit-probe-") as outside:
+        os.chmod(outside, 0o777)
+        secret = Path(outside, "netrc")
+        secret.write_text("machine example.org password not-for-checkers\n")
+        secret.chmod(0o644)
+        with (
+            socket.create_server(("127.0.0.1", 0)) as tcp,
+            socket.socket(socket.AF_UNIX) as unix,
+            socket.socket(socket.AF_UNIX) as abstract,
+        ):
+            unix.bind(os.path.join(outside, "socket"))
+            os.chmod(os.path.join(outside, "socket"), 0o777)
+            unix.listen()
+            abstract_name = f"lvegit-probe-{os.getpid()}"
+            abstract.bind("\0" + abstract_name)
+            abstract.listen()
+            yield {
+                "secret_file": str(secret),
+                "outside_folder": outside,
+                "tcp_port": tcp.getsockname()[1],
+                "unix_socket": os.path.join(outside, "socket"),
+                "abstract_socket": abstract_name,
+                "lvegit_pid": os.getpid(),
+            }
+
+
+def probe_sandbox() -> tuple[str, list[str], dict[str, str]]:
+    """Start a real worker (allowed to start even where the sandbox does not hold, to show why), let it
+    try every attack, and say which mode holds: namespaces, landlock or refused."""
+    with tempfile.TemporaryDirectory() as empty_lve, _targets() as targets:
+        worker = CheckerWorker("sandbox", Path(empty_lve), SandboxSettings(allow_unconfined=True))
+        try:
+            reply = worker.call({"op": "probe", "targets": targets})
+        finally:
+            worker.close()
+    probes = {str(name): str(outcome) for name, outcome in dict(reply["probes"]).items()}
+    mode = "refused" if not worker.confined else "namespaces" if launcher().namespaces else "landlock"
+    return mode, worker.isolation, probes
 
 
 @click.command("sandbox", short_help=short_help("sandbox"))
 @format_option
 def sandbox_command(output_format: str) -> int:
-    """Show how custom checker code (checker/checker.py) is confined on this machine.
+    """Show how custom checker code (checker/checker.py) is confined on this machine, tested.
 
-    lvegit runs contributed checker code only in a separate worker process. This starts one and reports
-    which isolation layers the machine allowed: namespaces (read-only filesystem, no network, own process
-    tree), seccomp (no new processes, programs or sockets) and resource limits.
+    lvegit runs contributed checker code only in a sandboxed worker process. This starts one, lets it try
+    what hostile code would (read a file outside, write outside its scratch folder, connect to TCP, unix
+    and abstract sockets, use io_uring, open the terminal, signal lvegit, start processes and programs,
+    read another process's environment, hold groups, capabilities or uid 0) and reports what held.
 
-    \b
+    The mode is namespaces (bubblewrap + Landlock + seccomp), landlock (namespaces refused: Landlock +
+    seccomp) or refused (contributed code is not run here; see docs/security.md for the ways out).
+
+    \\b
     Examples:
       lvegit sandbox
       lvegit sandbox --format json
     """
-    with tempfile.TemporaryDirectory() as empty_lve:
-        worker = CheckerWorker("sandbox", Path(empty_lve))
-        worker.close()
+    mode, isolation, probes = probe_sandbox()
     if output_format == "json":
         from lvegit.publish.documents import sandbox_document  # pydantic: only for the JSON document
 
-        print_json(sandbox_document(worker.isolation))
-    else:
-        line("Custom checkers run in a separate process without secrets in its environment:")
-        for layer in worker.isolation:
-            line(f"  {layer}")
+        print_json(sandbox_document(mode, isolation, probes))
+        return 0
+    line(f"Custom checker code: {mode}")
+    for layer in isolation:
+        line(f"  {layer}")
+    line("Tried from inside a worker:")
+    for name, outcome in probes.items():
+        line(f"  {name}: {'held' if outcome.startswith('blocked') else 'NOT HELD'} ({outcome})")
     return 0

@@ -130,11 +130,15 @@ class ShowDocument(Record):
 
 
 class SandboxDocument(Record):
-    """What `lvegit sandbox --format json` prints: the isolation layers custom checkers run under here."""
+    """What `lvegit sandbox --format json` prints: how contributed checker code is confined here (mode:
+    namespaces, landlock or refused), one line per layer, and what each attack tried from inside a real
+    worker did ("blocked: ..." or "done: ...")."""
 
     schema_name: Literal["lvegit-sandbox"] = Field(alias="schema")
     version: Literal[1]
+    mode: Literal["namespaces", "landlock", "refused"]
     isolation: list[str]
+    probes: dict[str, str]
 
 
 DOCUMENTS: Final[dict[str, type[Record]]] = {
@@ -169,8 +173,17 @@ def changed_document(changes: Changes) -> dict[str, Any]:
     return shown(document)
 
 
-def sandbox_document(isolation: list[str]) -> dict[str, Any]:
-    return shown(SandboxDocument(schema="lvegit-sandbox", version=VERSION, isolation=isolation))
+def sandbox_document(mode: str, isolation: list[str], probes: dict[str, str]) -> dict[str, Any]:
+    document = SandboxDocument.model_validate(
+        {
+            "schema": "lvegit-sandbox",
+            "version": VERSION,
+            "mode": mode,
+            "isolation": isolation,
+            "probes": probes,
+        }
+    )
+    return shown(document)
 
 
 def models_document(found: list[NeededModel]) -> dict[str, Any]:

@@ -1,0 +1,133 @@
+"""What contributed code could do, tried from inside a real worker: `lvegit sandbox` and the tests ask a
+worker for this (the "probe" op) and report what held. Each attempt returns "blocked: <error>" or what it
+achieved; `targets` names what lvegit set up outside: a file only its user may read, a listening TCP port
+and unix socket, lvegit's pid, a folder outside the worker's scratch."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import socket
+import subprocess  # imported by the launcher: a worker may be unable to import more
+from collections.abc import Callable
+from typing import Any
+
+PROBES = (
+    "secret_file",
+    "write_outside",
+    "tcp_connect",
+    "unix_connect",
+    "abstract_socket",
+    "io_uring",
+    "terminal",
+    "signal_lvegit",
+    "process",
+    "program",
+    "proc_environ",
+    "groups",
+    "capabilities",
+    "uid",
+)
+
+
+def _outcome(action: Callable[[], object]) -> str:
+    try:
+        result = action()
+    except Exception as exc:
+        return f"blocked: {type(exc).__name__}: {exc}"[:200]
+    return f"done: {result}"[:200]
+
+
+def _connect(family: socket.AddressFamily, address: tuple[str, int] | str) -> str:
+    with socket.socket(family, socket.SOCK_STREAM) as connection:
+        connection.settimeout(5)
+        connection.connect(address)
+    return "connected"
+
+
+def _io_uring() -> str:
+    libc = ctypes.CDLL(None, use_errno=True)
+    params = ctypes.create_string_buffer(120)
+    descriptor = libc.syscall(425, 8, params)  # io_uring_setup(8 entries): x86_64 and aarch64 alike
+    if descriptor < 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
+    os.close(descriptor)
+    return "ring created"
+
+
+def _read(path: str) -> str:
+    with open(path) as handle:
+        return handle.read()[:20]
+
+
+def _write_outside(folder: str) -> str:
+    path = os.path.join(folder, "written-by-a-worker")
+    with open(path, "w") as handle:
+        handle.write("escaped")
+    return path
+
+
+def _fork() -> str:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return "forked"
+
+
+def _program() -> str:
+    return f"exit code {subprocess.run(['/usr/bin/true'], check=False).returncode}"
+
+
+def _proc_environ(pid: int) -> str:
+    with open(f"/proc/{pid}/environ", "rb") as handle:
+        return f"{len(handle.read())} bytes"
+
+
+def _capabilities() -> str:
+    """From the kernel (capget): /proc/self/status is out of a worker's reach."""
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: twice 32 bits
+    if ctypes.CDLL(None, use_errno=True).capget(header, data) != 0:
+        raise OSError(ctypes.get_errno(), "capget failed")
+    if any(data):
+        return f"held: {[hex(value) for value in data]}"
+    raise PermissionError("none held")
+
+
+def _groups() -> str:
+    extra = set(os.getgroups()) - {os.getgid()}
+    if extra:
+        return f"held: {sorted(extra)}"
+    raise PermissionError("none held")
+
+
+def _uid() -> str:
+    if os.getuid() == 0 or os.geteuid() == 0:
+        return "uid 0"
+    raise PermissionError(f"uid {os.getuid()}")
+
+
+def attempt_all(targets: dict[str, Any]) -> dict[str, str]:
+    """Every attack, in the order of PROBES."""
+    attempts: dict[str, Callable[[], object]] = {
+        "secret_file": lambda: _read(str(targets["secret_file"])),
+        "write_outside": lambda: _write_outside(str(targets["outside_folder"])),
+        "tcp_connect": lambda: _connect(socket.AF_INET, ("127.0.0.1", int(targets["tcp_port"]))),
+        "unix_connect": lambda: _connect(socket.AF_UNIX, str(targets["unix_socket"])),
+        "abstract_socket": lambda: _connect(socket.AF_UNIX, "\0" + str(targets["abstract_socket"])),
+        "io_uring": _io_uring,
+        "terminal": lambda: os.close(os.open("/dev/tty", os.O_RDWR)),
+        "signal_lvegit": lambda: os.kill(int(targets["lvegit_pid"]), 0),
+        "process": _fork,
+        "program": _program,
+        "proc_environ": lambda: _proc_environ(int(targets["lvegit_pid"])),
+        "groups": _groups,
+        "capabilities": _capabilities,
+        "uid": _uid,
+    }
+    with contextlib.suppress(Exception):
+        socket.setdefaulttimeout(5)
+    return {name: _outcome(attempts[name]) for name in PROBES}

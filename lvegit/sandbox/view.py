@@ -1,0 +1,35 @@
+"""What a sandboxed process may read: the interpreter and every folder lvegit imports from, the system's
+libraries, and nothing else (no home, no repository). bwrap binds these read-only; Landlock allows reading
+beneath them only."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import lvegit
+
+# The system's libraries (Python's shared libraries, libseccomp) and the few files of /etc that the dynamic
+# linker and the time functions read; the CPU list that os.cpu_count and torch read.
+SYSTEM_PATHS = (
+    "/usr",
+    "/lib",
+    "/lib64",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/localtime",
+    "/sys/devices/system/cpu",
+)
+
+
+def import_paths(executable: str | None = None) -> list[str]:
+    """The interpreter's prefixes, every sys.path entry and lvegit's own package folder (an editable
+    install imports it through a finder, not sys.path). `executable`: an interpreter other than this
+    one that will run (a virtual environment's), whose folder is added."""
+    working = os.getcwd()  # `python -m` puts it on sys.path; it is scratch space, not an installation
+    candidates = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, *sys.path]
+    candidates.append(str(Path(lvegit.__file__).resolve().parent))
+    if executable is not None:
+        candidates.append(str(Path(executable).absolute().parent.parent))
+    return [path for path in candidates if path and os.path.abspath(path) != working]

@@ -1,0 +1,108 @@
+"""Every protection of the sandbox, tried from inside a real worker (the probe that `lvegit sandbox` runs)
+in each mode this machine allows: as root, as an unprivileged user (nobody), and with namespaces refused
+(a seccomp wrapper, as a container without CAP_SYS_ADMIN refuses them). `lvegit sandbox --format json`
+runs in a process of its own for each, so each mode starts its own launcher."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lvegit.sandbox import view
+from lvegit.sandbox.probe import PROBES
+
+from builders import shipped_schema_accepts
+
+REFUSE_NAMESPACES = str(Path(__file__).with_name("refuse_namespaces.py"))
+ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the machine's root only")
+
+
+def sandbox_report(*prefix: str) -> dict[str, Any]:
+    command = [*prefix, sys.executable, "-I", "-m", "lvegit", "sandbox", "--format", "json"]
+    environment = {"PATH": os.environ["PATH"], "HOME": "/tmp", "LANG": "C.UTF-8"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd="/", env=environment)
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout))
+
+
+def assert_everything_held(report: dict[str, Any]) -> None:
+    assert list(report["probes"]) == list(PROBES)
+    not_held = {
+        name: outcome for name, outcome in report["probes"].items() if not outcome.startswith("blocked")
+    }
+    assert not_held == {}
+    assert not any("unavailable" in layer or "still held" in layer for layer in report["isolation"])
+
+
+def as_nobody() -> list[str]:
+    """A command prefix that runs as nobody, with no groups, in a view where the interpreter and lvegit
+    are reachable (they may live under /root or in a 0700 folder, as CI's venv does): every folder above
+    them that nobody cannot pass is covered by an empty one and the paths bound back (bubblewrap as root,
+    without namespaces of its own besides the mount one)."""
+    program = shutil.which("setpriv")
+    if program is None:
+        pytest.skip("setpriv (util-linux) is not installed")
+    from lvegit.sandbox import bwrap
+
+    bwrap_program = bwrap.executable()
+    assert bwrap_program is not None
+    needed = sorted(
+        {os.path.realpath(p) for p in [*view.import_paths(), sys.executable] if os.path.exists(p)}
+    )
+    closed = set()
+    for path in needed:
+        for folder in Path(path).parents:
+            if str(folder) != "/" and not os.stat(folder).st_mode & stat.S_IXOTH:
+                closed.add(str(folder))
+    arguments = [bwrap_program, "--dev-bind", "/", "/"]
+    for folder in sorted(closed):
+        arguments += ["--perms", "0755", "--tmpfs", folder]
+    made = set(closed)
+    for path in needed:
+        if any(path.startswith(folder + "/") for folder in closed):
+            for folder in reversed(Path(path).parents):  # bubblewrap would make them 0700
+                if str(folder) not in made and any(str(folder).startswith(c + "/") for c in closed):
+                    made.add(str(folder))
+                    arguments += ["--perms", "0755", "--dir", str(folder)]
+            arguments += ["--ro-bind", path, path]
+    return [*arguments, "--", program, "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+@ROOT_ONLY
+def test_as_root_with_namespaces() -> None:
+    report = sandbox_report()
+    shipped_schema_accepts(report, "sandbox")
+    assert report["mode"] == "namespaces"
+    assert_everything_held(report)
+    assert report["isolation"][1].startswith("privileges: uid 21")  # a uid of its own, never 0
+
+
+@ROOT_ONLY
+def test_as_root_with_namespaces_refused() -> None:
+    report = sandbox_report(sys.executable, REFUSE_NAMESPACES)
+    assert report["mode"] == "landlock"
+    assert report["isolation"][0].startswith("namespaces: none")
+    assert_everything_held(report)
+
+
+@ROOT_ONLY
+def test_as_an_unprivileged_user() -> None:
+    report = sandbox_report(*as_nobody())
+    assert report["mode"] == "namespaces"
+    assert report["isolation"][1] == "privileges: the invoking user's uid, no groups, no capabilities"
+    assert_everything_held(report)
+
+
+@ROOT_ONLY
+def test_as_an_unprivileged_user_with_namespaces_refused() -> None:
+    report = sandbox_report(*as_nobody(), sys.executable, REFUSE_NAMESPACES)
+    assert report["mode"] == "landlock"
+    assert_everything_held(report)

@@ -34,7 +34,7 @@ from lvegit.history.status import History, LVEStatus, status_table
 from lvegit.history.store import HISTORY_DIR, history_dir
 from lvegit.judge.cache import open_cache
 from lvegit.judge.check import check_all
-from lvegit.judge.results import LVECheck
+from lvegit.judge.results import CLAIMED, LVECheck
 from lvegit.lve import ids
 from lvegit.lve.repo import Repository, text_name
 from lvegit.publish.readme import ReadmeError, readme_of
@@ -120,7 +120,20 @@ def _judge_claims_again(
     if trusted is None or not judged:
         return checks, None
     if not live:
-        return checks, (
+        claimed = {check.path for check in judged}
+        marked = [
+            replace(
+                check,
+                replay=[
+                    replace(r, reason=CLAIMED) if r.status == "reproduced" and r.reason is None else r
+                    for r in check.replay
+                ],
+            )
+            if check.path in claimed
+            else check
+            for check in checks
+        ]
+        return marked, (
             "Judgements recorded in this pull request are the contributor's: no live stage asked "
             "their judges again."
         )

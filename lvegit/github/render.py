@@ -100,7 +100,7 @@ def _replayed_cell(item: ReplayResult | None) -> str:
     if item is None:
         return "—"
     if item.status == "reproduced":
-        return "✅ reproduced"
+        return "✅ reproduced" if item.reason is None else markdown(item.reason)  # CLAIMED: no judge asked
     if item.status == "mismatch":
         return f"❌ mismatch: now {verdict_word(item.replayed)}"
     icon = "❌ " if item.status == "error" else ""

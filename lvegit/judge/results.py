@@ -36,6 +36,11 @@ class ReplayResult:
         return asdict(self)
 
 
+# The reason a reproduced instance carries where its verdict is an LLM judge's answer as a pull request
+# recorded it and no judge was asked again (the live stage asks): a claim, not a reproduction.
+CLAIMED = "claimed, not re-asked: the judge's answer as the pull request recorded it"
+
+
 def verdict_word(passed: bool | None) -> str:
     return "?" if passed is None else "safe" if passed else "unsafe"
 

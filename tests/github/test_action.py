@@ -22,6 +22,7 @@ from lvegit.base.records import schema_file
 from lvegit.base.settings import current
 from lvegit.github import results
 from lvegit.github.render import COMMENT_LIMIT, MARKER
+from lvegit.judge.results import CLAIMED
 from lvegit.lve import spec
 
 from builders import (
@@ -1019,6 +1020,10 @@ def test_a_forged_judgement_is_a_claim_the_live_stage_asks_the_judge_about(
     assert offline.code == 0  # offline, the claim is all there is: it replays, and the comment says so
     data = json.loads((git.root / "lvegit-results/results.json").read_text())
     assert any("are the contributor's" in note for note in data["trust"])
+    replayed = data["lves"][0]["replayed"]
+    assert replayed and {(r["status"], r["reason"]) for r in replayed} == {("reproduced", CLAIMED)}
+    summary = (tmp_path / "summary.md").read_text()
+    assert "claimed, not re\\-asked" in summary and "✅ reproduced" not in summary
 
 
 def test_a_judgement_with_no_answers_is_an_error_not_a_reproduction(action: Any, tmp_path: Path) -> None:

@@ -86,6 +86,20 @@ def git_environment(fetching: bool = False) -> dict[str, str]:
     return processes.environment(passing, {**extra, **dict(settings.current().git_environment)})
 
 
+# Configuration on every git command, over whatever the repository's configuration says. A pull request can
+# commit a folder that looks like a bare repository (HEAD, objects/, refs/, a config with core.fsmonitor):
+# git run inside it (lvegit asks git about files of the LVE folders) would take it for the repository and run
+# its fsmonitor or hooks. Only a repository found by its .git is used; no hook or fsmonitor runs either way.
+GIT_SAFETY = (
+    "-c",
+    "safe.bareRepository=explicit",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+)
+
+
 def revision(ref: str) -> str:
     """`ref` as given from outside, refused where git would read it as an option."""
     if not ref or ref.startswith("-"):
@@ -97,7 +111,9 @@ def _git(
     folder: Path, *args: str, input: bytes | None = None, fetching: bool = False
 ) -> subprocess.CompletedProcess[bytes]:
     try:
-        return processes.run(["git", *args], git_environment(fetching), cwd=str(folder), input=input)
+        return processes.run(
+            ["git", *GIT_SAFETY, *args], git_environment(fetching), cwd=str(folder), input=input
+        )
     except OSError as exc:
         raise UsageError(f"cannot run git: {exc}") from None
 

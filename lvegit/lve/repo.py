@@ -41,15 +41,29 @@ def folder_matches_model(folder: str, model: str) -> bool:
 
 
 def find_root(start: Path) -> Path:
-    """Walk up from `start` to the directory holding `.lverepo` or a `repository/` folder."""
+    """Walk up from `start` to the directory holding `.lverepo` or a `repository/` folder. A marker inside
+    the `repository/` folder of a repository further up is an LVE's content (a pull request can commit one
+    into its LVE, with a routing file beside it): the repository is the outer one."""
     start = start.resolve()
-    for candidate in (start, *start.parents):
-        if (candidate / LVEREPO_FILE).is_file() or (candidate / REPOSITORY_DIR).is_dir():
-            return candidate
+    found = next((c for c in (start, *start.parents) if _is_root(c)), None)
+    while found is not None:
+        outer = next((outer for outer in found.parents if _holds(outer, found)), None)
+        if outer is None:
+            return found
+        found = outer
     raise RepositoryNotFound(
         f"no LVE repository found at or above {start} (looked for {LVEREPO_FILE} or {REPOSITORY_DIR}/); "
         "pass --repo PATH"
     )
+
+
+def _is_root(folder: Path) -> bool:
+    return (folder / LVEREPO_FILE).is_file() or (folder / REPOSITORY_DIR).is_dir()
+
+
+def _holds(outer: Path, folder: Path) -> bool:
+    """Whether `folder` lies inside the LVE tree (`repository/`) of a repository at `outer`."""
+    return _is_root(outer) and folder.is_relative_to(outer / REPOSITORY_DIR)
 
 
 def text_name(name: str) -> str:

@@ -6,11 +6,12 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from lvegit.base.errors import UsageError
-from lvegit.git.vcs import GitCheckout
+from lvegit.git.vcs import GitCheckout, tracked
 from lvegit.github.commits import ensure_history
 
 from builders import SECRETS, GitRepo, RepoBuilder, instance, recorded_calls, recording_git
@@ -78,3 +79,58 @@ def test_git_runs_with_no_secret_and_no_prompt(
         assert call["stdin"] == os.devnull or "--batch" in call["args"]  # cat-file reads its object names
         # git's own configuration passes: the job's pairs and HOME (its global config: safe.directory)
         assert call["env"]["GIT_CONFIG_VALUE_0"] == "9" and call["env"]["HOME"] == str(tmp_path)
+
+
+def plant_bare_repository(folder: Path, ran: Path) -> None:
+    """What git takes for a bare repository (HEAD, objects/, refs/, a config whose core.fsmonitor runs a
+    command that leaves `ran`), as a pull request can commit it into its LVE folder."""
+    for inside in ("objects/pack", "refs/heads"):
+        (folder / inside).mkdir(parents=True)
+        (folder / inside / ".keep").write_text("")
+    (folder / "HEAD").write_text("ref: refs/heads/main\n")
+    (folder / "config").write_text(
+        f"[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = {folder}\n"
+        f'\tfsmonitor = "touch {ran}; false"\n'
+    )
+
+
+def test_git_never_takes_a_committed_lookalike_of_a_bare_repository_for_the_repository(
+    tmp_path: Path,
+) -> None:
+    repo = GitRepo(tmp_path / "repo")
+    planted = repo.root / "repository" / "cat" / "hostile"
+    planted.mkdir(parents=True)
+    (planted / "notes.txt").write_text("x")
+    ran = tmp_path / "fsmonitor-ran"
+    plant_bare_repository(planted, ran)
+    repo.commit("a pull request")
+    tracked(planted / "notes.txt")  # git refuses the lookalike (safe.bareRepository=explicit): not tracked
+    assert not ran.exists()
+
+
+def test_a_committed_lookalike_of_a_bare_repository_runs_nothing(tmp_path: Path, cli: Any) -> None:
+    """A pull request commits, in its LVE folder, what git would take for a bare repository (HEAD, objects/,
+    refs/, a config whose core.fsmonitor runs a command) and a .lverepo: a maintainer who replays from
+    inside that LVE must run neither that command nor any hook."""
+    repo = GitRepo(tmp_path / "repo")
+    lve_dir = RepoBuilder(repo.root).lve(
+        "cat/hostile", instances={"i.jsonl": [instance("3", True, a=1, b=2)]}
+    )
+    planted = lve_dir.parent
+    ran = tmp_path / "fsmonitor-ran"
+    (planted / ".lverepo").write_text("https://example.invalid/evil\n")
+    (planted / ".lvegit-cache").mkdir()
+    (planted / ".lvegit-cache" / "x").write_text("")
+    for folder in ("objects/pack", "refs/heads"):
+        (planted / folder).mkdir(parents=True)
+        (planted / folder / ".keep").write_text("")
+    (planted / "HEAD").write_text("ref: refs/heads/main\n")
+    (planted / "config").write_text(
+        f"[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = {planted}\n"
+        f'\tfsmonitor = "touch {ran}; false"\n'
+    )
+    repo.commit("a pull request")
+    result = cli("replay", cwd=lve_dir)
+    assert result.code == 0, result.err
+    assert not ran.exists()
+    assert "repository/cat/hostile" in result.out  # the repository is the outer one, not the planted folder

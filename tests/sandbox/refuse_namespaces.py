@@ -2,7 +2,9 @@
 with its AppArmor default: a seccomp filter (inherited by every child) makes unshare, setns and clone
 with a CLONE_NEW* flag fail with EPERM, and clone3 with ENOSYS (glibc then uses clone).
 
-    python refuse_namespaces.py COMMAND [ARGUMENTS...]
+    python refuse_namespaces.py [--no-landlock] COMMAND [ARGUMENTS...]
+
+--no-landlock: Landlock fails too (ENOSYS, as on a kernel without it): the sandbox cannot hold.
 """
 
 from __future__ import annotations
@@ -25,8 +27,12 @@ def main() -> None:
         refusing.add_rule(
             pyseccomp.ERRNO(errno.EPERM), "clone", pyseccomp.Arg(0, pyseccomp.MASKED_EQ, flag, flag)
         )
+    command = sys.argv[1:]
+    if command[0] == "--no-landlock":
+        command = command[1:]
+        refusing.add_rule(pyseccomp.ERRNO(errno.ENOSYS), "landlock_create_ruleset")
     refusing.load()
-    os.execvp(sys.argv[1], sys.argv[1:])
+    os.execvp(command[0], command)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import pytest
 from lvegit.sandbox import view
 from lvegit.sandbox.probe import PROBES
 
-from builders import shipped_schema_accepts
+from builders import RepoBuilder, instance, shipped_schema_accepts
 
 REFUSE_NAMESPACES = str(Path(__file__).with_name("refuse_namespaces.py"))
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the machine's root only")
@@ -87,7 +87,10 @@ def test_as_root_with_namespaces() -> None:
 
 @ROOT_ONLY
 def test_as_root_with_namespaces_refused() -> None:
-    report = sandbox_report(sys.executable, REFUSE_NAMESPACES)
+    # with a supplementary group (adm), as a CI runner's user has docker's: the worker must shed it
+    setpriv = shutil.which("setpriv")
+    with_group = [setpriv, "--groups=4"] if setpriv else []
+    report = sandbox_report(*with_group, sys.executable, REFUSE_NAMESPACES)
     assert report["mode"] == "landlock"
     assert report["isolation"][0].startswith("namespaces: none")
     assert_everything_held(report)
@@ -106,3 +109,41 @@ def test_as_an_unprivileged_user_with_namespaces_refused() -> None:
     report = sandbox_report(*as_nobody(), sys.executable, REFUSE_NAMESPACES)
     assert report["mode"] == "landlock"
     assert_everything_held(report)
+
+
+@ROOT_ONLY
+def test_where_the_sandbox_cannot_hold_contributed_code_is_refused(tmp_path: Path) -> None:
+    """Neither namespaces nor Landlock (an old kernel): no unconfined fallback, on a local replay too."""
+    marker = tmp_path / "ran"
+    repo = RepoBuilder(tmp_path / "lves")
+    code = (
+        "from lvegit.checkers import BaseChecker\n"
+        "class Ran(BaseChecker):\n"
+        "    def is_safe(self, prompt, response, param_values=None):\n"
+        f"        open({str(marker)!r}, 'w').write('ran')\n"
+        "        return True\n"
+    )
+    repo.lve(
+        "sandbox/refused",
+        {"checker_args": {"checker_name": "Ran"}, "prompt": [{"content": "{a}{b}"}]},
+        files={"checker/checker.py": code},
+        instances={"i.jsonl": [instance("3", True, a=1, b=2)]},
+    )
+    report = sandbox_report(sys.executable, REFUSE_NAMESPACES, "--no-landlock")
+    assert report["mode"] == "refused"
+    command = [sys.executable, REFUSE_NAMESPACES, "--no-landlock", sys.executable, "-I", "-m", "lvegit"]
+    environment = {"PATH": os.environ["PATH"], "HOME": "/tmp", "LANG": "C.UTF-8"}
+    done = subprocess.run(
+        [*command, "replay", "--all"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=repo.root,
+        env=environment,
+    )
+    assert (
+        "custom checker code is not run: the sandbox does not hold on this machine"
+        in done.stdout + done.stderr
+    )
+    assert "LVEGIT_UNCONFINED_CHECKERS=1" in done.stdout + done.stderr
+    assert not marker.exists()

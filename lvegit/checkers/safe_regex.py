@@ -6,6 +6,7 @@ The `regex` module is compatible with `re` (version 0 semantics) and takes a per
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
@@ -48,9 +49,73 @@ def parse_flags(flags: Any) -> int:
     return value
 
 
+# What a pattern may expand to when compiled: `regex` unrolls counted repeats of literals, so that
+# `(?:x{3000}){3000}` took 2.4 GB and seconds to compile, outside the matching's time limit. Real patterns
+# (`\d{3}-\d{4}`, `[a-z]{1,60}`) expand to hundreds.
+MAX_PATTERN_SIZE = 100_000
+_COUNT = re.compile(r"\{(\d*)(?:,(\d*))?\}")
+_BRACED_ESCAPE = re.compile(r"\\[pPNxu]\{[^}]*\}|\\.", re.DOTALL)
+
+
+def unrolled_size(pattern: str) -> int:
+    """An upper bound of the atoms a pattern expands to when counted repeats are unrolled: each atom (a
+    character, an escape, a class) is 1, a group the sum of its parts, and a count `{n}` or `{n,m}` multiplies
+    what it repeats by its largest number (alternatives are added, so the bound errs high)."""
+    stack: list[int] = [0]  # the size of each open group so far
+    last = 0  # the size of the atom or group a count would repeat
+    position = 0
+    while position < len(pattern):
+        char = pattern[position]
+        if char == "\\":
+            escape = _BRACED_ESCAPE.match(pattern, position)
+            position = escape.end() if escape else position + 1
+            last = 1
+        elif char == "[":
+            end = _class_end(pattern, position)
+            position, last = end, 1
+        elif char == "(":
+            stack.append(0)
+            position, last = position + 1, 0
+            continue
+        elif char == ")" and len(stack) > 1:
+            last = stack.pop()
+            position += 1
+        elif char == "{" and (count := _COUNT.match(pattern, position)):
+            numbers = [int(n) for n in count.groups() if n]
+            stack[-1] += last * (max(numbers, default=1) - 1)  # the atom itself is counted already
+            position, last = count.end(), 0
+            continue
+        else:
+            position, last = position + 1, 0 if char in "*+?|" else 1
+        stack[-1] += last
+    return sum(stack)
+
+
+def _class_end(pattern: str, start: int) -> int:
+    """The position after the character class that opens at `start` (`[]a]` and `[^]a]` hold a `]`)."""
+    position = start + 1
+    if position < len(pattern) and pattern[position] == "^":
+        position += 1
+    if position < len(pattern) and pattern[position] == "]":
+        position += 1
+    while position < len(pattern) and pattern[position] != "]":
+        position += 2 if pattern[position] == "\\" else 1
+    return position + 1
+
+
+def check_size(pattern: str) -> None:
+    """Refuse a pattern whose compiling would take what no verdict needs (see MAX_PATTERN_SIZE)."""
+    if unrolled_size(pattern) > MAX_PATTERN_SIZE:
+        raise InvalidValue(
+            f"the regular expression {pattern[:60]!r} repeats too much: its counted repeats expand to more "
+            f"than {MAX_PATTERN_SIZE:,} parts"
+        )
+
+
 def compile_pattern(pattern: str, flags: int = 0) -> Any:
     if not isinstance(pattern, str):
         raise InvalidValue(f"a pattern must be a string, not {type(pattern).__name__}")
+    check_size(pattern)
     import regex
 
     try:
@@ -91,6 +156,21 @@ def regex_namespace() -> SimpleNamespace:
 
     functions = {name: getattr(regex, name) for name in REGEX_FUNCTIONS}
     return SimpleNamespace(
-        **{name: function if name == "escape" else _timed(function) for name, function in functions.items()},
+        **{
+            name: function if name == "escape" else _bounded(function) for name, function in functions.items()
+        },
         **LAMBDA_FLAGS,
     )
+
+
+def _bounded(function: Callable[..., Any]) -> Callable[..., Any]:
+    """A `re` function for lambdas: its pattern compiled within MAX_PATTERN_SIZE, its matching timed."""
+    timed = _timed(function)
+
+    @functools.wraps(function)
+    def call(pattern: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(pattern, str):
+            check_size(pattern)
+        return timed(pattern, *args, **kwargs)
+
+    return call

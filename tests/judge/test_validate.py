@@ -473,3 +473,9 @@ def test_checker_arguments_no_instance_fills_take_no_parameters(repo: RepoBuilde
         "error: repository/d/tools/openai--gpt-4o-mini/test.json:6: checker_args.tools: {a}: this argument is "
         "taken as written, never filled from an instance's args (write '{{' and '}}' for literal braces)"
     ) in problems(repo, repo.lve("d/tools", {"checker_args": tools}))
+
+
+def test_a_pattern_that_would_take_gigabytes_to_compile_is_an_error_naming_it(repo: RepoBuilder) -> None:
+    args = {"checker_name": "RegexChecker", "pattern": "(?:x{{3000}}){{3000}}", "match_safe": False}
+    [message] = problems(repo, repo.lve(test={"checker_args": args}))
+    assert "checker_args" in message and "repeats too much" in message, message

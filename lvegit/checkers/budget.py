@@ -64,6 +64,18 @@ def exhausted(
     return f"not judged: {what} used up its time budget ({which})"
 
 
+class _Judging(threading.local):
+    lve: str | None = None  # the LVE whose verdict this thread is giving
+
+
+_judging = _Judging()
+
+
+def verdict_lve() -> str | None:
+    """The LVE of the verdict this thread is giving (a lambda worker's time is taken from its budget)."""
+    return _judging.lve
+
+
 class contributed_verdict:
     """One verdict of lvegit's own checker on an LVE's strings, taken from the LVE's and the command's
     budgets; refused once either is spent. (A class: a generator-based context manager cost as much as
@@ -81,7 +93,9 @@ class contributed_verdict:
         if min(lve_left, command_left) <= 0:
             why = exhausted("its checker", lve_left, command_left, limits.lve_budget, limits.command_budget)
             raise CheckerError(why)
+        _judging.lve = self.lve
         self.started = time.monotonic()
 
     def __exit__(self, *exc_info: object) -> None:
+        _judging.lve = None
         self.budget.add(time.monotonic() - self.started, self.lve)

@@ -7,12 +7,15 @@ import json
 import math
 import re
 from decimal import Decimal, InvalidOperation
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from lvegit.base.errors import InvalidValue
 from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
 from lvegit.checkers.safe_lambda import compile_lambda
 from lvegit.checkers.safe_regex import compile_pattern, parse_flags, search
+
+if TYPE_CHECKING:
+    from lvegit.checkers.lambda_worker import Reduce, WorkerLambda
 
 
 def _call(field: str, function: Any, *args: Any, **kwargs: Any) -> Any:
@@ -27,6 +30,19 @@ def _call(field: str, function: Any, *args: Any, **kwargs: Any) -> Any:
         raise InvalidValue(f"checker_args.{field}: {exc}") from None
 
 
+# The checkers whose verdict is a lambda's: their verdicts are judged in batches (lambda_worker).
+LAMBDA_CHECKERS = frozenset({"LambdaChecker", "MultiRunLambdaChecker", "NumberChecker"})
+
+
+def worker_lambda(source: str, reduce: Reduce) -> WorkerLambda:
+    """A lambda string checked against the allow-list here (an error names the construct), evaluated only
+    in the lambda worker (whose module this one's importer, the worker process, need not load)."""
+    from lvegit.checkers.lambda_worker import WorkerLambda
+
+    compile_lambda(source)
+    return WorkerLambda(source, reduce)
+
+
 class LambdaChecker(BaseChecker):
     """Safe when `func(response, **param_values)` is true. func: a lambda string such as
     "lambda r, a, b: int(r) == int(a) + int(b)"."""
@@ -35,7 +51,7 @@ class LambdaChecker(BaseChecker):
 
     def __init__(self, func: str) -> None:
         super().__init__()
-        self.func = compile_lambda(func)
+        self.func = worker_lambda(func, "truth")
 
     def is_safe(self, prompt: Any, response: Any, param_values: dict[str, Any] | None = None) -> bool:
         return bool(_call("func", self.func, response, **(param_values or {})))
@@ -48,7 +64,7 @@ class MultiRunLambdaChecker(MultiRunBaseChecker):
 
     def __init__(self, func: str) -> None:
         super().__init__()
-        self.func = compile_lambda(func)
+        self.func = worker_lambda(func, "truth")
 
     def is_safe(self, prompt: Any, response: Any, param_values: dict[str, Any] | None = None) -> bool:
         return bool(_call("func", self.func, response, **(param_values or {})))
@@ -82,7 +98,7 @@ class NumberChecker(BaseChecker):
 
     def __init__(self, expected_value_func: str) -> None:
         super().__init__()
-        self.expected_value_func = compile_lambda(expected_value_func)
+        self.expected_value_func = worker_lambda(expected_value_func, "number")
 
     def is_safe(self, prompt: Any, response: Any, param_values: dict[str, Any] | None = None) -> bool:
         expected = normalize_number(

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from lvegit.base.errors import CheckerError, CheckerUnavailable
+from lvegit.checkers import lambda_server
 from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
 from lvegit.checkers.channel import receive, send
 from lvegit.checkers.custom import load_custom_checker
@@ -216,6 +217,9 @@ def become_worker(
     for target, descriptor in enumerate(descriptors):
         os.dup2(descriptor, target)
         os.close(descriptor)
+    if request.get("server") == "lambdas":  # lvegit's own lambda evaluator: no contributed code but lambdas
+        lambda_server.serve(int(request["memory_bytes"]))
+        return
     workdir = request["workdir"]
     os.chdir(workdir)
     os.environ.update(HOME=workdir, TMPDIR=workdir, HF_HUB_CACHE=request["hub_cache"])

@@ -191,7 +191,3 @@ def _verdict(checker: BaseChecker, pairs: list[Pair], params: dict[str, Any]) ->
         return checker.invoke_check_runs([p for p, _ in pairs], [c for _, c in pairs], params)
     prompt_in, prompt_out = pairs[0]
     return checker.invoke_check(prompt_in, prompt_out, params)
-
-
-def judge_recorded(lve: LVE, checker: BaseChecker, params: dict[str, Any], response: Any) -> bool:
-    return judge(lve, checker, recorded_pairs(lve, params, response), params)

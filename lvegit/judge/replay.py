@@ -8,9 +8,10 @@ import json
 import os
 import subprocess
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
@@ -18,7 +19,9 @@ from lvegit import __version__
 from lvegit.base import processes
 from lvegit.base.errors import CheckerUnavailable, LvegitError
 from lvegit.base.settings import CacheSettings, current
+from lvegit.checkers.core import LAMBDA_CHECKERS
 from lvegit.checkers.custom import read_checker_sources
+from lvegit.checkers.lambda_worker import judge_batched
 from lvegit.checkers.launcher import start_launcher_soon
 from lvegit.checkers.llm_judge import LLMJudgeChecker
 from lvegit.checkers.model_based import MODEL_CHECKERS
@@ -26,7 +29,7 @@ from lvegit.checkers.model_stack import classifier_missing, model_identity, stac
 from lvegit.checkers.registry import BUILTIN_CHECKERS, CORE_CHECKERS, CheckerFactory, substitute_args
 from lvegit.git.vcs import git_passing
 from lvegit.judge.cache import Outcome, VerdictCache
-from lvegit.judge.conversation import judge_recorded, prompts_to_send
+from lvegit.judge.conversation import judge, prompts_to_send, recorded_pairs
 from lvegit.judge.results import ReplayResult, Status
 from lvegit.lve.instances import Instance
 from lvegit.lve.repo import Repository, named_checker
@@ -93,13 +96,19 @@ def _result(lve: LVE, instance: Instance, outcome: Outcome) -> ReplayResult:
     return result("mismatch", outcome.verdict, outcome.note)
 
 
-def _replay_instance(
+Replayed = tuple[ReplayResult, Outcome, Depends]
+# An instance's replay up to its verdict: it yields the verdict to give, is sent its value (or thrown what
+# giving it raised) and returns the result.
+Replaying = Generator[Callable[[], bool], bool, Replayed]
+
+
+def _replaying(
     lve: LVE, factory: CheckerFactory, instance: Instance, unprepared: dict[int, BaseException]
-) -> tuple[ReplayResult, Outcome, Depends]:
+) -> Replaying:
     """The result, the checker's outcome and what it follows from (see judge_lve). `unprepared`: how
     `prepare` failed, by checker: each of that checker's instances ends with it."""
 
-    def failed(status: Status, reason: str) -> tuple[ReplayResult, Outcome, Depends]:
+    def failed(status: Status, reason: str) -> Replayed:
         result = ReplayResult(lve.rel, instance.file, instance.line, instance.passed, None, status, reason)
         return result, Outcome(skip=reason), "machine" if status == "skipped" else "never"
 
@@ -115,7 +124,8 @@ def _replay_instance(
             if isinstance(checker, LLMJudgeChecker):  # its judge's recorded answers, read again
                 verdict = checker.recorded_verdict(instance.data.get("judgement"))
             else:
-                verdict = judge_recorded(lve, checker, params, instance.response)
+                pairs = recorded_pairs(lve, params, instance.response)
+                verdict = yield partial(judge, lve, checker, pairs, params)
             note = (
                 f"judged by {checker.judged_with}; the recording may come from another model"
                 if checker.judged_with
@@ -131,6 +141,50 @@ def _replay_instance(
     return _result(lve, instance, outcome), outcome, "files"
 
 
+def _given(replaying: Replaying, verdict: bool | BaseException) -> Callable[[], bool] | Replayed:
+    """What an instance's replay does once given its verdict: ask for another, or end with its result."""
+    try:
+        return replaying.throw(verdict) if isinstance(verdict, BaseException) else replaying.send(verdict)
+    except StopIteration as ended:
+        return ended.value  # type: ignore[no-any-return]
+
+
+def _replay_instances(
+    lve: LVE, factory: CheckerFactory, instances: list[Instance], unprepared: dict[int, BaseException]
+) -> list[Replayed]:
+    """Each instance's replay, its verdict given where it is asked; a lambda checker's verdicts are asked
+    of the lambda worker in one batch (judge_batched)."""
+    batched = lve.checker_name in LAMBDA_CHECKERS
+    replays = [_replaying(lve, factory, instance, unprepared) for instance in instances]
+    done: dict[int, Replayed] = {}
+    asked: dict[int, Callable[[], bool]] = {}
+    for number, replaying in enumerate(replays):
+        try:
+            asked[number] = next(replaying)
+        except StopIteration as ended:
+            done[number] = ended.value
+    while asked:
+        numbers = list(asked)
+        verdicts = (
+            judge_batched([asked[n] for n in numbers]) if batched else [_verdict(asked[n]) for n in numbers]
+        )
+        asked = {}
+        for number, verdict in zip(numbers, verdicts, strict=True):
+            step = _given(replays[number], verdict)
+            if callable(step):
+                asked[number] = step
+            else:
+                done[number] = step
+    return [done[number] for number in range(len(instances))]
+
+
+def _verdict(verdict: Callable[[], bool]) -> bool | BaseException:
+    try:
+        return verdict()
+    except (Exception, SystemExit) as exc:  # the instance's replay reports it
+        return exc
+
+
 def _prepare(factory: CheckerFactory, instances: list[Instance]) -> dict[int, BaseException]:
     """Let each checker see all its responses at once (model-based checkers classify them in batches);
     how it failed, by checker, for those that could not."""
@@ -138,7 +192,7 @@ def _prepare(factory: CheckerFactory, instances: list[Instance]) -> dict[int, Ba
     for instance in instances:
         try:
             checker = factory.for_args(instance.args)
-        except LvegitError:  # the same error is reported per instance by _replay_instance
+        except LvegitError:  # the same error is reported per instance by _replaying
             continue
         groups.setdefault(id(checker), (checker, []))[1].append(instance.response)
     failed: dict[int, BaseException] = {}
@@ -202,8 +256,8 @@ def judge_lve(
         on_this_machine: list[tuple[str, Outcome]] = []
         with contextlib.nullcontext(factory) if factory else CheckerFactory(lve) as judging:
             unprepared = _prepare(judging, [instance for instance, _key in to_judge])
-            for instance, key in to_judge:
-                result, outcome, this = _replay_instance(lve, judging, instance, unprepared)
+            replayed = _replay_instances(lve, judging, [instance for instance, _key in to_judge], unprepared)
+            for (_instance, key), (result, outcome, this) in zip(to_judge, replayed, strict=True):
                 results.append(result)
                 unkeyed = keyed and key is None  # what decides its verdict could not be hashed
                 depends = max(depends, "never" if unkeyed else this, key=DEPENDS.index)

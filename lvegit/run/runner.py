@@ -28,6 +28,7 @@ from lvegit.base.output import count
 from lvegit.base.settings import RetryPolicy
 from lvegit.base.versions import installed_versions
 from lvegit.checkers.base import BaseChecker
+from lvegit.checkers.core import LAMBDA_CHECKERS
 from lvegit.checkers.llm_judge import Judgement, LLMJudgeChecker
 from lvegit.checkers.registry import CORE_CHECKERS, CheckerFactory
 from lvegit.judge.conversation import (
@@ -44,6 +45,7 @@ from lvegit.lve.spec import LVE
 from lvegit.models.base import DEFAULT_CONCURRENCY, ChatModel, Completion, ModelError, TransientModelError
 from lvegit.models.routing import ModelPool
 from lvegit.run.attempt import Attempt, Report
+from lvegit.run.verdicts import LambdaVerdicts
 
 # A verdict of lvegit's own checker that takes longer than this moves its LVE's later verdicts off the loop.
 INLINE_VERDICT_SECONDS = 0.01
@@ -197,6 +199,7 @@ class Runner:
     recorder: Recorder = field(default_factory=Recorder)
     _checker_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     _slow_verdicts: set[str] = field(default_factory=set)  # LVEs whose verdicts are judged in a thread
+    _lambda_verdicts: LambdaVerdicts = field(default_factory=LambdaVerdicts)
 
     def run(self, tasks: list[Task]) -> list[Attempt]:
         """Every task's attempt, in the tasks' order."""
@@ -295,13 +298,20 @@ class Runner:
             judgement = await ask_judge(self.pool, checker, conversations, params, task.attempt, self.policy)
         lve = task.lve.rel
         if task.lve.checker_name in CORE_CHECKERS and lve not in self._slow_verdicts:
-            # lvegit's own checkers judge faster than a thread hop, on the loop; an LVE whose lambda or
-            # pattern took long once is judged in a thread from then on, so it cannot stall the requests
+            # lvegit's own checkers judge faster than a thread hop, on the loop (lambdas in the lambda worker,
+            # with the other verdicts of this turn); an LVE whose lambda or pattern took long once is judged
+            # in a thread from then on, so it cannot stall the requests
             started = time.perf_counter()
+            seconds = None
             try:
-                self.recorder.judge(task, pairs, judgement)
+                if task.lve.checker_name in LAMBDA_CHECKERS:
+                    seconds = await self._lambda_verdicts.judge(
+                        lve, lambda: self.recorder.judge(task, pairs, judgement)
+                    )
+                else:
+                    self.recorder.judge(task, pairs, judgement)
             finally:
-                if time.perf_counter() - started > INLINE_VERDICT_SECONDS:
+                if (time.perf_counter() - started if seconds is None else seconds) > INLINE_VERDICT_SECONDS:
                     self._slow_verdicts.add(lve)
             return
         # A custom checker's worker answers one request at a time, a model-based one runs a model: each

@@ -36,7 +36,7 @@ def test_checker_exception_is_an_error_for_that_instance_only(repo: RepoBuilder)
     rows = [instance("three", True, a=1, b=2), instance("3", True, a=1, b=2)]
     results = replay(repo, instances={"i.jsonl": rows})
     assert [(r.status, r.reason) for r in results] == [
-        ("error", "ValueError: invalid literal for int() with base 10: 'three'"),
+        ("error", "checker_args.func: ValueError: invalid literal for int() with base 10: 'three'"),
         ("reproduced", None),
     ]
 

@@ -1,0 +1,58 @@
+"""The lambda worker's side (see lvegit.checkers.lambda_worker): a child of the sandbox launcher that
+evaluates checker lambdas under an address-space limit and answers each as it is done. Imported by the
+launcher (lvegit.checkers.worker), so that a worker it forks starts at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+from typing import Any
+
+from lvegit.checkers.core import normalize_number
+from lvegit.checkers.safe_lambda import compile_lambda
+
+FLUSH_SECONDS = 0.001
+
+
+def _reduced(value: Any, reduce: str) -> Any:
+    if reduce == "truth":
+        return bool(value)
+    number = normalize_number(value)
+    return None if number is None else str(number)
+
+
+def _evaluate(call: dict[str, Any]) -> dict[str, Any]:
+    started = time.perf_counter()
+    try:
+        value = _reduced(compile_lambda(call["f"])(*call["a"], **call["k"]), call["r"])
+        reply: dict[str, Any] = {"ok": True, "v": value}
+    except MemoryError:
+        reply = {"ok": False, "type": "MemoryError", "message": ""}
+    except Exception as exc:  # the lambda's failure, reported; the worker lives on
+        reply = {"ok": False, "type": type(exc).__name__, "message": str(exc)[:2000]}
+    reply["s"] = time.perf_counter() - started
+    return reply
+
+
+def serve(memory_bytes: int) -> None:
+    """In a child the launcher forked (worker.become_worker, which made it die with the launcher): answer
+    each batch's calls, a line each, until stdin closes. Its stdin, stdout and stderr are lvegit's pipes."""
+    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    for line in sys.stdin:
+        flushed = time.perf_counter()
+        for call in json.loads(line):
+            try:
+                reply = json.dumps(_evaluate(call))
+            except MemoryError:  # a reply too large to write
+                reply = json.dumps({"ok": False, "type": "MemoryError", "message": "", "s": 0.0})
+            replies.write(reply + "\n")
+            # lvegit times the verdict it waits for from the last reply it read: it needs them as they come,
+            # give or take a millisecond (quick verdicts go together)
+            if time.perf_counter() - flushed > FLUSH_SECONDS:
+                replies.flush()
+                flushed = time.perf_counter()
+        replies.flush()

@@ -1,0 +1,337 @@
+"""Checker lambdas are evaluated in a worker process whose time and memory the kernel bounds.
+
+lambda_work charges a lambda's steps to a budget, but work done in C between two steps escapes it: a set
+of colliding integers, `sum` of lists, `==` over shared nested lists, a big tuple hashed again and again,
+a regex call under its timeout made two hundred times. So lvegit evaluates no lambda in its own process.
+A lambda worker is lvegit's own code (no contributed code runs there but the allow-listed lambdas),
+forked by the sandbox launcher like a custom checker's worker; its address space is limited (RLIMIT_AS:
+a verdict that builds too much ends in MemoryError), and lvegit kills it when a verdict takes longer than
+VERDICT_SECONDS or what is left of its LVE's budget, then starts another for the verdicts after it.
+
+Verdicts go in batches, one JSON line each way per verdict in a batch, so that the process hop costs
+microseconds per verdict: replay sends an LVE's instances together, the live run the verdicts that are
+ready in one turn of its event loop (judge_batched). A verdict judged on its own is a batch of one.
+The checkers call a WorkerLambda like the function it stands for; judge_batched runs each verdict twice,
+once to collect the lambda's arguments and once, with the worker's answers, to finish it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+from lvegit.base import settings
+from lvegit.base.errors import CheckerError, InvalidValue
+from lvegit.checkers.budget import command_budget, exhausted, verdict_lve
+from lvegit.checkers.launcher import launcher
+
+VERDICT_SECONDS = 5.0  # one verdict at most (legitimate lambdas take microseconds)
+MEMORY_BYTES = 1024**3  # a verdict reads copies of a response of at most a few MiB
+MAX_REPLY_BYTES = 64 * 1024**2
+MAX_BATCH_CHARS = 16 * 1024**2  # a batch's arguments as JSON, give or take the last call's
+
+Reduce = Literal["truth", "number"]  # what the worker sends back: bool(value), or the number it is
+T = TypeVar("T")
+
+
+@dataclass
+class Call:
+    """One evaluation: the lambda's source, how its value is reduced, the arguments; the LVE whose budget it
+    takes from, and whether its time is charged here (a batch) or by the verdict around it (on its own)."""
+
+    source: str
+    reduce: Reduce
+    args: list[Any]
+    kwargs: dict[str, Any]
+    lve: str | None
+    charged_here: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return {"f": self.source, "r": self.reduce, "a": self.args, "k": self.kwargs}
+
+
+Outcome = tuple[Any, BaseException | None]  # the reduced value, or what the evaluation raised
+
+
+def _error(reply: dict[str, Any]) -> BaseException:
+    """What a failed evaluation raises here: TypeError as it was (the checker says the lambda cannot be
+    called with the instance's arguments), the rest as an InvalidValue naming it."""
+    kind, message = str(reply.get("type")), str(reply.get("message"))
+    if kind == "TypeError":
+        return TypeError(message)
+    if kind == "MemoryError":
+        return InvalidValue(f"the lambda reached its memory limit of {MEMORY_BYTES // 1024**2} MiB")
+    if kind in ("InvalidValue", "RegexTimeout", "UnsafeExpressionError"):
+        return InvalidValue(message)
+    return InvalidValue(f"{kind}: {message}")
+
+
+class LambdaWorker:
+    """lvegit's side of one lambda worker; started on first use, again after it was killed."""
+
+    def __init__(self) -> None:
+        self.pid: int | None = None
+        self.killed = 0  # how many times a verdict's limit ended it
+        self._stdin: Any = None
+        self._stdout = -1
+        self._buffer, self._read_to = b"", 0
+        self._selector: selectors.BaseSelector | None = None
+
+    def _start(self) -> None:
+        stdin_read, stdin_write = os.pipe()
+        stdout_read, stdout_write = os.pipe()
+        stderr = os.open(os.devnull, os.O_WRONLY)  # its failures are told in its replies
+        request = {"server": "lambdas", "memory_bytes": MEMORY_BYTES}
+        try:
+            self.pid = launcher().spawn(request, stdin_read, stdout_write, stderr)
+        except CheckerError:
+            os.close(stdin_write)
+            os.close(stdout_read)
+            raise
+        finally:
+            for descriptor in (stdin_read, stdout_write, stderr):
+                os.close(descriptor)
+        self._stdin = os.fdopen(stdin_write, "wb")
+        self._stdout = stdout_read
+        self._buffer, self._read_to = b"", 0
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(stdout_read, selectors.EVENT_READ)
+
+    def close(self) -> None:
+        if self.pid is None:
+            return
+        launcher().kill(self.pid)
+        launcher().wait(self.pid)
+        self.pid = None
+        assert self._selector is not None
+        self._selector.close()
+        with contextlib.suppress(OSError):
+            self._stdin.close()
+        with contextlib.suppress(OSError):
+            os.close(self._stdout)
+
+    def _buffered(self) -> bytes | None:
+        """A reply line read already, if any."""
+        end = self._buffer.find(b"\n", self._read_to)
+        if end < 0:
+            return None
+        line, self._read_to = self._buffer[self._read_to : end], end + 1
+        return line
+
+    def _line(self, deadline: float) -> bytes | None:
+        """The next reply line; None when none came before the deadline, b"" when the worker ended."""
+        assert self._selector is not None
+        line = self._buffered()
+        while line is None:
+            self._buffer, self._read_to = self._buffer[self._read_to :], 0
+            if not self._selector.select(max(0.0, deadline - time.monotonic())):
+                return None
+            chunk = os.read(self._stdout, 1 << 20)
+            if not chunk or len(self._buffer) > MAX_REPLY_BYTES:
+                return b""  # the worker ended (or sent more than any verdict's reply)
+            self._buffer += chunk
+            line = self._buffered()
+        return line
+
+    def evaluate(self, calls: list[Call]) -> list[Outcome]:
+        """Each call's outcome, in order. A call past its limit ends the worker; the calls after it go to
+        a new one."""
+        outcomes: dict[int, Outcome] = {}
+        waiting = list(range(len(calls)))
+        while waiting:
+            waiting = self._round(calls, waiting, outcomes)
+        return [outcomes[index] for index in range(len(calls))]
+
+    def _round(self, calls: list[Call], waiting: list[int], outcomes: dict[int, Outcome]) -> list[int]:
+        """Send the waiting calls, read their outcomes; the calls left to send again."""
+        sendable, encoded, size = [], [], 0
+        for position, index in enumerate(waiting):
+            if size > MAX_BATCH_CHARS:  # the worker reads a batch whole: the rest go in the next
+                later = waiting[position:]
+                break
+            refusal = _refusal(calls[index])
+            if refusal is None:
+                sendable.append(index)
+                encoded.append(json.dumps(calls[index].as_json()))
+                size += len(encoded[-1])
+            else:
+                outcomes[index] = (None, refusal)
+        else:
+            later = []
+        if not sendable:
+            return later
+        if self.pid is None:
+            try:
+                self._start()
+            except CheckerError as exc:  # the launcher could not start: each verdict says why
+                outcomes.update((index, (None, exc)) for index in sendable)
+                return later
+        try:
+            self._stdin.write(f"[{','.join(encoded)}]\n".encode())
+            self._stdin.flush()
+        except OSError:
+            pass  # the worker is gone: its first outcome says so
+        charges = _Charges()
+        started = time.monotonic()  # when the worker began the call it is on
+        for position, index in enumerate(sendable):
+            call = calls[index]
+            line, why = self._buffered(), ""  # a reply read already: no limit to work out
+            if line is None:
+                charges.apply()
+                limit, why = _limit(call)
+                line = self._line(started + limit)
+            reply = _reply(line)
+            if reply is None:  # past its limit, or the worker ended: it is not asked again
+                charges.add(call, time.monotonic() - started)
+                charges.apply()
+                ended = "the lambda worker process ended while judging it"
+                outcomes[index] = (None, InvalidValue(why if line is None else ended))
+                self.close()
+                self.killed += 1
+                return sendable[position + 1 :] + later
+            started = time.monotonic()
+            charges.add(call, float(reply.get("s", 0.0)))
+            outcomes[index] = (reply.get("v"), None) if reply.get("ok") is True else (None, _error(reply))
+        charges.apply()
+        return later
+
+
+class _Charges:
+    """The seconds of a batch's calls, by LVE, taken from the budgets together."""
+
+    def __init__(self) -> None:
+        self.by_lve: dict[str | None, float] = {}
+
+    def add(self, call: Call, seconds: float) -> None:
+        if call.charged_here:
+            self.by_lve[call.lve] = self.by_lve.get(call.lve, 0.0) + seconds
+
+    def apply(self) -> None:
+        budget = command_budget()
+        for lve, seconds in self.by_lve.items():
+            budget.add(seconds, lve)
+        self.by_lve.clear()
+
+
+def _reply(line: bytes | None) -> dict[str, Any] | None:
+    if line is None:
+        return None
+    try:
+        reply = json.loads(line)
+    except ValueError:
+        return None
+    return reply if isinstance(reply, dict) else None
+
+
+def _left(call: Call) -> tuple[float, float]:
+    budget, limits = command_budget(), settings.current().checkers
+    lve_left = (
+        limits.lve_budget - budget.by_lve.get(call.lve, 0.0) if call.lve is not None else limits.lve_budget
+    )
+    return lve_left, limits.command_budget - budget.spent
+
+
+def _refusal(call: Call) -> CheckerError | None:
+    """A batched call whose LVE's budget (or the command's) is spent is not sent."""
+    lve_left, command_left = _left(call)
+    if not call.charged_here or min(lve_left, command_left) > 0:
+        return None
+    limits = settings.current().checkers
+    return CheckerError(
+        exhausted("its checker", lve_left, command_left, limits.lve_budget, limits.command_budget)
+    )
+
+
+def _limit(call: Call) -> tuple[float, str]:
+    """How long the call may take, and what to say when it takes longer."""
+    lve_left, command_left = _left(call)
+    if min(lve_left, command_left) >= VERDICT_SECONDS:
+        return (
+            VERDICT_SECONDS,
+            f"the lambda did not end within {VERDICT_SECONDS:g} s (its worker was stopped)",
+        )
+    limits = settings.current().checkers
+    return max(0.0, min(lve_left, command_left)), exhausted(
+        "its checker", lve_left, command_left, limits.lve_budget, limits.command_budget
+    )
+
+
+class _Workers(threading.local):
+    worker: LambdaWorker | None = None
+    collecting: list[Call] | None = None  # judge_batched's first pass: the calls it collects
+    prepared: list[Outcome] | None = None  # its second pass: this verdict's outcome
+
+
+_workers = _Workers()
+
+
+def worker() -> LambdaWorker:
+    """This thread's lambda worker (the event loop's or replay's; a thread judging a slow LVE has its own)."""
+    if _workers.worker is None:
+        _workers.worker = LambdaWorker()
+    return _workers.worker
+
+
+class _Collected(BaseException):
+    """Ends judge_batched's first pass of a verdict at its lambda call (not an Exception: no checker code
+    between the verdict and the call may take it for a failure)."""
+
+
+class WorkerLambda:
+    """A checker lambda, called like the function it stands for, evaluated in the lambda worker."""
+
+    def __init__(self, source: str, reduce: Reduce) -> None:
+        self.source = source
+        self.reduce = reduce
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        collecting, prepared = _workers.collecting, _workers.prepared
+        if collecting is not None:
+            collecting.append(Call(self.source, self.reduce, list(args), kwargs, verdict_lve(), True))
+            raise _Collected
+        if prepared:
+            outcome = prepared.pop(0)
+        else:
+            [outcome] = worker().evaluate(
+                [Call(self.source, self.reduce, list(args), kwargs, verdict_lve(), False)]
+            )
+        value, error = outcome
+        if error is not None:
+            raise error
+        return value
+
+
+def judge_batched(verdicts: list[Callable[[], T]]) -> list[T | Exception]:
+    """Each verdict's value or the exception it raised, with the lambda calls of all of them evaluated in one
+    batch: a first pass collects each verdict's call (up to it), a second finishes each with its outcome.
+    A verdict that failed before its call fails again the same way in the second pass."""
+    calls_of: list[list[Call]] = []
+    for verdict in verdicts:
+        calls: list[Call] = []
+        _workers.collecting = calls
+        try:
+            verdict()
+        except (_Collected, Exception):
+            pass
+        finally:
+            _workers.collecting = None
+        calls_of.append(calls)
+    flat = [call for calls in calls_of for call in calls]
+    outcomes = iter(worker().evaluate(flat) if flat else [])
+    results: list[T | Exception] = []
+    for verdict, calls in zip(verdicts, calls_of, strict=True):
+        _workers.prepared = [next(outcomes) for _call in calls]
+        try:
+            results.append(verdict())
+        except Exception as exc:
+            results.append(exc)
+        finally:
+            _workers.prepared = None
+    return results

@@ -30,7 +30,7 @@ from typing import Any, Literal, TypeVar
 from lvegit.base import settings
 from lvegit.base.errors import CheckerError, InvalidValue
 from lvegit.checkers.budget import command_budget, exhausted, verdict_lve
-from lvegit.checkers.launcher import launcher
+from lvegit.checkers.launcher import Launcher, launcher
 
 VERDICT_SECONDS = 5.0  # one verdict at most (legitimate lambdas take microseconds)
 MEMORY_BYTES = 1024**3  # a verdict reads copies of a response of at most a few MiB
@@ -78,6 +78,7 @@ class LambdaWorker:
 
     def __init__(self) -> None:
         self.pid: int | None = None
+        self._launcher: Launcher
         self.killed = 0  # how many times a verdict's limit ended it
         self._stdin: Any = None
         self._stdout = -1
@@ -90,7 +91,8 @@ class LambdaWorker:
         stderr = os.open(os.devnull, os.O_WRONLY)  # its failures are told in its replies
         request = {"server": "lambdas", "memory_bytes": MEMORY_BYTES}
         try:
-            self.pid = launcher().spawn(request, stdin_read, stdout_write, stderr)
+            self._launcher = launcher()
+            self.pid = self._launcher.spawn(request, stdin_read, stdout_write, stderr)
         except CheckerError:
             os.close(stdin_write)
             os.close(stdout_read)
@@ -107,8 +109,8 @@ class LambdaWorker:
     def close(self) -> None:
         if self.pid is None:
             return
-        launcher().kill(self.pid)
-        launcher().wait(self.pid)
+        self._launcher.kill(self.pid)  # through the launcher that forked it (a later one knows no such pid)
+        self._launcher.wait(self.pid)
         self.pid = None
         assert self._selector is not None
         self._selector.close()
@@ -167,6 +169,8 @@ class LambdaWorker:
             later = []
         if not sendable:
             return later
+        if self.pid is not None and not self._launcher.alive:  # the worker ended with its launcher
+            self.close()
         if self.pid is None:
             try:
                 self._start()

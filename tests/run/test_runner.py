@@ -122,12 +122,13 @@ def test_a_slow_verdict_moves_its_lves_later_verdicts_off_the_event_loop(
 ) -> None:
     """lvegit's own checkers judge on the loop (a thread hop costs more than their verdict); one that took
     long (a hostile lambda or pattern) must not stall every request in flight again and again."""
-    on_loop: dict[str, list[bool]] = {"slow": [], "fast": []}
+    # by response: a lambda verdict judged in a batch is given twice (its call collected, then finished)
+    on_loop: dict[str, dict[str, bool]] = {"slow": {}, "fast": {}}
     judge = LambdaChecker.is_safe
 
     def recording(self: LambdaChecker, prompt: Any, response: Any, param_values: Any = None) -> bool:
         slow = param_values["a"] >= 100
-        on_loop["slow" if slow else "fast"].append(threading.current_thread() is threading.main_thread())
+        on_loop["slow" if slow else "fast"][response] = threading.current_thread() is threading.main_thread()
         if slow:
             time.sleep(0.05)
         return judge(self, prompt, response, param_values)
@@ -138,9 +139,9 @@ def test_a_slow_verdict_moves_its_lves_later_verdicts_off_the_event_loop(
     )
     repo.lve("fast/lve", instances={"i.jsonl": [instance(str(n + 1), True, a=n, b=1) for n in range(4)]})
     assert cli("run", "--all", "--concurrency", "1", cwd=repo.root).code == 0
-    assert on_loop["slow"] == [True, False, False, False]
+    assert on_loop["slow"] == {"101": True, "102": False, "103": False, "104": False}
     # a quick LVE starts on the loop (later verdicts too, unless a busy machine makes one take 10 ms)
-    assert len(on_loop["fast"]) == 4 and on_loop["fast"][0]
+    assert len(on_loop["fast"]) == 4 and on_loop["fast"]["1"]
 
 
 @pytest.mark.parametrize(

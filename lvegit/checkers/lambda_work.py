@@ -7,6 +7,10 @@ cost grows with its operands through these helpers (safe_lambda._Guard): each ch
 builds to the verdict's budget before the next step, and sizes that no verdict needs are refused before
 they are allocated. A verdict over budget ends in an error naming the budget, like any other bad lambda.
 
+This is an estimate, and work done in C between two steps escapes it: what bounds a verdict is the lambda
+worker it runs in (lambda_worker: an address-space limit, and a kill past its time). The charges stay there
+for clear errors: a runaway loop ends at once, saying so, instead of at the kill.
+
 Units are characters: a container's item counts CONTAINER_ITEM, a loop step or a call STEP (the
 interpreter's work for one), a big integer its bytes. The budget allows about a dozen passes over the
 largest response an instance line holds (4 MB), fifty over a million characters, or a million loop steps:

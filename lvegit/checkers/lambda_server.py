@@ -1,12 +1,12 @@
 """The lambda worker's side (see lvegit.checkers.lambda_worker): a child of the sandbox launcher that
-evaluates checker lambdas under an address-space limit and answers each as it is done. Imported by the
+evaluates checker lambdas, confined as a custom checker's worker is (its address space limited too), and
+answers each as it is done. Imported by the
 launcher (lvegit.checkers.worker), so that a worker it forks starts at once."""
 
 from __future__ import annotations
 
 import json
 import os
-import resource
 import sys
 import time
 from typing import Any
@@ -37,11 +37,15 @@ def _evaluate(call: dict[str, Any]) -> dict[str, Any]:
     return reply
 
 
-def serve(memory_bytes: int) -> None:
-    """In a child the launcher forked (worker.become_worker, which made it die with the launcher): answer
-    each batch's calls, a line each, until stdin closes. Its stdin, stdout and stderr are lvegit's pipes."""
-    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+def serve(isolation: list[str], may_run: bool) -> None:
+    """In a child the launcher forked and confined (worker.become_worker): say how it is confined
+    ({"ready": true, "isolation": [...], "confined": bool}), then, where it may run lambdas, answer each
+    batch's calls, a line each, until stdin closes. Its stdin, stdout and stderr are lvegit's pipes."""
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    replies.write(json.dumps({"ready": True, "isolation": isolation, "confined": may_run}) + "\n")
+    replies.flush()
+    if not may_run:
+        return
     for line in sys.stdin:
         flushed = time.perf_counter()
         for call in json.loads(line):

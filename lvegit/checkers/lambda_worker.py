@@ -18,9 +18,12 @@ once to collect the lambda's arguments and once, with the worker's answers, to f
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import selectors
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -31,9 +34,13 @@ from lvegit.base import settings
 from lvegit.base.errors import CheckerError, InvalidValue
 from lvegit.checkers.budget import command_budget, exhausted, verdict_lve
 from lvegit.checkers.launcher import Launcher, launcher
+from lvegit.checkers.sandbox import unconfined_refusal
+from lvegit.sandbox.privileges import Limits
 
 VERDICT_SECONDS = 5.0  # one verdict at most (legitimate lambdas take microseconds)
 MEMORY_BYTES = 1024**3  # a verdict reads copies of a response of at most a few MiB
+START_SECONDS = 30.0
+CPU_SECONDS = 3600  # a worker lives for many verdicts: lvegit bounds each one, the command's budget them all
 MAX_REPLY_BYTES = 64 * 1024**2
 MAX_BATCH_CHARS = 16 * 1024**2  # a batch's arguments as JSON, give or take the last call's
 
@@ -78,6 +85,9 @@ class LambdaWorker:
 
     def __init__(self) -> None:
         self.pid: int | None = None
+        self.isolation: list[str] = []  # how the last worker was confined, a line per layer
+        self.refusal: str | None = None  # why lambdas cannot run on this machine, once known
+        self._workdir: str | None = None
         self._launcher: Launcher
         self.killed = 0  # how many times a verdict's limit ended it
         self._stdin: Any = None
@@ -86,12 +96,22 @@ class LambdaWorker:
         self._selector: selectors.BaseSelector | None = None
 
     def _start(self) -> None:
+        """Start a worker and read how it is confined; a CheckerError where it cannot run lambdas here."""
+        if self.refusal is not None:  # the machine does not change: not asked again
+            raise CheckerError(self.refusal)
         stdin_read, stdin_write = os.pipe()
         stdout_read, stdout_write = os.pipe()
         stderr = os.open(os.devnull, os.O_WRONLY)  # its failures are told in its replies
-        request = {"server": "lambdas", "memory_bytes": MEMORY_BYTES}
         try:
             self._launcher = launcher()
+            self._workdir = tempfile.mkdtemp(prefix="lambdas-", dir=self._launcher.scratch)
+            request = {
+                "server": "lambdas",
+                "limits": dataclasses.asdict(Limits(cpu_seconds=CPU_SECONDS, memory_bytes=MEMORY_BYTES)),
+                "workdir": self._workdir,
+                "hub_cache": self._workdir,  # lambdas load no model
+                "allow_unconfined": settings.current().checkers.allow_unconfined,
+            }
             self.pid = self._launcher.spawn(request, stdin_read, stdout_write, stderr)
         except CheckerError:
             os.close(stdin_write)
@@ -105,6 +125,16 @@ class LambdaWorker:
         self._buffer, self._read_to = b"", 0
         self._selector = selectors.DefaultSelector()
         self._selector.register(stdout_read, selectors.EVENT_READ)
+        hello = _reply(self._line(time.monotonic() + START_SECONDS)) or {}
+        self.isolation = [str(line) for line in hello.get("isolation") or []]
+        if hello.get("confined") is not True:
+            self.close()
+            self.refusal = (
+                unconfined_refusal(self.isolation, "checker lambdas are")
+                if self.isolation
+                else ("the lambda worker process did not start properly")
+            )
+            raise CheckerError(self.refusal)
 
     def close(self) -> None:
         if self.pid is None:
@@ -112,6 +142,9 @@ class LambdaWorker:
         self._launcher.kill(self.pid)  # through the launcher that forked it (a later one knows no such pid)
         self._launcher.wait(self.pid)
         self.pid = None
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
         assert self._selector is not None
         self._selector.close()
         with contextlib.suppress(OSError):

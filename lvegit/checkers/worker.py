@@ -17,6 +17,8 @@ Worker protocol, one JSON object per line each way:
   read by lvegit: the repository is not in the sandbox's view) -> id, multi_run; "check" (id, prompt_in,
   prompt_out, params, runs) -> verdict; "postprocess" (id, response) -> response; "skip_reason" (id,
   response) -> reason; "probe" (targets) -> what each attack did (lvegit.sandbox.probe: `lvegit sandbox`).
+A request with "server": "lambdas" makes a lambda worker instead (lvegit.checkers.lambda_server), confined
+the same way.
 """
 
 from __future__ import annotations
@@ -217,12 +219,14 @@ def become_worker(
     for target, descriptor in enumerate(descriptors):
         os.dup2(descriptor, target)
         os.close(descriptor)
-    if request.get("server") == "lambdas":  # lvegit's own lambda evaluator: no contributed code but lambdas
-        lambda_server.serve(int(request["memory_bytes"]))
-        return
     workdir = request["workdir"]
     os.chdir(workdir)
     os.environ.update(HOME=workdir, TMPDIR=workdir, HF_HUB_CACHE=request["hub_cache"])
+    if request.get("server") == "lambdas":  # lambdas are contributed code too: the same layers
+        limits = Limits(**request["limits"])
+        report, confined = confine_self(limits, namespaces, seccomp_filter)
+        lambda_server.serve(report, confined or bool(request["allow_unconfined"]))
+        return
     serve(request, namespaces, seccomp_filter)
 
 

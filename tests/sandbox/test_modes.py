@@ -129,6 +129,9 @@ def test_where_the_sandbox_cannot_hold_contributed_code_is_refused(tmp_path: Pat
         files={"checker/checker.py": code},
         instances={"i.jsonl": [instance("3", True, a=1, b=2)]},
     )
+    repo.lve(
+        "sandbox/lambda", instances={"i.jsonl": [instance("3", True, a=1, b=2)]}
+    )  # lambdas are contributed
     report = sandbox_report(sys.executable, REFUSE_NAMESPACES, "--no-landlock")
     assert report["mode"] == "refused"
     command = [sys.executable, REFUSE_NAMESPACES, "--no-landlock", sys.executable, "-I", "-m", "lvegit"]
@@ -147,3 +150,25 @@ def test_where_the_sandbox_cannot_hold_contributed_code_is_refused(tmp_path: Pat
     )
     assert "LVEGIT_UNCONFINED_CHECKERS=1" in done.stdout + done.stderr
     assert not marker.exists()
+    assert (
+        "checker lambdas are not run: the sandbox does not hold on this machine" in done.stdout + done.stderr
+    )
+
+
+@ROOT_ONLY
+def test_lambdas_are_judged_in_a_confined_worker(repo: RepoBuilder) -> None:
+    """The lambda worker confines itself as a custom checker's does (as root: a uid of its own)."""
+    from lvegit.checkers import lambda_worker
+
+    repo.lve("sandbox/lambda", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    worker = lambda_worker.worker()
+    worker.close()
+    assert [
+        outcome
+        for outcome, _error in worker.evaluate(
+            [lambda_worker.Call("lambda r: r == '3'", "truth", ["3"], {}, None, True)]
+        )
+    ] == [True]
+    layers = " | ".join(worker.isolation)
+    assert "privileges: uid" in layers and "no capabilities" in layers, layers
+    assert "seccomp: allow-list" in layers and "landlock: ABI" in layers, layers

@@ -21,7 +21,7 @@ from builders import PROJECT_ROOT, GitRepo, RepoBuilder, reference_schema_accept
 MULTIPLY = "repository/reliability/arithmetic/multiply/openai--gpt-4o-mini"
 CAPITAL = "repository/reliability/consistency/capital_city/openai--gpt-4o-mini"
 TIDY = "repository/security/excessive_agency/tidy_downloads/openai--gpt-4o-mini"
-MULTITOOL_HOME = Path(os.environ.get("LVEGIT_TOOLS_DIR") or PROJECT_ROOT.parent / "tools")
+MULTITOOL_HOME = Path(os.environ.get("LVEGIT_TOOLS_DIR") or PROJECT_ROOT / ".tools")  # the test command's
 
 
 def run_report(path: Path, runs: dict[tuple[str, str], tuple[int, int]]) -> Path:
@@ -48,7 +48,7 @@ def run_report(path: Path, runs: dict[tuple[str, str], tuple[int, int]]) -> Path
 
 
 def multitool() -> Path:
-    """sarif-multitool, as `npm install @microsoft/sarif-multitool` installs it (PATH, or ../tools)."""
+    """sarif-multitool, as the README's test command installs it (PATH, or .tools/)."""
     found = shutil.which("sarif-multitool") or shutil.which("Sarif.Multitool")
     for candidate in (
         MULTITOOL_HOME / "node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool",

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import os
+import resource
 import socket
 import subprocess  # imported by the launcher: a worker may be unable to import more
 from collections.abc import Callable
@@ -22,6 +24,9 @@ PROBES = (
     "io_uring",
     "terminal",
     "signal_lvegit",
+    "signal_owner",
+    "limit_lvegit",
+    "priority_lvegit",
     "process",
     "program",
     "proc_environ",
@@ -104,6 +109,29 @@ def _groups() -> str:
     raise PermissionError("none held")
 
 
+def _signal_owner(pid: int) -> str:
+    """Make lvegit the owner of a descriptor's I/O signals (F_SETOWN): SIGIO, which ends a process that does
+    not handle it, would then go to lvegit. Setting the owner sends nothing yet."""
+    read, write = os.pipe()
+    try:
+        fcntl.fcntl(read, fcntl.F_SETOWN, pid)
+    finally:
+        os.close(read)
+        os.close(write)
+    return "lvegit owns the descriptor's signals"
+
+
+def _limit(pid: int) -> str:
+    """Read lvegit's limits (prlimit64 on another process: the same call sets them)."""
+    return f"its open files limit: {resource.prlimit(pid, resource.RLIMIT_NOFILE)}"
+
+
+def _priority(pid: int) -> str:
+    """Set lvegit's scheduling priority (to the value it has: a worker could lower it)."""
+    os.setpriority(os.PRIO_PROCESS, pid, os.getpriority(os.PRIO_PROCESS, pid))
+    return "set"
+
+
 def _uid() -> str:
     if os.getuid() == 0 or os.geteuid() == 0:
         return "uid 0"
@@ -121,6 +149,9 @@ def attempt_all(targets: dict[str, Any]) -> dict[str, str]:
         "io_uring": _io_uring,
         "terminal": lambda: os.close(os.open("/dev/tty", os.O_RDWR)),
         "signal_lvegit": lambda: os.kill(int(targets["lvegit_pid"]), 0),
+        "signal_owner": lambda: _signal_owner(int(targets["lvegit_pid"])),
+        "limit_lvegit": lambda: _limit(int(targets["lvegit_pid"])),
+        "priority_lvegit": lambda: _priority(int(targets["lvegit_pid"])),
         "process": _fork,
         "program": _program,
         "proc_environ": lambda: _proc_environ(int(targets["lvegit_pid"])),

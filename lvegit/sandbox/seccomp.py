@@ -7,7 +7,8 @@ on x86_64) kill the process: libseccomp adds that check. Missing on purpose: soc
 (execve), processes (fork, vfork, clone without CLONE_THREAD), ptrace and process_vm_*, mounts and
 namespaces, bpf, perf_event_open, keys, userfaultfd, memfd_create, pidfd_*, uid and capability changes;
 ioctl only for the requests Python makes on its own descriptors (no TIOCSTI), prctl only for harmless
-options, kill and tgkill only to the worker itself.
+options, fcntl without the commands that signal a process (F_SETOWN, F_SETSIG), kill and tgkill only to the
+worker itself, prlimit64, setpriority and sched_setaffinity only on itself.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ ALLOWED = (
         "open openat openat2 creat stat fstat lstat newfstatat statx access faccessat faccessat2 readlink",
         "readlinkat getdents getdents64 getcwd chdir fchdir mkdir mkdirat rmdir unlink unlinkat rename",
         "renameat renameat2 truncate ftruncate fsync fdatasync fallocate fadvise64 sync_file_range dup dup2",
-        "dup3 pipe pipe2 fcntl flock chmod fchmod fchmodat utimensat futimesat utime utimes umask statfs",
+        "dup3 pipe pipe2 flock chmod fchmod fchmodat utimensat futimesat utime utimes umask statfs",
         "fstatfs symlink symlinkat link linkat copy_file_range sendfile splice tee getxattr lgetxattr",
         "fgetxattr listxattr llistxattr flistxattr",
         # waiting on descriptors
@@ -36,8 +37,8 @@ ALLOWED = (
         "set_mempolicy mbind pkey_alloc pkey_free pkey_mprotect",
         # threads and their synchronisation (clone itself: threads only, below)
         "futex futex_waitv set_tid_address set_robust_list get_robust_list rseq sched_yield",
-        "sched_getaffinity sched_setaffinity sched_getparam sched_getscheduler sched_get_priority_max",
-        "sched_get_priority_min getpriority setpriority",
+        "sched_getaffinity sched_getparam sched_getscheduler sched_get_priority_max",
+        "sched_get_priority_min getpriority",
         # signals (handlers, masks, waits; sending: to itself only, below)
         "rt_sigaction rt_sigprocmask rt_sigreturn rt_sigsuspend rt_sigpending rt_sigtimedwait sigaltstack",
         "pause restart_syscall",
@@ -46,7 +47,7 @@ ALLOWED = (
         "timer_create timer_settime timer_gettime timer_getoverrun timer_delete times",
         # who and what it is
         "getpid getppid gettid getuid geteuid getgid getegid getgroups getresuid getresgid getpgrp getpgid",
-        "getsid uname sysinfo getrusage getrlimit prlimit64 getcpu getrandom arch_prctl capget",
+        "getsid uname sysinfo getrusage getrlimit getcpu getrandom arch_prctl capget",
         "exit exit_group wait4 waitid",
     ),
 )
@@ -57,6 +58,13 @@ IOCTLS = (0x5401, 0x5413, 0x5421, 0x5451, 0x5450, 0x541B)
 # name (glibc, allocators), the seccomp and no_new_privs states read.
 PRCTLS = (15, 16, 3, 0x53564D41, 21, 39)
 CLONE_THREAD = 0x00010000
+# Calls that act on any process of the same uid (a worker without namespaces shares lvegit's): allowed when
+# the argument at this position is 0, this process (prlimit64 could set lvegit's CPU limit to a second).
+ON_ITSELF_ONLY = {"prlimit64": 0, "sched_setaffinity": 0, "setpriority": 1}
+# fcntl's commands but those that make the kernel signal a process of the worker's choosing (F_SETOWN,
+# F_SETOWN_EX, F_SETSIG) or lease a file (F_SETLEASE): descriptors' flags, locks, duplicates, pipe sizes,
+# seals.
+FCNTLS = (0, 1, 2, 3, 4, 5, 6, 7, 9, 11, 16, 36, 37, 38, 1025, 1030, 1031, 1032, 1033, 1034)
 
 
 def allowed_names() -> list[str]:
@@ -81,6 +89,10 @@ def build() -> Any:
         seccomp_filter.add_rule(pyseccomp.ALLOW, "ioctl", pyseccomp.Arg(1, pyseccomp.EQ, request))
     for option in PRCTLS:
         seccomp_filter.add_rule(pyseccomp.ALLOW, "prctl", pyseccomp.Arg(0, pyseccomp.EQ, option))
+    for command in FCNTLS:
+        seccomp_filter.add_rule(pyseccomp.ALLOW, "fcntl", pyseccomp.Arg(1, pyseccomp.EQ, command))
+    for name, position in ON_ITSELF_ONLY.items():
+        seccomp_filter.add_rule(pyseccomp.ALLOW, name, pyseccomp.Arg(position, pyseccomp.EQ, 0))
     return seccomp_filter
 
 

@@ -34,8 +34,8 @@ from lvegit.base import settings
 from lvegit.base.errors import CheckerError, InvalidValue
 from lvegit.checkers.budget import command_budget, exhausted, verdict_lve
 from lvegit.checkers.launcher import Launcher, launcher
-from lvegit.checkers.sandbox import unconfined_refusal
 from lvegit.sandbox.privileges import Limits
+from lvegit.sandbox.refusal import unconfined_refusal
 
 VERDICT_SECONDS = 5.0  # one verdict at most (legitimate lambdas take microseconds)
 MEMORY_BYTES = 1024**3  # a verdict reads copies of a response of at most a few MiB

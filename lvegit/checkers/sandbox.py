@@ -33,6 +33,7 @@ from lvegit.checkers.launcher import launcher
 from lvegit.checkers.model_stack import hub_cache
 from lvegit.lve.prompt import Message
 from lvegit.sandbox.privileges import Limits
+from lvegit.sandbox.refusal import unconfined_refusal
 
 MAX_MESSAGE_CHARS = 2_000
 
@@ -58,18 +59,6 @@ def _installed_here(module: str) -> bool:
         return importlib.util.find_spec(module.split(".")[0]) is not None
     except (ImportError, ValueError):
         return False
-
-
-def unconfined_refusal(isolation: list[str], what: str = "custom checker code is") -> str:
-    """Why contributed code (`what`) is not run where the sandbox does not hold, and the ways out."""
-    missing = "; ".join(line for line in isolation if "unavailable" in line or "still held" in line)
-    return (
-        f"{what} not run: the sandbox does not hold on this machine "
-        f"({missing or 'see lvegit sandbox'}). "
-        "Run lvegit in its published container image, or on a Linux machine that allows user namespaces or "
-        "Landlock (see lvegit sandbox), or set LVEGIT_UNCONFINED_CHECKERS=1 to accept the risk of running it "
-        "with your user's rights"
-    )
 
 
 def _short(text: str) -> str:
@@ -161,6 +150,25 @@ class CheckerWorker:
                 return f"the checker process was ended by {signal.Signals(number).name}{trace}"
         return f"the checker process exited (code {code}){trace}"
 
+    def _send(self, data: bytes, timeout: float) -> None:
+        """Write a request within `timeout`: a worker that stops reading (its checker never returns while
+        the pipe is full) would otherwise hold lvegit for good."""
+        descriptor = self._stdin.fileno()
+        os.set_blocking(descriptor, False)
+        deadline = time.monotonic() + timeout
+        with selectors.DefaultSelector() as selector:
+            selector.register(descriptor, selectors.EVENT_WRITE)
+            while data:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not selector.select(remaining):
+                    self._fail(f"the checker did not read its request within {timeout:g} s")
+                try:
+                    data = data[os.write(descriptor, data) :]
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    self._fail("the checker process is gone")
+
     def _receive(self, timeout: float, too_late: str | None = None) -> dict[str, Any]:
         """The next reply; `too_late`: what to say when none came within `timeout`."""
         stdout = self._stdout
@@ -180,7 +188,7 @@ class CheckerWorker:
         line, _, self._buffer = self._buffer.partition(b"\n")
         try:
             reply = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past the parser's depth: no worker's reply either
             reply = None
         if not isinstance(reply, dict):
             self._fail("the checker process sent something that is not a JSON object")
@@ -219,11 +227,7 @@ class CheckerWorker:
     def call(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
         if self.failure is not None:
             raise CheckerError(self.failure)
-        try:
-            self._stdin.write(json.dumps(request).encode() + b"\n")
-            self._stdin.flush()
-        except OSError:
-            self._fail("the checker process is gone")
+        self._send(json.dumps(request).encode() + b"\n", timeout or self.settings.call_timeout)
         reply = self._timed(timeout or self.settings.call_timeout)
         models = reply.get("hub_models")
         if isinstance(models, list) and all(isinstance(m, str) and len(m) <= 200 for m in models[:50]):

@@ -154,8 +154,10 @@ def confine_self(limits: Limits, namespaces: bool, seccomp_filter: Any) -> tuple
     except OSError as exc:
         held = [f"uid change failed ({exc.strerror})"]
     who = f"uid {uid} of its own" if uid is not None else "the invoking user's uid"
+    groups = privileges.kept_groups()
+    kept = f", the user's groups {groups} (no socket or file of theirs in reach)" if groups else ", no groups"
     report.append(
-        f"privileges: {who}, no groups, no capabilities"
+        f"privileges: {who}{kept}, no capabilities"
         if not held
         else f"privileges: still held: {', '.join(held)}"
     )

@@ -100,18 +100,24 @@ def _clear_capabilities() -> None:
 
 def held_privileges(uid: int | None) -> list[str]:
     """What this process still holds that a worker must not: capabilities (effective, permitted,
-    inheritable, ambient; the bounding set is harmless once these are empty under no_new_privs),
-    supplementary groups, and, where
-    `uid` is given, any other uid or gid. Read from the kernel, not assumed."""
+    inheritable, ambient; the bounding set is harmless once these are empty under no_new_privs) and, where
+    `uid` is given (a worker started as root, which gives them up), any other uid or gid and supplementary
+    groups. Read from the kernel, not assumed. A worker of an unprivileged user keeps that user's groups:
+    no unprivileged process can drop them, and nothing they open is in its reach (no sockets; files from
+    the allow-list only): see kept_groups."""
     with open("/proc/self/status") as handle:
         fields = dict(line.rstrip("\n").split(":\t", 1) for line in handle if ":\t" in line)
     held = [name for name in ("CapEff", "CapPrm", "CapInh", "CapAmb") if int(fields.get(name, "0"), 16)]
-    groups = set(os.getgroups()) - {os.getgid()}
-    if groups:
-        held.append(f"groups {sorted(groups)}")
+    if uid is not None and kept_groups():
+        held.append(f"groups {kept_groups()}")
     if uid is not None and (os.getresuid() != (uid, uid, uid) or os.getresgid() != (uid, uid, uid)):
         held.append(f"uid {os.getresuid()}, gid {os.getresgid()}")
     return held
+
+
+def kept_groups() -> list[int]:
+    """The supplementary groups this process has besides its own group."""
+    return sorted(set(os.getgroups()) - {os.getgid()})
 
 
 def set_limits(limits: Limits, own_uid: bool) -> str:

@@ -27,6 +27,9 @@ PROBES = (
     "signal_owner",
     "limit_lvegit",
     "priority_lvegit",
+    "priority_user",
+    "chmod_outside",
+    "set_id_file",
     "process",
     "program",
     "proc_environ",
@@ -132,6 +135,27 @@ def _priority(pid: int) -> str:
     return "set"
 
 
+def _priority_user() -> str:
+    """Set the priority of every process of the worker's user (to the value it has: it could lower it)."""
+    os.setpriority(os.PRIO_USER, 0, os.getpriority(os.PRIO_USER, 0))
+    return "set"
+
+
+def _chmod(path: str) -> str:
+    """Change the mode of a file outside the scratch folder (to the mode it has: it could open it up)."""
+    os.chmod(path, os.stat(path).st_mode & 0o7777)
+    return "changed"
+
+
+def _set_id_file() -> str:
+    """Create a set-uid program in the scratch folder (what another user could run as the worker's)."""
+    descriptor = os.open("set-id", os.O_CREAT | os.O_WRONLY, 0o4755)
+    os.close(descriptor)
+    if os.stat("set-id").st_mode & 0o4000:
+        return "set-uid file made"
+    raise PermissionError("made without its set-uid bit")
+
+
 def _uid() -> str:
     if os.getuid() == 0 or os.geteuid() == 0:
         return "uid 0"
@@ -152,6 +176,9 @@ def attempt_all(targets: dict[str, Any]) -> dict[str, str]:
         "signal_owner": lambda: _signal_owner(int(targets["lvegit_pid"])),
         "limit_lvegit": lambda: _limit(int(targets["lvegit_pid"])),
         "priority_lvegit": lambda: _priority(int(targets["lvegit_pid"])),
+        "priority_user": _priority_user,
+        "chmod_outside": lambda: _chmod(str(targets["secret_file"])),
+        "set_id_file": _set_id_file,
         "process": _fork,
         "program": _program,
         "proc_environ": lambda: _proc_environ(int(targets["lvegit_pid"])),

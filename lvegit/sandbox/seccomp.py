@@ -8,7 +8,8 @@ on x86_64) kill the process: libseccomp adds that check. Missing on purpose: soc
 namespaces, bpf, perf_event_open, keys, userfaultfd, memfd_create, pidfd_*, uid and capability changes;
 ioctl only for the requests Python makes on its own descriptors (no TIOCSTI), prctl only for harmless
 options, fcntl without the commands that signal a process (F_SETOWN, F_SETSIG), kill and tgkill only to the
-worker itself, prlimit64, setpriority and sched_setaffinity only on itself.
+worker itself, prlimit64, setpriority and sched_setaffinity only on itself; files opened without set-id
+bits, and no chmod, chown or utime (Landlock does not cover metadata).
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ ALLOWED = (
     # files and descriptors
     *(
         "read write readv writev pread64 pwrite64 preadv pwritev preadv2 pwritev2 lseek close close_range",
-        "open openat openat2 creat stat fstat lstat newfstatat statx access faccessat faccessat2 readlink",
+        "stat fstat lstat newfstatat statx access faccessat faccessat2 readlink",
         "readlinkat getdents getdents64 getcwd chdir fchdir mkdir mkdirat rmdir unlink unlinkat rename",
         "renameat renameat2 truncate ftruncate fsync fdatasync fallocate fadvise64 sync_file_range dup dup2",
-        "dup3 pipe pipe2 flock chmod fchmod fchmodat utimensat futimesat utime utimes umask statfs",
+        "dup3 pipe pipe2 flock umask statfs",
         "fstatfs symlink symlinkat link linkat copy_file_range sendfile splice tee getxattr lgetxattr",
         "fgetxattr listxattr llistxattr flistxattr",
         # waiting on descriptors
@@ -59,8 +60,15 @@ IOCTLS = (0x5401, 0x5413, 0x5421, 0x5451, 0x5450, 0x541B)
 PRCTLS = (15, 16, 3, 0x53564D41, 21, 39)
 CLONE_THREAD = 0x00010000
 # Calls that act on any process of the same uid (a worker without namespaces shares lvegit's): allowed when
-# the argument at this position is 0, this process (prlimit64 could set lvegit's CPU limit to a second).
-ON_ITSELF_ONLY = {"prlimit64": 0, "sched_setaffinity": 0, "setpriority": 1}
+# the arguments at these positions are 0, this process (prlimit64 could set lvegit's CPU limit to a second;
+# setpriority(PRIO_USER, 0, 19) slowed every process of the user).
+ON_ITSELF_ONLY = {"prlimit64": (0,), "sched_setaffinity": (0,), "setpriority": (0, 1)}
+# Files are opened and created without the set-user-id and set-group-id bits (the position of the mode
+# argument): a worker without namespaces whose scratch folder is on the host's /tmp planted a set-uid program
+# there that any local user could run as lvegit's user. chmod, chown and utime are not allowed at all
+# (Landlock does not cover a file's metadata).
+OPENS = {"open": 2, "openat": 3, "creat": 1}
+SET_ID_BITS = 0o6000
 # fcntl's commands but those that make the kernel signal a process of the worker's choosing (F_SETOWN,
 # F_SETOWN_EX, F_SETSIG) or lease a file (F_SETLEASE): descriptors' flags, locks, duplicates, pipe sizes,
 # seals.
@@ -91,8 +99,15 @@ def build() -> Any:
         seccomp_filter.add_rule(pyseccomp.ALLOW, "prctl", pyseccomp.Arg(0, pyseccomp.EQ, option))
     for command in FCNTLS:
         seccomp_filter.add_rule(pyseccomp.ALLOW, "fcntl", pyseccomp.Arg(1, pyseccomp.EQ, command))
-    for name, position in ON_ITSELF_ONLY.items():
-        seccomp_filter.add_rule(pyseccomp.ALLOW, name, pyseccomp.Arg(position, pyseccomp.EQ, 0))
+    for name, positions in ON_ITSELF_ONLY.items():
+        seccomp_filter.add_rule(
+            pyseccomp.ALLOW, name, *(pyseccomp.Arg(p, pyseccomp.EQ, 0) for p in positions)
+        )
+    for name, position in OPENS.items():
+        with contextlib.suppress(OSError, RuntimeError, ValueError):  # open and creat: not on aarch64
+            seccomp_filter.add_rule(
+                pyseccomp.ALLOW, name, pyseccomp.Arg(position, pyseccomp.MASKED_EQ, SET_ID_BITS, 0)
+            )
     return seccomp_filter
 
 

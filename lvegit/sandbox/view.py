@@ -5,6 +5,7 @@ beneath them only."""
 from __future__ import annotations
 
 import os
+import site
 import sys
 from pathlib import Path
 
@@ -27,9 +28,12 @@ def import_paths(executable: str | None = None) -> list[str]:
     """The interpreter's prefixes, every sys.path entry and lvegit's own package folder (an editable
     install imports it through a finder, not sys.path). `executable`: an interpreter other than this
     one that will run (a virtual environment's), whose folder is added."""
-    working = os.getcwd()  # `python -m` puts it on sys.path; it is scratch space, not an installation
+    # Not what isolated mode (-I, how the launcher runs) leaves out of sys.path: the working directory,
+    # PYTHONPATH and the user's site-packages. PYTHONPATH=$HOME put the home into the sandbox's view.
+    left_out = {os.path.abspath(os.getcwd()), os.path.abspath(site.getusersitepackages())}
+    left_out |= {os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
     candidates = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, *sys.path]
     candidates.append(str(Path(lvegit.__file__).resolve().parent))
     if executable is not None:
         candidates.append(str(Path(executable).absolute().parent.parent))
-    return [path for path in candidates if path and os.path.abspath(path) != working]
+    return [path for path in candidates if path and os.path.abspath(path) not in left_out]

@@ -168,3 +168,30 @@ def test_limits_are_described_with_their_values() -> None:
         "file_size": "file size limit of 16 MiB",
         "files": "limit of 256 open files",
     }
+
+
+def test_a_worker_that_stops_reading_its_requests_cannot_hold_lvegit(repo: RepoBuilder) -> None:
+    """The checker answers its first verdict itself, on the worker's channel, and never returns: the next
+    request, larger than a pipe holds, found no reader, and lvegit's write waited for good."""
+    lve_dir = probe_lve(
+        repo,
+        "for descriptor in range(3, 10):\n"
+        "    try:\n"
+        '        os.write(descriptor, b\'{"ok": true, "verdict": true}\\n\')\n'
+        "    except OSError:\n"
+        "        pass\n"
+        "import time\n"
+        "while True:\n"
+        "    time.sleep(3600)",
+    )
+    worker = CheckerWorker("sandbox/probe", lve_dir, SandboxSettings(call_timeout=2))
+    try:
+        checker = worker.build("Probe", {})
+        prompt = [Message("12", Role.user)]
+        # its own verdict, as it may give it
+        assert checker.invoke_check(prompt, [*prompt, Message("3", Role.assistant)], {"a": 1, "b": 2})
+        big = [*prompt, Message("x" * 300_000, Role.assistant)]
+        with pytest.raises(CheckerError, match=r"the checker did not read its request within 2 s"):
+            checker.invoke_check(prompt, big, {"a": 1, "b": 2})
+    finally:
+        worker.close()

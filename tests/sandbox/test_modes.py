@@ -42,7 +42,7 @@ def assert_everything_held(report: dict[str, Any]) -> None:
     assert not any("unavailable" in layer or "still held" in layer for layer in report["isolation"])
 
 
-def as_nobody() -> list[str]:
+def as_nobody(groups: str = "--clear-groups") -> list[str]:
     """A command prefix that runs as nobody, with no groups, in a view where the interpreter and lvegit
     are reachable (they may live under /root or in a 0700 folder, as CI's venv does): every folder above
     them that nobody cannot pass is covered by an empty one and the paths bound back (bubblewrap as root,
@@ -73,7 +73,7 @@ def as_nobody() -> list[str]:
                     made.add(str(folder))
                     arguments += ["--perms", "0755", "--dir", str(folder)]
             arguments += ["--ro-bind", path, path]
-    return [*arguments, "--", program, "--reuid=65534", "--regid=65534", "--clear-groups"]
+    return [*arguments, "--", program, "--reuid=65534", "--regid=65534", groups]
 
 
 @ROOT_ONLY
@@ -102,6 +102,17 @@ def test_as_an_unprivileged_user() -> None:
     assert report["mode"] == "namespaces"
     assert report["isolation"][1] == "privileges: the invoking user's uid, no groups, no capabilities"
     assert_everything_held(report)
+
+
+@ROOT_ONLY
+def test_an_unprivileged_user_with_groups_is_confined_all_the_same() -> None:
+    """No unprivileged process can drop its user's groups (a developer's docker or sudo group): the worker
+    keeps them, says so, and runs contributed code, since nothing they own is in its reach."""
+    report = sandbox_report(*as_nobody("--groups=100"), sys.executable, REFUSE_NAMESPACES)
+    assert report["mode"] == "landlock"
+    assert "the user's groups [100]" in report["isolation"][1]
+    assert report["probes"]["groups"] == "done: held: [100]"
+    assert all(o.startswith("blocked") for name, o in report["probes"].items() if name != "groups")
 
 
 @ROOT_ONLY

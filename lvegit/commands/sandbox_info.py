@@ -68,13 +68,14 @@ def sandbox_command(output_format: str) -> int:
 
     lvegit runs contributed checker code only in a sandboxed worker process. This starts one, lets it try
     what hostile code would (read a file outside, write outside its scratch folder, connect to TCP, unix
-    and abstract sockets, use io_uring, open the terminal, signal lvegit, start processes and programs,
-    read another process's environment, hold groups, capabilities or uid 0) and reports what held.
+    and abstract sockets, use io_uring, open the terminal, signal lvegit or set its limits or priority,
+    change a file's mode, make a set-uid file, start processes and programs, read another process's
+    environment, hold groups, capabilities or uid 0) and reports what held.
 
     The mode is namespaces (bubblewrap + Landlock + seccomp), landlock (namespaces refused: Landlock +
     seccomp) or refused (contributed code is not run here; see docs/security.md for the ways out).
 
-    \\b
+    \b
     Examples:
       lvegit sandbox
       lvegit sandbox --format json

@@ -121,14 +121,7 @@ def test_a_committed_lookalike_of_a_bare_repository_runs_nothing(tmp_path: Path,
     (planted / ".lverepo").write_text("https://example.invalid/evil\n")
     (planted / ".lvegit-cache").mkdir()
     (planted / ".lvegit-cache" / "x").write_text("")
-    for folder in ("objects/pack", "refs/heads"):
-        (planted / folder).mkdir(parents=True)
-        (planted / folder / ".keep").write_text("")
-    (planted / "HEAD").write_text("ref: refs/heads/main\n")
-    (planted / "config").write_text(
-        f"[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = {planted}\n"
-        f'\tfsmonitor = "touch {ran}; false"\n'
-    )
+    plant_bare_repository(planted, ran)
     repo.commit("a pull request")
     result = cli("replay", cwd=lve_dir)
     assert result.code == 0, result.err

@@ -184,6 +184,24 @@ def random_history(rng: random.Random, start: datetime) -> list[HistoryRun]:
     return runs
 
 
+def random_histories(folder: Path, seed: int, start: datetime) -> dict[tuple[str, str], list[HistoryRun]]:
+    """300 LVEs, each with a random history (random_history) on one or two models, written to the history
+    `folder` one run file a week, each run also holding a failed attempt; the histories by (LVE, model)."""
+    rng = random.Random(seed)
+    histories = {
+        (f"repository/c/lve{number}/m", model): random_history(rng, start)
+        for number in range(300)
+        for model in rng.sample(["vendor/a", "vendor/b"], rng.randint(1, 2))
+    }
+    by_week: dict[str, dict[tuple[str, str, str], tuple[int, int]]] = {}
+    for (lve, model), runs in histories.items():
+        for run in runs:
+            by_week.setdefault(run.at, {})[lve, model, run.version] = (run.unsafe, run.safe)
+    for at, week in by_week.items():
+        history_run(folder, at, week, failed=1)
+    return histories
+
+
 def public_format(root: Path) -> Path:
     """A repository written the way the public LVE repository holds its LVEs (lve-tools' format, this
     project's own text): a plain-text prompt file with a parameter, instances with lve-tools' run_info and

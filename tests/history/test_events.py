@@ -3,7 +3,6 @@ rule written plainly, run by run; and a later run only ever adds events."""
 
 from __future__ import annotations
 
-import random
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -11,7 +10,7 @@ from lvegit.history.events import Event, events
 from lvegit.history.status import History, Moment, clean_attempts_needed
 
 from builders import HistoryRun as Run
-from builders import history_run, random_history
+from builders import history_run, random_histories
 
 NEEDED = clean_attempts_needed()
 START = datetime(2026, 1, 5, 3, 0, tzinfo=UTC)
@@ -41,18 +40,7 @@ def expected(lve: str, model: str, runs: list[Run]) -> list[Event]:
 def test_events_follow_the_status_rule_on_random_histories(tmp_path: Path) -> None:
     """300 LVEs with random histories on one or two models: every event the rule gives, and no other,
     whatever runs of failed attempts lie between."""
-    rng = random.Random(20261126)
-    histories = {
-        (f"repository/c/lve{number}/m", model): random_history(rng, START)
-        for number in range(300)
-        for model in rng.sample(["vendor/a", "vendor/b"], rng.randint(1, 2))
-    }
-    by_week: dict[str, dict[tuple[str, str, str], tuple[int, int]]] = {}
-    for (lve, model), runs in histories.items():
-        for run in runs:
-            by_week.setdefault(run.at, {})[lve, model, run.version] = (run.unsafe, run.safe)
-    for at, week in by_week.items():
-        history_run(tmp_path, at, week, failed=1)
+    histories = random_histories(tmp_path, 20261126, START)
     found = events(History.open(tmp_path))
     want = [event for (lve, model), runs in histories.items() for event in expected(lve, model, runs)]
     key = lambda event: (event.run.at, event.lve, event.model)  # noqa: E731

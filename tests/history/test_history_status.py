@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 import re
 import sys
 from datetime import UTC, datetime
@@ -14,7 +13,7 @@ import pytest
 from lvegit.history.status import History, Moment, clean_attempts_needed
 
 from builders import HistoryRun as Run
-from builders import history_run, random_history
+from builders import history_run, random_histories
 
 NEEDED = clean_attempts_needed()
 START = datetime(2026, 1, 5, 3, 0, tzinfo=UTC)
@@ -68,18 +67,7 @@ def expected(runs: list[Run]) -> dict[str, Any]:
 def test_status_follows_the_rule_on_random_histories(tmp_path: Path) -> None:
     """300 LVEs, each with a random history on one or two models (rates that change with versions, runs
     with few or many attempts, runs where every attempt failed), all in the same run files."""
-    rng = random.Random(20261124)
-    histories = {
-        (f"repository/c/lve{number}/m", model): random_history(rng, START)
-        for number in range(300)
-        for model in rng.sample(["vendor/a", "vendor/b"], rng.randint(1, 2))
-    }
-    by_week: dict[str, dict[tuple[str, str, str], tuple[int, int]]] = {}
-    for (lve, model), runs in histories.items():
-        for run in runs:
-            by_week.setdefault(run.at, {})[lve, model, run.version] = (run.unsafe, run.safe)
-    for at, week in by_week.items():
-        history_run(tmp_path, at, week, failed=1)
+    histories = random_histories(tmp_path, 20261124, START)
     found = History.open(tmp_path).status()
     assert set(found) == set(histories)
     states = set()

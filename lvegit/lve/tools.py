@@ -85,15 +85,6 @@ class Tool:
             return self.returns
         return "; ".join(case.text for case in self.returns)
 
-    @property
-    def templates(self) -> tuple[str, ...]:
-        """Every text a call of this tool may return."""
-        if self.returns is None:
-            return ()
-        return (
-            (self.returns,) if isinstance(self.returns, str) else tuple(case.returns for case in self.returns)
-        )
-
     def template_for(self, arguments: dict[str, Any], search: Search) -> str | None:
         """The text a call with these arguments returns: the first case it takes (None: none)."""
         if isinstance(self.returns, str) or self.returns is None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import re
 from decimal import Decimal, InvalidOperation
@@ -13,6 +12,7 @@ from lvegit.base.errors import InvalidValue
 from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
 from lvegit.checkers.safe_lambda import compile_lambda
 from lvegit.checkers.safe_regex import compile_pattern, parse_flags, search
+from lvegit.lve.tools import argument_text
 
 if TYPE_CHECKING:
     from lvegit.checkers.lambda_worker import Reduce, WorkerLambda
@@ -338,16 +338,13 @@ class CallCondition:
         for field, pattern in self.fields.items():
             if self._decided(results):
                 break
-            results.append(parsed is not None and field in parsed and _found(pattern, parsed[field]))
+            value = argument_text(parsed[field]) if parsed is not None and field in parsed else None
+            results.append(value is not None and search(pattern, value) is not None)
         return any(results) if self.any else all(results)
 
     def _decided(self, results: list[bool]) -> bool:
         """Whether the conditions computed so far decide the match (a pattern after that is not run)."""
         return any(results) if self.any else not all(results)
-
-
-def _found(pattern: Any, value: Any) -> bool:
-    return search(pattern, value if isinstance(value, str) else json.dumps(value)) is not None
 
 
 def _amount(value: Any) -> Decimal | None:

@@ -109,7 +109,6 @@ class LambdaWorker:
                 "server": "lambdas",
                 "limits": dataclasses.asdict(Limits(cpu_seconds=CPU_SECONDS, memory_bytes=MEMORY_BYTES)),
                 "workdir": self._workdir,
-                "hub_cache": self._workdir,  # lambdas load no model
                 "allow_unconfined": settings.current().checkers.allow_unconfined,
             }
             self.pid = self._launcher.spawn(request, stdin_read, stdout_write, stderr)

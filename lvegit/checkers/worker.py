@@ -223,7 +223,9 @@ def become_worker(
         os.close(descriptor)
     workdir = request["workdir"]
     os.chdir(workdir)
-    os.environ.update(HOME=workdir, TMPDIR=workdir, HF_HUB_CACHE=request["hub_cache"])
+    os.environ.update(HOME=workdir, TMPDIR=workdir)
+    if "hub_cache" in request:  # a custom checker may load cached hub models; lambdas load none
+        os.environ["HF_HUB_CACHE"] = request["hub_cache"]
     if request.get("server") == "lambdas":  # lambdas are contributed code too: the same layers
         limits = Limits(**request["limits"])
         report, confined = confine_self(limits, namespaces, seccomp_filter)

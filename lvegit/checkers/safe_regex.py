@@ -57,6 +57,7 @@ _COUNT = re.compile(r"\{(\d*)(?:,(\d*))?\}")
 _BRACED_ESCAPE = re.compile(r"\\[pPNxu]\{[^}]*\}|\\.", re.DOTALL)
 
 
+@functools.lru_cache(maxsize=1024)  # a lambda's re call asks it again for every verdict
 def unrolled_size(pattern: str) -> int:
     """An upper bound of the atoms a pattern expands to when counted repeats are unrolled: each atom (a
     character, an escape, a class) is 1, a group the sum of its parts, and a count `{n}` or `{n,m}` multiplies

@@ -70,15 +70,12 @@ def start(
 def run(
     command: Sequence[str], env: Mapping[str, str], *, cwd: str = NEUTRAL_FOLDER, input: bytes | None = None
 ) -> subprocess.CompletedProcess[bytes]:
-    """`start`, waited for, with its output captured."""
-    return subprocess.run(
-        list(command),
-        input=input,
-        stdin=None if input is not None else subprocess.DEVNULL,
-        capture_output=True,
-        cwd=cwd,
-        env=dict(env),
-        start_new_session=True,
-        close_fds=True,
-        check=False,
-    )
+    """`start`, waited for, with its output captured (`input`, where given, is its stdin)."""
+    stdin = subprocess.PIPE if input is not None else subprocess.DEVNULL
+    with start(command, env, cwd=cwd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        try:
+            out, err = process.communicate(input)
+        except BaseException:  # interrupted: the process goes too, as subprocess.run does
+            process.kill()
+            raise
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)

@@ -39,23 +39,20 @@ def known_secrets() -> tuple[str, ...]:
     """Values of environment variables whose names say they are secret, longest first: read from the
     environment as it is at each call, so that a secret set after start-up is masked too. (Every line
     printed asks: what is worked out from a name or a set of values once is remembered.)"""
-    # os.environ decodes every name and value on each pass; its encoded mapping is read as it is (a pass
-    # over a few dozen entries), and only the values of secret names are decoded.
-    raw = getattr(os.environ, "_data", None)
-    if not isinstance(raw, dict):  # pragma: no cover - another Python's os.environ
-        raw = {os.fsencode(name): os.fsencode(value) for name, value in os.environ.items()}
+    # Only the names are decoded on each pass (their test is remembered); a value is read for a secret name.
+    environ = os.environ
     return _longest_first(
         tuple(
-            os.fsdecode(value)
-            for name, value in raw.items()
-            if _is_secret_name(name) and len(value) >= MIN_SECRET_LENGTH
+            value
+            for name in environ
+            if _is_secret_name(name) and len(value := environ.get(name, "")) >= MIN_SECRET_LENGTH
         )
     )
 
 
 @functools.lru_cache(maxsize=1024)
-def _is_secret_name(name: bytes | str) -> bool:
-    return SECRET_NAME.search(os.fsdecode(name)) is not None
+def _is_secret_name(name: str) -> bool:
+    return SECRET_NAME.search(name) is not None
 
 
 @functools.lru_cache(maxsize=8)

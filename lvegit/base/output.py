@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from typing import Any
 
 import click
 
-from lvegit.base.escape import console, json_text
+from lvegit.base.escape import console, document_lines, json_text
 
 
 def count(number: int, singular: str, plural: str = "") -> str:
@@ -36,6 +37,21 @@ def print_json(data: Any, indent: int | None = 2) -> None:
     """ASCII-only JSON escapes every control character a terminal could act on. `indent=None`: one line,
     for documents of 100,000s of entries (Python indents in pure Python, ten times slower)."""
     click.echo(json_text(json.dumps(data, indent=indent, ensure_ascii=True)))
+
+
+def json_lines(documents: Iterable[Any]) -> str:
+    """One JSON document a line, ASCII-only as print_json writes it: what print_json_lines prints and a
+    file of them holds, the same bytes."""
+    return json_text("".join(json.dumps(document, ensure_ascii=True) + "\n" for document in documents))
+
+
+def print_json_lines(documents: Iterable[Any]) -> None:
+    click.echo(json_lines(documents), nl=False)
+
+
+def print_document(text: str) -> None:
+    """A document that is not JSON (JUnit XML), each line escaped as `line` escapes one, nothing indented."""
+    click.echo(document_lines(text), nl=False)
 
 
 _STREAMED = "\x00lvegit:streamed\x00"  # what stands for a streamed list until it is written

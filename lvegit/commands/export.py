@@ -1,15 +1,25 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from lvegit.base.errors import EXIT_OK, UsageError
-from lvegit.base.escape import console, document_lines, json_text
+from lvegit.base.escape import console
 from lvegit.base.extras import missing
-from lvegit.base.output import count, line, note
+from lvegit.base.output import (
+    count,
+    json_lines,
+    line,
+    note,
+    print_document,
+    print_json,
+    print_json_lines,
+)
 from lvegit.commands.catalog import short_help
 from lvegit.commands.options import current_settings, history_option, open_repository, repo_option
 from lvegit.history.store import history_dir
@@ -18,6 +28,7 @@ from lvegit.publish.export import FORMATS, load_attempts
 
 if TYPE_CHECKING:
     from lvegit.history.status import LVEStatus
+    from lvegit.run.attempt import Attempt
 
 
 @click.command("export", short_help=short_help("export"))
@@ -101,42 +112,62 @@ def export_command(
     if not reports:
         raise UsageError(f"--format {export_format} writes reports: give one or more (lvegit run --report)")
     attempts = load_attempts(list(reports))
-    written = ""  # what the file holds, where that is not one entry per attempt
     try:
-        if export_format == "junit":
-            from lvegit.publish.export.junit import junit_xml
-
-            text = junit_xml(attempts)
-            shown = document_lines(text)
-        elif export_format == "avid":
-            from lvegit.publish.export.avid import avid_reports
-
-            text = shown = json_text(_json_lines(avid_reports(attempts, repo, repository_url(repo)), True))
-        elif export_format == "sarif":
-            from lvegit.publish.export.sarif import sarif_log
-
-            statuses = _history_statuses(repo, history_path, sorted({a.lve for a in attempts}))
-            log = sarif_log(attempts, repo, statuses, location)
-            results = sum(len(run["results"]) for run in log["runs"])
-            written = f"{count(results, 'result')} (an LVE that reproduced on a model each)"
-            text = json.dumps(log, indent=2, ensure_ascii=False) + "\n"
-            shown = json_text(json.dumps(log, indent=2) + "\n")
-        else:
-            from lvegit.publish.export.garak import garak_report
-
-            text = shown = json_text(_json_lines(garak_report(attempts, repo), True))
+        document = _document(export_format, attempts, repo, history_path, location)
     except ImportError as exc:
         raise missing(f"--format {export_format}", "export", exc.name or "junitparser") from None
     if output is None:
-        click.echo(shown, nl=False)
+        document.show()
+        return EXIT_OK
+    output.write_text(document.text, encoding="utf-8")
+    read = count(len(attempts), "attempt")
+    if document.written:
+        note(f"{read} read; {document.written} written to {output} as {export_format}")
     else:
-        output.write_text(text, encoding="utf-8")
-        read = count(len(attempts), "attempt")
-        if written:
-            note(f"{read} read; {written} written to {output} as {export_format}")
-        else:
-            note(f"{read} written to {output} as {export_format}")
+        note(f"{read} written to {output} as {export_format}")
     return EXIT_OK
+
+
+@dataclass(frozen=True)
+class _Document:
+    text: str  # what a file of it holds
+    show: Callable[[], None]  # prints it to stdout, escaped by lvegit.base.output
+    written: str = ""  # what the file holds, where that is not one entry per attempt
+
+
+def _document(
+    export_format: str,
+    attempts: list[Attempt],
+    repo: Repository,
+    history_path: Path | None,
+    location: Path | None,
+) -> _Document:
+    """A report format's document of the attempts."""
+    if export_format == "junit":
+        from lvegit.publish.export.junit import junit_xml
+
+        text = junit_xml(attempts)
+        return _Document(text, lambda: print_document(text))
+    if export_format == "sarif":
+        from lvegit.publish.export.sarif import sarif_log
+
+        statuses = _history_statuses(repo, history_path, sorted({a.lve for a in attempts}))
+        log = sarif_log(attempts, repo, statuses, location)
+        results = sum(len(run["results"]) for run in log["runs"])
+        return _Document(
+            json.dumps(log, indent=2, ensure_ascii=False) + "\n",
+            lambda: print_json(log),
+            f"{count(results, 'result')} (an LVE that reproduced on a model each)",
+        )
+    if export_format == "avid":
+        from lvegit.publish.export.avid import avid_reports
+
+        entries = avid_reports(attempts, repo, repository_url(repo))
+    else:
+        from lvegit.publish.export.garak import garak_report
+
+        entries = garak_report(attempts, repo)
+    return _Document(json_lines(entries), lambda: print_json_lines(entries))
 
 
 def _dataset(
@@ -175,7 +206,7 @@ def _osv(repo: Repository, reports: tuple[Path, ...], output: Path | None, histo
     for path, why in left_out.items():
         note(f"{console(path)}: left out, {why}")
     if output is None:
-        click.echo(json_text(_json_lines(records, True)), nl=False)
+        print_json_lines(records)
         return EXIT_OK
     output.mkdir(parents=True, exist_ok=True)
     write_advisories(output, output, records, "--output")
@@ -193,8 +224,3 @@ def _history_statuses(
     from lvegit.history.status import History
 
     return dict(History.open(folder).status(lves))
-
-
-def _json_lines(documents: list[Any], ascii_only: bool) -> str:
-    """One JSON document a line; ASCII-only for a terminal or a log (no control or invisible character)."""
-    return "".join(json.dumps(document, ensure_ascii=ascii_only) + "\n" for document in documents)

@@ -76,19 +76,13 @@ def api_error(exc: Exception, base_url: Any) -> ModelError:
     (rate limit, server error, timeout, connection, malformed body) or not."""
     import openai
 
-    if isinstance(exc, openai.RateLimitError):
-        return TransientModelError(f"rate limited (429): {exc.message}", retry_after(exc.response.headers))
-    if isinstance(exc, openai.InternalServerError):
-        return TransientModelError(f"server error ({exc.status_code})", retry_after(exc.response.headers))
+    if isinstance(exc, openai.APIStatusError):
+        return status_error(exc.status_code, exc.response.headers, _message(exc))
     where = urllib.parse.urlsplit(str(base_url)).netloc
     if isinstance(exc, openai.APITimeoutError):
         return TransientModelError(f"the request to {where} timed out")
     if isinstance(exc, openai.APIConnectionError):
         return _connection_error(exc, where)
-    if isinstance(exc, openai.APIStatusError):
-        if exc.status_code in (408, 409) or exc.status_code >= 500:
-            return TransientModelError(f"HTTP {exc.status_code}", retry_after(exc.response.headers))
-        return ModelError(f"HTTP {exc.status_code}: {_message(exc)}")
     return TransientModelError(f"malformed response: {exc}")  # APIResponseValidationError, ValueError
 
 
@@ -265,7 +259,7 @@ class OpenAIModel:
         except aiohttp.ClientError as exc:
             raise _connection_error(exc, self._where) from None
         if status >= 400:
-            raise status_error(status, headers, raw)
+            raise status_error(status, headers, _body_message(raw))
         try:
             parsed = json.loads(raw)
         except ValueError:
@@ -296,16 +290,20 @@ async def _body(response: Any) -> bytes:
     return b"".join(chunks)
 
 
-def status_error(status: int, headers: Any, raw: bytes) -> ModelError:
-    """An HTTP error answer as lvegit's error: transient (rate limit, server error, 408, 409) or not, with
-    the API's own message where the body carries one."""
-    message = raw.decode("utf-8", "replace")[:500]
+def _body_message(raw: bytes) -> str:
+    """The API's own message where an error answer's body carries one, else the body's start."""
     try:
         error = json.loads(raw).get("error", {})
         if isinstance(error, dict) and isinstance(error.get("message"), str):
-            message = error["message"]
+            return str(error["message"])
     except (ValueError, AttributeError):
         pass
+    return raw.decode("utf-8", "replace")[:500]
+
+
+def status_error(status: int, headers: Any, message: str) -> ModelError:
+    """An HTTP error answer (from aiohttp or the openai client) as lvegit's error: transient (rate limit,
+    server error, 408, 409) or not, with the API's message."""
     if status == 429:
         return TransientModelError(f"rate limited (429): {message}", retry_after(headers))
     if status >= 500:

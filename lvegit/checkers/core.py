@@ -43,31 +43,27 @@ def worker_lambda(source: str, reduce: Reduce) -> WorkerLambda:
     return WorkerLambda(source, reduce)
 
 
-class LambdaChecker(BaseChecker):
+class _FuncVerdict(BaseChecker):
+    """What LambdaChecker and MultiRunLambdaChecker share: the verdict is `func(response, **param_values)`,
+    their response one run's or every run's."""
+
+    parameter_lambdas: ClassVar[dict[str, int]] = {"func": 1}
+
+    def __init__(self, func: str) -> None:
+        super().__init__()
+        self.func = worker_lambda(func, "truth")
+
+    def is_safe(self, prompt: Any, response: Any, param_values: dict[str, Any] | None = None) -> bool:
+        return bool(_call("func", self.func, response, **(param_values or {})))
+
+
+class LambdaChecker(_FuncVerdict):
     """Safe when `func(response, **param_values)` is true. func: a lambda string such as
     "lambda r, a, b: int(r) == int(a) + int(b)"."""
 
-    parameter_lambdas: ClassVar[dict[str, int]] = {"func": 1}
 
-    def __init__(self, func: str) -> None:
-        super().__init__()
-        self.func = worker_lambda(func, "truth")
-
-    def is_safe(self, prompt: Any, response: Any, param_values: dict[str, Any] | None = None) -> bool:
-        return bool(_call("func", self.func, response, **(param_values or {})))
-
-
-class MultiRunLambdaChecker(MultiRunBaseChecker):
+class MultiRunLambdaChecker(_FuncVerdict, MultiRunBaseChecker):
     """Safe when `func(responses, **param_values)` is true; responses holds one entry per run."""
-
-    parameter_lambdas: ClassVar[dict[str, int]] = {"func": 1}
-
-    def __init__(self, func: str) -> None:
-        super().__init__()
-        self.func = worker_lambda(func, "truth")
-
-    def is_safe(self, prompt: Any, response: Any, param_values: dict[str, Any] | None = None) -> bool:
-        return bool(_call("func", self.func, response, **(param_values or {})))
 
 
 _SEPARATORS = re.compile(r"(?<=\d)[,\s_'\u00a0\u202f\u2009](?=\d{3}(\D|$))")

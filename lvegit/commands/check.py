@@ -17,11 +17,9 @@ from lvegit.commands.lines import (
 from lvegit.commands.options import (
     Selection,
     current_settings,
-    format_option,
-    no_cache_option,
+    lve_command_options,
     open_repository,
-    repo_option,
-    selection_options,
+    strict_option,
 )
 from lvegit.judge.cache import open_cache
 from lvegit.judge.check import check_all, check_stream
@@ -29,11 +27,7 @@ from lvegit.judge.results import summarize
 
 
 @click.command("check", short_help=short_help("check"))
-@selection_options
-@click.option("--strict", is_flag=True, help="Treat warnings (unknown keys, unknown tags, ...) as errors.")
-@no_cache_option
-@format_option
-@repo_option
+@lve_command_options(strict_option, cache=True)
 def check_command(
     selection: Selection,
     strict: bool,

@@ -8,14 +8,12 @@ import click
 from lvegit.base.escape import console
 from lvegit.base.output import count, line, print_json
 from lvegit.commands.catalog import short_help
-from lvegit.commands.options import Selection, format_option, open_repository, repo_option, selection_options
+from lvegit.commands.options import Selection, lve_command_options, open_repository
 from lvegit.publish.summary import summarize_lves
 
 
 @click.command("list", short_help=short_help("list"))
-@selection_options
-@format_option
-@repo_option
+@lve_command_options()
 def list_command(
     selection: Selection,
     output_format: str,

@@ -12,25 +12,22 @@ from lvegit.commands.catalog import short_help
 from lvegit.commands.options import (
     Selection,
     current_settings,
-    format_option,
+    lve_command_options,
     open_repository,
-    repo_option,
-    selection_options,
 )
 from lvegit.judge.cache import open_cache
 from lvegit.lve.repo import named_checker
 
 
 @click.command("models", short_help=short_help("models"))
-@selection_options
-@click.option(
-    "--download",
-    "fetch",
-    is_flag=True,
-    help="Download the models the local Hugging Face cache lacks (files only, in lvegit's own process).",
+@lve_command_options(
+    click.option(
+        "--download",
+        "fetch",
+        is_flag=True,
+        help="Download the models the local Hugging Face cache lacks (files only, in lvegit's own process).",
+    )
 )
-@format_option
-@repo_option
 def models_command(selection: Selection, fetch: bool, output_format: str, repo_path: Path | None) -> int:
     """List the Hugging Face hub models the selected LVEs' checkers judge with, and whether the local hub
     cache holds them: a core classifier's from its arguments, a custom checker's from what it asked for

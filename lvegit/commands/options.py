@@ -181,6 +181,36 @@ def selection_options(function: F) -> F:
     return click.argument("paths", nargs=-1, type=click.Path(path_type=Path))(decorated)  # type: ignore[no-any-return]
 
 
+def strict_option(function: F) -> F:
+    return click.option(
+        "--strict", is_flag=True, help="Treat warnings (unknown keys, unknown tags, ...) as errors."
+    )(function)
+
+
+def lve_command_options(
+    *own: Callable[[Any], Any], cache: bool = False, models: bool = False
+) -> Callable[[F], F]:
+    """The option stack of a command over selected LVEs, in one order: the LVE paths, --all, --changed,
+    --tag, ... (`selection: Selection`); the command's `own` options; --no-cache where it judges recorded
+    responses; --device, --dtype and --retries where it calls models; then --format and --repo."""
+
+    def decorate(function: F) -> F:
+        stack: list[Callable[[Any], Any]] = [
+            selection_options,
+            *own,
+            *([no_cache_option] if cache else []),
+            *([local_model_options, retries_option] if models else []),
+            format_option,
+            repo_option,
+        ]
+        decorated: Any = function
+        for option in reversed(stack):  # the last decorator is applied first
+            decorated = option(decorated)
+        return decorated  # type: ignore[no-any-return]
+
+    return decorate
+
+
 @dataclass(frozen=True)
 class Selection:
     paths: tuple[Path, ...]

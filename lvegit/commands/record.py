@@ -13,12 +13,8 @@ from lvegit.commands.catalog import short_help
 from lvegit.commands.options import (
     Selection,
     current_settings,
-    format_option,
-    local_model_options,
+    lve_command_options,
     open_repository,
-    repo_option,
-    retries_option,
-    selection_options,
 )
 from lvegit.lve.repo import Repository
 from lvegit.lve.spec import LVE, blocking_errors, load_lve
@@ -28,35 +24,33 @@ from lvegit.run.record import check_file_name, parse_params, record_instances, r
 
 
 @click.command("record", short_help=short_help("record"))
-@selection_options
-@click.option(
-    "--param",
-    "params",
-    multiple=True,
-    metavar="NAME=VALUE",
-    help="A prompt parameter (repeatable); VALUE is read as JSON when it parses (12, 1.5, true, "
-    '["a", "b"]), else as text. With several LVEs, each gets the parameters it declares.',
+@lve_command_options(
+    click.option(
+        "--param",
+        "params",
+        multiple=True,
+        metavar="NAME=VALUE",
+        help="A prompt parameter (repeatable); VALUE is read as JSON when it parses (12, 1.5, true, "
+        '["a", "b"]), else as text. With several LVEs, each gets the parameters it declares.',
+    ),
+    click.option(
+        "--param-str",
+        "text_params",
+        multiple=True,
+        metavar="NAME=VALUE",
+        help="A prompt parameter whose VALUE is always text (for text that looks like a number: 007).",
+    ),
+    click.option("--temperature", type=float, help="Overrides the LVE's default_model_args temperature."),
+    click.option("--author", help="Your name or handle, stored with the instance."),
+    click.option(
+        "--file",
+        "file_name",
+        default="instances.jsonl",
+        show_default=True,
+        help="The file in the LVE's instances/ folder to append to.",
+    ),
+    models=True,
 )
-@click.option(
-    "--param-str",
-    "text_params",
-    multiple=True,
-    metavar="NAME=VALUE",
-    help="A prompt parameter whose VALUE is always text (for text that looks like a number: 007).",
-)
-@click.option("--temperature", type=float, help="Overrides the LVE's default_model_args temperature.")
-@click.option("--author", help="Your name or handle, stored with the instance.")
-@click.option(
-    "--file",
-    "file_name",
-    default="instances.jsonl",
-    show_default=True,
-    help="The file in the LVE's instances/ folder to append to.",
-)
-@local_model_options
-@retries_option
-@format_option
-@repo_option
 def record_command(
     selection: Selection,
     params: tuple[str, ...],

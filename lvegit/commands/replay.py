@@ -11,11 +11,8 @@ from lvegit.commands.lines import replay_counts, replay_lines, replay_status
 from lvegit.commands.options import (
     Selection,
     current_settings,
-    format_option,
-    no_cache_option,
+    lve_command_options,
     open_repository,
-    repo_option,
-    selection_options,
 )
 from lvegit.judge.cache import open_cache
 from lvegit.judge.replay import replay_all, replay_stream
@@ -23,23 +20,22 @@ from lvegit.judge.results import ReplayResult, summarize
 
 
 @click.command("replay", short_help=short_help("replay"))
-@selection_options
-@no_cache_option
-@click.option(
-    "--report",
-    "report_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Also write each instance's outcome as an attempt record to FILE, replacing it (the JSONL of "
-    "run --report), for lvegit export, report and site.",
+@lve_command_options(
+    click.option(
+        "--report",
+        "report_path",
+        type=click.Path(path_type=Path, dir_okay=False),
+        help="Also write each instance's outcome as an attempt record to FILE, replacing it (the JSONL of "
+        "run --report), for lvegit export, report and site.",
+    ),
+    click.option(
+        "--rejudge",
+        is_flag=True,
+        help="Ask the judge of each LVE judged by a model (LLMJudgeChecker) again, live, and compare its "
+        "verdict with the recorded one; the other LVEs replay as usual.",
+    ),
+    cache=True,
 )
-@click.option(
-    "--rejudge",
-    is_flag=True,
-    help="Ask the judge of each LVE judged by a model (LLMJudgeChecker) again, live, and compare its verdict "
-    "with the recorded one; the other LVEs replay as usual.",
-)
-@format_option
-@repo_option
 def replay_command(
     selection: Selection,
     no_cache: bool,

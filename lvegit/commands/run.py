@@ -18,12 +18,8 @@ from lvegit.commands.catalog import short_help
 from lvegit.commands.options import (
     Selection,
     current_settings,
-    format_option,
-    local_model_options,
+    lve_command_options,
     open_repository,
-    repo_option,
-    retries_option,
-    selection_options,
 )
 from lvegit.models.base import DEFAULT_CONCURRENCY
 from lvegit.models.routing import ModelPool, Route, resolve
@@ -34,69 +30,71 @@ from lvegit.run.runner import Recorder, Runner, Task
 
 
 @click.command("run", short_help=short_help("run"))
-@selection_options
-@click.option(
-    "--repeat",
-    type=click.IntRange(1, 1000),
-    default=1,
-    show_default=True,
-    help="Run each instance N times; reports how often it is unsafe (95% Wilson interval).",
+@lve_command_options(
+    click.option(
+        "--repeat",
+        type=click.IntRange(1, 1000),
+        default=1,
+        show_default=True,
+        help="Run each instance N times; reports how often it is unsafe (95% Wilson interval).",
+    ),
+    click.option(
+        "--concurrency",
+        type=click.IntRange(1, 1024),
+        help="Attempts in flight at once per model (default: 8; for a local transformers model its "
+        "batch_size, 32 unless the routing file says otherwise).",
+    ),
+    click.option(
+        "--model", "model", help="Run against this model instead of each LVE's own (carry LVEs over)."
+    ),
+    click.option("--append", is_flag=True, help="Append each new result to the instance file it came from."),
+    click.option("--author", help="The author recorded in appended instances."),
+    click.option(
+        "--report",
+        "report_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Write every attempt to this JSONL file.",
+    ),
+    click.option(
+        "--resume", is_flag=True, help="Continue the run of --report FILE, skipping finished attempts."
+    ),
+    click.option("--shard", help="Run only shard I of N (for example 2/4), split deterministically by LVE."),
+    click.option(
+        "--batch",
+        "batch_api",
+        is_flag=True,
+        help="Send the requests through the Batch API of the model's OpenAI-compatible endpoint, in rounds "
+        "(needs --report, which keeps the batch ids for --resume).",
+    ),
+    click.option(
+        "--batch-out",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Write the requests of the next round to this batch input file (OpenAI batch format) and stop.",
+    ),
+    click.option(
+        "--batch-in",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        multiple=True,
+        help="Read answers from this batch output file (vllm run-batch, a Batch API download); repeatable: "
+        "give every earlier round's output.",
+    ),
+    click.option(
+        "--batch-fallback",
+        type=click.Choice(["batch", "live"]),
+        default="batch",
+        show_default=True,
+        help="Where a request that failed in a batch goes again: a follow-up batch, or a live request.",
+    ),
+    click.option(
+        "--batch-poll",
+        type=click.FloatRange(0, 3600),
+        metavar="SECONDS",
+        default=10.0,
+        show_default=True,
+        help="Seconds before the first look at a batch; each pause is half as long again, up to 10 minutes.",
+    ),
+    models=True,
 )
-@click.option(
-    "--concurrency",
-    type=click.IntRange(1, 1024),
-    help="Attempts in flight at once per model (default: 8; for a local transformers model its "
-    "batch_size, 32 unless the routing file says otherwise).",
-)
-@click.option("--model", "model", help="Run against this model instead of each LVE's own (carry LVEs over).")
-@click.option("--append", is_flag=True, help="Append each new result to the instance file it came from.")
-@click.option("--author", help="The author recorded in appended instances.")
-@click.option(
-    "--report",
-    "report_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write every attempt to this JSONL file.",
-)
-@click.option("--resume", is_flag=True, help="Continue the run of --report FILE, skipping finished attempts.")
-@click.option("--shard", help="Run only shard I of N (for example 2/4), split deterministically by LVE.")
-@click.option(
-    "--batch",
-    "batch_api",
-    is_flag=True,
-    help="Send the requests through the Batch API of the model's OpenAI-compatible endpoint, in rounds "
-    "(needs --report, which keeps the batch ids for --resume).",
-)
-@click.option(
-    "--batch-out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the requests of the next round to this batch input file (OpenAI batch format) and stop.",
-)
-@click.option(
-    "--batch-in",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    multiple=True,
-    help="Read answers from this batch output file (vllm run-batch, a Batch API download); repeatable: "
-    "give every earlier round's output.",
-)
-@click.option(
-    "--batch-fallback",
-    type=click.Choice(["batch", "live"]),
-    default="batch",
-    show_default=True,
-    help="Where a request that failed in a batch goes again: a follow-up batch, or a live request.",
-)
-@click.option(
-    "--batch-poll",
-    type=click.FloatRange(0, 3600),
-    metavar="SECONDS",
-    default=10.0,
-    show_default=True,
-    help="Seconds before the first look at a batch; each pause is half as long again, up to 10 minutes.",
-)
-@local_model_options
-@retries_option
-@format_option
-@repo_option
 def run_command(
     selection: Selection,
     repeat: int,

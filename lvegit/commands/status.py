@@ -11,11 +11,9 @@ from lvegit.commands.catalog import short_help
 from lvegit.commands.options import (
     Selection,
     current_settings,
-    format_option,
     history_option,
+    lve_command_options,
     open_repository,
-    repo_option,
-    selection_options,
 )
 from lvegit.history.severity import Severity, impacts_of, severities
 from lvegit.history.status import History, LVEStatus, state_counts, status_table
@@ -23,16 +21,15 @@ from lvegit.history.store import history_dir
 
 
 @click.command("status", short_help=short_help("status"))
-@selection_options
-@click.option(
-    "--model",
-    "models",
-    multiple=True,
-    help="Only this model (repeatable). Default: every model the history holds.",
+@lve_command_options(
+    click.option(
+        "--model",
+        "models",
+        multiple=True,
+        help="Only this model (repeatable). Default: every model the history holds.",
+    ),
+    history_option,
 )
-@history_option
-@format_option
-@repo_option
 def status_command(
     selection: Selection,
     models: tuple[str, ...],

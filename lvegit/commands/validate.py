@@ -8,15 +8,12 @@ from lvegit.base.errors import EXIT_FINDINGS, EXIT_OK
 from lvegit.base.output import count, line, print_json
 from lvegit.commands.catalog import short_help
 from lvegit.commands.lines import finding_lines, validation_status
-from lvegit.commands.options import Selection, format_option, open_repository, repo_option, selection_options
+from lvegit.commands.options import Selection, lve_command_options, open_repository, strict_option
 from lvegit.judge.validate import validate_lve
 
 
 @click.command("validate", short_help=short_help("validate"))
-@selection_options
-@click.option("--strict", is_flag=True, help="Treat warnings (unknown keys, unknown tags, ...) as errors.")
-@format_option
-@repo_option
+@lve_command_options(strict_option)
 def validate_command(
     selection: Selection,
     strict: bool,

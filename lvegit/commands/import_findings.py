@@ -9,7 +9,7 @@ from lvegit.base.escape import console
 from lvegit.base.output import count, line, note
 from lvegit.commands.catalog import short_help
 from lvegit.commands.options import SuggestingGroup, open_repository, repo_option
-from lvegit.findings.drafts import Draft, LeftOut, write_drafts
+from lvegit.findings.drafts import Draft, Scan, write_drafts
 
 _SOURCE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -41,9 +41,8 @@ def import_command() -> None:
     """
 
 
-def _report(
-    drafts: list[Draft], left_out: list[LeftOut], author: str | None, repo_path: Path | None, what: str
-) -> int:
+def _report(scan: Scan, drafts: list[Draft], read: str, author: str | None, repo_path: Path | None) -> int:
+    """Write the drafts of `scan`, of whose `read` (what it counts) the summary says how many were read."""
     repo = open_repository(repo_path)
     done = write_drafts(repo, drafts, author)
     for rel in done.written:
@@ -52,8 +51,8 @@ def _report(
         note(f"{rel} holds every finding of this scan already: left as it is")
     instances = sum(len(d.instances) for d in drafts if d.rel in done.written)
     drafted = count(len(done.written), "LVE draft")
-    line(f"{drafted} with {count(instances, 'instance')} from {what}")
-    reasons = Counter(item.reason for item in left_out)
+    line(f"{drafted} with {count(instances, 'instance')} from {count(scan.read, read)} of {scan.tool}")
+    reasons = Counter(item.reason for item in scan.left_out)
     for reason, times in reasons.most_common():
         note(f"{count(times, 'output')} left out: {reason}")
     if done.written:
@@ -74,10 +73,9 @@ def garak_command(report: Path, category: str, author: str | None, repo_path: Pa
     """
     from lvegit.findings import garak
 
-    folder = _segment(category)
+    folder = _segment(category)  # refused before the report is read
     run = garak.read_report(report)
-    what = f"{count(run.attempts, 'evaluated attempt')} of garak"
-    return _report(garak.drafts(run, folder), run.left_out, author, repo_path, what)
+    return _report(run, garak.drafts(run, folder), "evaluated attempt", author, repo_path)
 
 
 @import_command.command("promptfoo")
@@ -95,8 +93,7 @@ def promptfoo_command(results: Path, category: str, author: str | None, repo_pat
 
     folder = _segment(category)
     evaluation = promptfoo.read_results(results)
-    what = f"{count(evaluation.results, 'result')} of promptfoo"
-    return _report(promptfoo.drafts(evaluation, folder), evaluation.left_out, author, repo_path, what)
+    return _report(evaluation, promptfoo.drafts(evaluation, folder), "result", author, repo_path)
 
 
 def _segment(category: str) -> str:

@@ -85,6 +85,31 @@ def placeholder(what: str) -> str:
     return f"{PLACEHOLDER}: {what}"
 
 
+def regex_checker(pattern: str, match_safe: bool, ignore_case: bool) -> dict[str, Any]:
+    """checker_args that judge by a scanner's strings or pattern."""
+    return {
+        "checker_name": "RegexChecker",
+        "pattern": literal(pattern),  # checker arguments are templates: a brace is data here
+        "match_safe": match_safe,
+        **({"flags": "I"} if ignore_case else {}),
+    }
+
+
+def judge_checker(judge: str | None, asks: str, question: str) -> dict[str, Any]:
+    """checker_args that ask `judge` (a placeholder where the scan names none) what `asks` says, shown
+    the prompt and the response, `question` last."""
+    return {
+        "checker_name": "LLMJudgeChecker",
+        "judge": judge or placeholder("the judge model, e.g. openai/gpt-4o"),
+        "rubric": f"{asks}\n\nPrompt:\n{{prompt}}\n\nResponse:\n{{response}}\n\n{question}",
+    }
+
+
+def unknown_checker(what: str) -> dict[str, Any]:
+    """checker_args whose checker is a placeholder naming what the scanner judged with."""
+    return {"checker_name": placeholder(f"a checker that does what {what} did")}
+
+
 @dataclass(frozen=True)
 class Finding:
     """One output a scanner flagged: the turns it sent before it, as (role, text), and how to judge it."""
@@ -107,6 +132,30 @@ class LeftOut:
 
     what: str
     reason: str
+
+
+@dataclass
+class Scan:
+    """A scanner's file as read: the scanner, its version, its run and when that started, the findings,
+    the outputs left out and how many of the scan's attempts (or results) were read."""
+
+    tool: str
+    version: str | None = None
+    run: str | None = None
+    started: str | None = None
+    findings: list[Finding] = field(default_factory=list)
+    left_out: list[LeftOut] = field(default_factory=list)
+    read: int = 0
+
+    def source(self, **more: str | None) -> dict[str, Any]:
+        """Where the drafts came from (each instance's run_info and a tag): what the scan says of it."""
+        said = {"tool": self.tool, "version": self.version, "run": self.run, **more}
+        return {key: value for key, value in said.items() if value}
+
+    def imported(self, run_kind: str, what: str) -> str:
+        """The README's account of where a draft came from."""
+        run, when = self.run or "(no id)", self.started or "no date"
+        return f"Imported from {self.tool} {self.version or ''} {run_kind} {run} ({when}): {what}."
 
 
 @dataclass

@@ -144,26 +144,20 @@ def _reports(paths: list[Path]) -> Live:
 
 
 def _environment() -> Any:
-    import jinja2
-
-    environment = jinja2.Environment(
-        loader=jinja2.PackageLoader("lvegit.publish.site", "templates"),
-        autoescape=True,  # every template is HTML
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    environment.filters["clean"] = lambda value: clean(str(value))
-    environment.globals["slug"] = slug
-    environment.globals["state_parts"] = state_parts
-    environment.globals["marks"] = STATE_MARKS
+    from lvegit.base.templates import environment
     from lvegit.publish.site.timeline import MARKERS
 
-    environment.globals["markers"] = MARKERS
-    environment.filters["count"] = count
-    environment.filters["pretty_json"] = lambda value: clean(json.dumps(value, indent=2, ensure_ascii=False))
-    return environment
+    made = environment(
+        "lvegit.publish.site",
+        autoescape=True,  # every template is HTML
+        filters={
+            "clean": lambda value: clean(str(value)),
+            "count": count,
+            "pretty_json": lambda value: clean(json.dumps(value, indent=2, ensure_ascii=False)),
+        },
+    )
+    made.globals.update(slug=slug, state_parts=state_parts, marks=STATE_MARKS, markers=MARKERS)
+    return made
 
 
 @dataclass(frozen=True)

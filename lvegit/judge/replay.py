@@ -36,6 +36,7 @@ from lvegit.lve.repo import Repository, named_checker
 from lvegit.lve.spec import LVE, Loaded, blocking_errors, load_lve
 
 Judged = TypeVar("Judged")
+LAMBDA_LVES_PER_THREAD = 50
 
 
 @dataclass(frozen=True)
@@ -360,8 +361,10 @@ def judge_stream(
     so that Presidio and torch load side by side while `here` judges the others; `elsewhere` says what that
     process runs and how its outcomes are read (they are used as they come: nothing is loaded or judged
     again here). LVEs with a custom checker are judged on up to `threads` threads, since they
-    mostly wait for their sandboxed workers; the others are judged on this thread (threads would only
-    contend for the interpreter), ahead of their turn while a custom checker's LVE is not done yet.
+    mostly wait for their sandboxed workers, and so are LVEs with a lambda checker, a thread for every
+    LAMBDA_LVES_PER_THREAD of them (each thread has a lambda worker of its own: while one waits for its
+    worker's answers, another prepares its next batch); the others are judged on this thread (threads
+    would only contend for the interpreter), ahead of their turn while a threaded LVE is not done yet.
     The LVEs come in the order given, warm cache or cold: one judged elsewhere holds back those after it
     (which are judged meanwhile) until its process answers."""
     found = _judge_stream(repo, lve_dirs, cache, here, elsewhere, settled, threads)
@@ -396,13 +399,14 @@ def _judge_stream(
     away = {d for dirs in by_stack.values() for d in dirs}
     processes = [(_judge_elsewhere(repo, dirs, cache, elsewhere.command), dirs) for dirs in by_stack.values()]
     local = [d for d in lve_dirs if d not in away]
-    sandboxed = [
-        d for d in local if (named := checkers.get(d)) is not None and named[0] not in BUILTIN_CHECKERS
-    ]
-    if sandboxed:
+    names = {d: named[0] for d in local if (named := checkers.get(d)) is not None}
+    custom = [d for d in local if d in names and names[d] not in BUILTIN_CHECKERS]
+    lambdas = [d for d in local if names.get(d) in LAMBDA_CHECKERS]
+    if custom or lambdas:
         start_launcher_soon()
-    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(sandboxed)))) as pool:
-        waiting = {d: pool.submit(here, d) for d in sandboxed}
+    lambda_threads = -(-len(lambdas) // LAMBDA_LVES_PER_THREAD)  # a worker's start costs some 30 LVEs' waits
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(custom) + lambda_threads))) as pool:
+        waiting = {d: pool.submit(here, d) for d in local if d in custom or d in lambdas}
         in_process = deque(d for d in local if d not in waiting)
         judged: dict[Path, Judged] = {}
 

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -211,3 +212,29 @@ def test_an_instance_line_fills_a_regex_only_literally(repo: RepoBuilder) -> Non
         ("reproduced", True),
         ("mismatch", False),
     ]
+
+
+def test_lambda_lves_are_judged_on_threads_in_the_order_asked(repo: RepoBuilder) -> None:
+    """An LVE whose lambda verdicts wait for the lambda worker is judged on a thread of its own (with a
+    worker of its own), so that the next LVE is judged meanwhile; the results come in the order asked."""
+    from lvegit.judge.replay import Elsewhere, judge_stream
+
+    regex = {"checker_args": {"checker_name": "RegexChecker", "pattern": "3", "match_safe": True}}
+    dirs = [
+        repo.lve("a/lambda", instances={"i.jsonl": [instance("3", True, a=1, b=2)]}),
+        repo.lve("b/regex", regex, instances={"i.jsonl": [instance("3", True, a=1, b=2)]}),
+        repo.lve("c/lambda", instances={"i.jsonl": [instance("4", True, a=1, b=2)]}),
+    ]
+    root = Repository(repo.root.resolve())
+    judged_on: dict[Path, str] = {}
+
+    def here(lve_dir: Path) -> list[ReplayResult]:
+        judged_on[lve_dir] = threading.current_thread().name
+        return replay_lve(root, lve_dir)
+
+    nowhere: Elsewhere[list[ReplayResult]] = Elsewhere([], dict, lambda _lve_dir, _reason: [])
+    streamed = list(judge_stream(root, dirs, None, here, nowhere))
+    assert [lve_dir for lve_dir, _results in streamed] == dirs
+    assert [r.status for _d, results in streamed for r in results] == ["reproduced", "reproduced", "mismatch"]
+    main = threading.main_thread().name
+    assert [judged_on[d] == main for d in dirs] == [False, True, False]

@@ -13,6 +13,7 @@ placeholder `lvegit validate` reports."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -243,17 +244,6 @@ def build_drafts(
     return made
 
 
-README = """# {name}
-
-{description}
-
-{note}
-
-This is a draft: `lvegit validate {path}` says what is left to fill in (the placeholders
-`<please fill in>`), and `lvegit replay {path}` whether the checker agrees with the scanner's verdicts.
-"""
-
-
 @dataclass
 class Written:
     """What writing drafts did: the LVEs written, and those that exist and held every finding already."""
@@ -351,6 +341,15 @@ def _offered(tools: list[dict[str, Any]]) -> dict[str, Any]:
     return {"tools": declared, "max_tool_steps": 0}
 
 
+@functools.cache
+def _readme() -> Any:
+    """templates/draft_readme.md: a draft's README before `lvegit readme` adds its generated section."""
+    from lvegit.base.templates import environment
+
+    made = environment("lvegit.findings", autoescape=False, filters={"md_lines": markdown_lines})
+    return made.get_template("draft_readme.md")
+
+
 def _write(repo: Repository, draft: Draft, author: str | None) -> None:
     lve_dir = repo.root / draft.rel
     tool = str(draft.source.get("tool"))
@@ -368,12 +367,7 @@ def _write(repo: Repository, draft: Draft, author: str | None) -> None:
         "author": author or tool,
     }
     lines = "".join(json.dumps(line, allow_nan=False) + "\n" for line in _instance_lines(draft, author))
-    readme = README.format(
-        name=draft.name,
-        description=markdown_lines(draft.description),
-        note=markdown_lines(draft.note),
-        path=draft.rel,
-    )
+    readme = _readme().render(draft=draft)
     files = {
         TEST_FILE: json.dumps(json_value(test), indent=4, ensure_ascii=False, allow_nan=False) + "\n",
         f"instances/{segment(tool)}.jsonl": lines,

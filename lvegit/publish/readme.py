@@ -13,6 +13,7 @@ A custom checker's docstring is read from its syntax tree: contributed code is n
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import os
@@ -242,17 +243,18 @@ def _block(text: str) -> str:
     return code_block(text, language="")
 
 
+@functools.cache
+def _section_template() -> Any:
+    from lvegit.base.templates import environment
+
+    made = environment("lvegit.publish", autoescape=False, filters={"block": _block})
+    made.globals.update(START=START, NOTE=NOTE, END=END, LINE_FIELDS=LINE_FIELDS, BLOCK_FIELDS=BLOCK_FIELDS)
+    return made.get_template("readme_section.md")
+
+
 def section(values: Fields) -> str:
-    """lvegit's generated section, markers included."""
-    parts = [START, NOTE, ""]
-    for name in LINE_FIELDS:
-        parts += [f"**{name}**: {values.inline(name, code=name != 'Description')}", ""]
-    parts += ["**Checker arguments**:", "", _block(values.checker_arguments), ""]
-    for name in BLOCK_FIELDS:
-        parts += [f"**{name}**:", "", _block(values.values[name]), ""]
-        if name == "Prompt parameters" and values.tools:
-            parts += ["**Tools**:", "", _block(values.tools), ""]
-    return "\n".join([*parts[:-1], END])
+    """lvegit's generated section, markers included (templates/readme_section.md)."""
+    return str(_section_template().render(values=values)).removesuffix("\n")
 
 
 def _newline(line: str) -> str:

@@ -19,7 +19,8 @@ from lvegit.base.errors import LvegitError
 from lvegit.base.output import count
 from lvegit.base.settings import RetryPolicy
 from lvegit.batch.files import Answers, Failure, RequestFile, custom_id
-from lvegit.checkers.llm_judge import Judgement, LLMJudgeChecker
+from lvegit.checkers.llm_judge import Judgement, ModelJudge
+from lvegit.checkers.registry import needs_of
 from lvegit.judge.conversation import Pair, conversation_steps
 from lvegit.lve.prompt import Message
 from lvegit.models.base import Completion, chat_body
@@ -155,7 +156,7 @@ class Rounds:
                     pairs: list[Pair] = finished.value
                     break
             judgement = None
-            if task.lve.checker_name == LLMJudgeChecker.__name__:  # its judge answers in the next rounds
+            if needs_of(task.lve.checker_name).judge_argument is not None:  # its judge answers next rounds
                 judgement = self._judgement(task, pairs, files, live)
                 if judgement is None:
                     return False
@@ -169,7 +170,7 @@ class Rounds:
         """An LLM judge's judgement of the finished conversation once its answers are in; until then
         (None) its requests are on their way, to the judge's route, as the model's were."""
         checker = self.recorder.checker(task)
-        assert isinstance(checker, LLMJudgeChecker)
+        assert isinstance(checker, ModelJudge)
         params, _model_args = task.lve.split_args(task.attempt.args)
         messages = checker.judge_messages([conversation for _prompt, conversation in pairs], params)
         ids = [custom_id(task.attempt.id, f"judge.{sample}") for sample in range(checker.samples)]

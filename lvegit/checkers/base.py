@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
 
 from lvegit.base.errors import CheckerError
 from lvegit.lve.prompt import Message, Role, model_tool_calls, variables_of
@@ -15,6 +16,52 @@ def last_response(conversation: list[Message]) -> str | None:
         if message.role == Role.assistant:
             return message.content
     return None
+
+
+@dataclass(frozen=True)
+class CheckerNeeds:
+    """What a checker asks of the code that judges with it. Each checker class declares it (`needs`); generic
+    code reads it by checker name through lvegit.checkers.registry.needs_of and names no checker class, so
+    that a new kind of checker is one declaration, not an edit of every caller. The defaults are a custom
+    checker's: contributed code, whatever its class says of itself.
+
+    - runs: "sandbox", contributed code in its confined worker; "in_process", lvegit's own code that loads
+      a model `stack`; "inline", lvegit's own code quick enough to judge on the caller's thread (and to be
+      built when an LVE is validated, which checks its lambdas and patterns then);
+    - stack: the libraries an in-process checker loads (replay loads each stack in a process of its own);
+    - lambda_batches: its verdicts are lambdas, asked of the lambda worker in batches;
+    - judge_argument: the argument naming the judge model it asks (a ModelJudge, asked in this process
+      through the routing, never in a sandbox): a recorded verdict is that judge's recorded judgement,
+      read again in replay, and in a pull request the contributor's claim, asked again where it can be;
+    - tools: it judges the tool calls of an LVE, which must declare its tools.
+    """
+
+    runs: Literal["inline", "in_process", "sandbox"] = "sandbox"
+    stack: str | None = None
+    lambda_batches: bool = False
+    judge_argument: str | None = None
+    tools: bool = False
+
+    @property
+    def cached(self) -> bool:
+        """Whether its verdicts go in the verdict cache: an inline checker judges an instance faster than
+        its cache entry is keyed and read."""
+        return self.runs != "inline"
+
+    @property
+    def budgeted_here(self) -> bool:
+        """Whether its verdicts count against the LVE's checking budget in this process: an inline checker
+        is lvegit's code at work on the LVE's lambdas, patterns and texts (contributed work); custom code is
+        timed in its sandbox, and a model's time is no contributed work."""
+        return self.runs == "inline"
+
+    def judge_model(self, checker_args: dict[str, Any]) -> str | None:
+        """The judge model these arguments name (None: no judge, or none named yet)."""
+        judge = checker_args.get(self.judge_argument) if self.judge_argument is not None else None
+        return judge if isinstance(judge, str) else None
+
+
+INLINE: CheckerNeeds = CheckerNeeds(runs="inline")
 
 
 _SIGNATURES: dict[type, tuple[bool, bool]] = {}
@@ -61,6 +108,7 @@ class BaseChecker:
     pattern_args: ClassVar[tuple[str, ...]] = ()
     # What `lvegit new --checker` writes for its arguments beside a placeholder for each required one.
     scaffold_args: ClassVar[dict[str, Any]] = {}
+    needs: ClassVar[CheckerNeeds] = CheckerNeeds()
 
     def __init__(
         self,

@@ -13,10 +13,10 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, Protocol, runtime_checkable
 
 from lvegit.base.errors import CheckerError, CheckerUnavailable
-from lvegit.checkers.base import BaseChecker, last_response
+from lvegit.checkers.base import BaseChecker, CheckerNeeds, last_response
 from lvegit.lve.problems import PLACEHOLDER
 from lvegit.lve.prompt import Message, Role, transcript
 from lvegit.lve.repo import canonical_model
@@ -63,6 +63,26 @@ class Judgement:
         return {**asdict(self), "verdict": self.verdict}
 
 
+@runtime_checkable
+class ModelJudge(Protocol):
+    """A checker whose verdicts a judge model gives (its needs name the argument that names the judge): the
+    caller asks the judge, in this process through the routing, and hands the checker its answers."""
+
+    judge: str
+    samples: int
+
+    @property
+    def request_args(self) -> dict[str, Any]: ...
+
+    def judge_messages(
+        self, conversations: list[list[Message]], param_values: dict[str, Any]
+    ) -> list[Message]: ...
+
+    def judgement(self, answers: list[str]) -> Judgement: ...
+
+    def recorded_verdict(self, recorded: Any) -> bool: ...
+
+
 class LLMJudgeChecker(BaseChecker):
     """Safe or unsafe as a judge model says, reading its answer by `verdict`:
 
@@ -78,6 +98,7 @@ class LLMJudgeChecker(BaseChecker):
     and the majority decides.
     """
 
+    needs: ClassVar[CheckerNeeds] = CheckerNeeds(runs="inline", judge_argument="judge")
     template_args: ClassVar[tuple[str, ...]] = ("rubric",)  # filled by the checker when it asks
     template_fields: ClassVar[tuple[str, ...]] = RUBRIC_FIELDS
     scaffold_args: ClassVar[dict[str, Any]] = {

@@ -19,12 +19,12 @@ import re
 import sys
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 from lvegit.base.errors import CheckerUnavailable, InvalidValue
 from lvegit.base.extras import install_hint
 from lvegit.checkers import model_stack
-from lvegit.checkers.base import BaseChecker
+from lvegit.checkers.base import BaseChecker, CheckerNeeds
 from lvegit.checkers.model_stack import (
     DEFAULT_BIAS_MODEL,
     DEFAULT_TOXICITY_MODEL,
@@ -97,7 +97,7 @@ class PII_Checker(BaseChecker):  # the class name LVE repositories use
     """Unsafe when Presidio finds one of `entities` (e.g. ["EMAIL_ADDRESS", "PHONE_NUMBER", "LOCATION"]) in
     the response; `postprocess_response` replaces what it finds with <ENTITY_TYPE>."""
 
-    stack = "presidio"  # the libraries it loads: replay loads each stack in a process of its own
+    needs: ClassVar[CheckerNeeds] = CheckerNeeds(runs="in_process", stack="presidio")
 
     def __init__(
         self, entities: list[str], spacy_model: str | None = None, score_threshold: float = 0.0
@@ -193,7 +193,7 @@ def classifier(model: str) -> Any:
 class _ClassifierChecker(BaseChecker):
     """Unsafe when the classifier gives `flagged_label` a score above the threshold."""
 
-    stack = "transformers"
+    needs: ClassVar[CheckerNeeds] = CheckerNeeds(runs="in_process", stack="transformers")
 
     flagged_label = ""
 

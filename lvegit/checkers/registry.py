@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lvegit.base.errors import CheckerError, CheckerUnavailable, LvegitError
-from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
+from lvegit.checkers.base import BaseChecker, CheckerNeeds, MultiRunBaseChecker
 from lvegit.checkers.core import (
     ExactMatchChecker,
     FuzzyMatchChecker,
@@ -46,6 +46,20 @@ CORE_CHECKERS: dict[str, type[BaseChecker]] = {
     )
 }
 BUILTIN_CHECKERS = {**CORE_CHECKERS, **MODEL_CHECKERS}
+BUILTIN_NAMES: tuple[str, ...] = tuple(BUILTIN_CHECKERS)  # lvegit's own checkers, core ones first
+SCAFFOLD_CHECKER = LambdaChecker.__name__  # what `lvegit new` scaffolds unless told
+
+
+def builtin_checker(checker_name: str) -> type[BaseChecker] | None:
+    """The class of one of lvegit's own checkers; None for any other name (a custom checker's)."""
+    return BUILTIN_CHECKERS.get(checker_name)
+
+
+def needs_of(checker_name: str) -> CheckerNeeds:
+    """What the checker of this name needs (see CheckerNeeds): as its class declares for lvegit's own, a
+    custom checker's (contributed code, in the sandbox) for any other name."""
+    cls = BUILTIN_CHECKERS.get(checker_name, BaseChecker)
+    return cls.needs
 
 
 @dataclass(frozen=True)

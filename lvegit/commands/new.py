@@ -8,7 +8,7 @@ import click
 
 from lvegit.base.errors import UsageError
 from lvegit.base.output import line, note
-from lvegit.checkers.registry import BUILTIN_CHECKERS
+from lvegit.checkers.registry import BUILTIN_NAMES, SCAFFOLD_CHECKER
 from lvegit.commands.catalog import short_help
 from lvegit.commands.options import open_repository, repo_option
 from lvegit.lve.problems import PLACEHOLDER
@@ -51,8 +51,8 @@ def _parameter_list(answer: str) -> list[str]:
 @click.option("--model", help="Model id, e.g. openai/gpt-4 or meta/llama-2-7b-chat.")
 @click.option(
     "--checker",
-    help=f"A core checker ({', '.join(sorted(BUILTIN_CHECKERS))}), 'custom', or the class name of a new "
-    "custom checker (both write checker/checker.py). Default: LambdaChecker.",
+    help=f"A core checker ({', '.join(sorted(BUILTIN_NAMES))}), 'custom', or the class name of a new "
+    f"custom checker (both write checker/checker.py). Default: {SCAFFOLD_CHECKER}.",
 )
 @click.option("--description", help="What the model does wrong.")
 @click.option("--author", help="Your name or handle.")
@@ -102,7 +102,7 @@ def new_command(
     repo = open_repository(repo_path)
     if interactive is None:
         interactive = sys.stdin.isatty()
-    if interactive and checker and checker not in (*BUILTIN_CHECKERS, CUSTOM):
+    if interactive and checker and checker not in (*BUILTIN_NAMES, CUSTOM):
         near = nearest_checker(checker)
         if near is not None and click.confirm(
             f"'{checker}' is not a core checker: did you mean {near}?", True
@@ -116,9 +116,9 @@ def new_command(
         )
         lve_name = parse_name(name)[-1]
         checker = checker or _ask(
-            f"Checker ({', '.join(sorted(BUILTIN_CHECKERS))}, or '{CUSTOM}')",
+            f"Checker ({', '.join(sorted(BUILTIN_NAMES))}, or '{CUSTOM}')",
             lambda c: custom_class_name(c, lve_name),
-            default="LambdaChecker",
+            default=SCAFFOLD_CHECKER,
         )
         description = description or click.prompt("Description", default="", show_default=False) or None
         author = author or click.prompt("Author", default="", show_default=False) or None
@@ -145,7 +145,7 @@ def new_command(
     spec = NewLVE(
         name,
         model,
-        checker or "LambdaChecker",
+        checker or SCAFFOLD_CHECKER,
         description,
         author,
         list(parameters),

@@ -106,7 +106,7 @@ def _judge_claims_again(
     """In a pull request, what an LLM judge said about a recorded response is the contributor's claim:
     where the live stage can reach the judge, it is asked again and its verdicts replace the replayed
     ones; where not, the comment says that they are claims."""
-    from lvegit.checkers.llm_judge import LLMJudgeChecker
+    from lvegit.checkers.registry import needs_of
     from lvegit.lve.spec import load_lve
 
     judged = [
@@ -114,8 +114,8 @@ def _judge_claims_again(
         for check in checks
         if check.validation.valid
         and check.replay
-        and getattr(load_lve(repo, repo.root / check.path)[0], "checker_name", None)
-        == LLMJudgeChecker.__name__
+        and (lve := load_lve(repo, repo.root / check.path)[0]) is not None
+        and needs_of(lve.checker_name).judge_argument is not None
     ]
     if trusted is None or not judged:
         return checks, None

@@ -33,8 +33,8 @@ from lvegit import __version__
 from lvegit.base import settings
 from lvegit.base.files import FileProblem, ensure_inside, read_bytes, walk
 from lvegit.base.settings import CacheSettings
-from lvegit.checkers.llm_judge import LLMJudgeChecker
 from lvegit.checkers.model_stack import model_identity, snapshots
+from lvegit.checkers.registry import needs_of
 from lvegit.lve.repo import TEST_FILE, Repository, named_checker
 from lvegit.lve.routing_file import route_problem
 
@@ -159,9 +159,9 @@ class VerdictCache:
         digest.update(
             json.dumps(model_identity(*named), sort_keys=True, default=str).encode() if named else b""
         )
-        if named is not None and named[0] == LLMJudgeChecker.__name__:  # validation asks where its judge goes
-            judge = named[1].get("judge")
-            digest.update(str(route_problem(repo.root, judge) if isinstance(judge, str) else None).encode())
+        if named is not None and (needs := needs_of(named[0])).judge_argument is not None:
+            judge = needs.judge_model(named[1])  # validation asks where its judge goes
+            digest.update(str(route_problem(repo.root, judge) if judge is not None else None).encode())
         return digest.hexdigest()
 
     def machine_stamp(self, lve: str) -> str:

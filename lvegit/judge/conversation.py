@@ -9,7 +9,7 @@ from typing import Any
 from lvegit.base.errors import CheckerError, LVEError, LvegitError
 from lvegit.checkers import BaseChecker, MultiRunBaseChecker
 from lvegit.checkers.budget import contributed_verdict
-from lvegit.checkers.registry import CORE_CHECKERS
+from lvegit.checkers.registry import needs_of
 from lvegit.checkers.safe_regex import found
 from lvegit.lve.prompt import (
     Message,
@@ -179,8 +179,7 @@ def judge(lve: LVE, checker: BaseChecker, pairs: list[Pair], params: dict[str, A
     if isinstance(checker, MultiRunBaseChecker) != lve.is_multi_run:
         needs = "a multi-run checker" if lve.is_multi_run else "a single-run checker"
         raise CheckerError(f"{lve.test_file}: this prompt form needs {needs}; {lve.checker_name} is not one")
-    # custom checker code is timed in its sandbox; a model-based checker's time is no contributed work
-    if lve.checker_name not in CORE_CHECKERS:
+    if not needs_of(lve.checker_name).budgeted_here:
         return _verdict(checker, pairs, params)
     with contributed_verdict(lve.rel):  # lvegit's checker at work on the LVE's lambda, pattern or text
         return _verdict(checker, pairs, params)

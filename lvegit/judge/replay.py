@@ -19,14 +19,12 @@ from lvegit import __version__
 from lvegit.base import processes
 from lvegit.base.errors import CheckerUnavailable, LvegitError
 from lvegit.base.settings import CacheSettings, current
-from lvegit.checkers.core import LAMBDA_CHECKERS
 from lvegit.checkers.custom import read_checker_sources
 from lvegit.checkers.lambda_worker import judge_batched
 from lvegit.checkers.launcher import start_launcher_soon
-from lvegit.checkers.llm_judge import LLMJudgeChecker
-from lvegit.checkers.model_based import MODEL_CHECKERS
+from lvegit.checkers.llm_judge import ModelJudge
 from lvegit.checkers.model_stack import classifier_missing, model_identity, stack_environment
-from lvegit.checkers.registry import BUILTIN_CHECKERS, CORE_CHECKERS, CheckerFactory, substitute_args
+from lvegit.checkers.registry import CheckerFactory, needs_of, substitute_args
 from lvegit.git.vcs import git_passing
 from lvegit.judge.cache import Outcome, VerdictCache
 from lvegit.judge.conversation import judge, prompts_to_send, recorded_pairs
@@ -56,7 +54,7 @@ DEPENDS: tuple[Depends, ...] = ("files", "machine", "never")
 def checker_identity(lve: LVE) -> str:
     """Everything about an LVE's checker that decides verdicts and is the same for all its instances."""
     identity: dict[str, Any] = {"lvegit": __version__, "checker": lve.checker_name}
-    if lve.checker_name not in BUILTIN_CHECKERS:
+    if needs_of(lve.checker_name).runs == "sandbox":
         identity["sources"] = read_checker_sources(lve.dir)
     else:
         identity["model"] = model_identity(lve.checker_name, lve.checker_args)
@@ -122,7 +120,8 @@ def _replaying(
         if skip is not None:
             outcome = Outcome(skip=skip)
         else:
-            if isinstance(checker, LLMJudgeChecker):  # its judge's recorded answers, read again
+            if needs_of(lve.checker_name).judge_argument is not None:  # its judge's answers, read again
+                assert isinstance(checker, ModelJudge)
                 verdict = checker.recorded_verdict(instance.data.get("judgement"))
             else:
                 pairs = recorded_pairs(lve, params, instance.response)
@@ -155,7 +154,7 @@ def _replay_instances(
 ) -> list[Replayed]:
     """Each instance's replay, its verdict given where it is asked; a lambda checker's verdicts are asked
     of the lambda worker in one batch (judge_batched)."""
-    batched = lve.checker_name in LAMBDA_CHECKERS
+    batched = needs_of(lve.checker_name).lambda_batches
     replays = [_replaying(lve, factory, instance, unprepared) for instance in instances]
     done: dict[int, Replayed] = {}
     asked: dict[int, Callable[[], bool]] = {}
@@ -240,7 +239,7 @@ def judge_lve(
     to_judge: list[tuple[Instance, str | None]] = []
     # lvegit's own checkers judge an instance faster than its cache entry is keyed and read: the cache is
     # for model-based and custom checkers
-    keyed = cache is not None and lve.checker_name not in CORE_CHECKERS
+    keyed = cache is not None and needs_of(lve.checker_name).cached
     keys = _instance_keys(lve, instances) if keyed else [None] * len(instances)
     stamp = None  # the machine's, for skips that depend on it: read when first needed
     for instance, key in zip(instances, keys, strict=True):
@@ -281,9 +280,8 @@ def _stack(
     """The model stack (presidio, transformers) an LVE's replay has to load, if any: None for the other
     checkers, when the checker's model is missing (judged here: each instance is skipped at once, with no
     process started) and when every instance's verdict is in the cache."""
-    if named is None or named[0] not in MODEL_CHECKERS or classifier_missing(*named):
+    if named is None or (stack := needs_of(named[0]).stack) is None or classifier_missing(*named):
         return None
-    checker = MODEL_CHECKERS[named[0]]
     if cache is not None:  # loaded here only to ask the cache
         lve, _problems, _text = load_lve(repo, lve_dir)
         if lve is None:
@@ -292,7 +290,7 @@ def _stack(
         keys = _instance_keys(lve, instances)
         if all(key is not None and cache.get(key) is not None for key in keys):
             return None
-    return str(getattr(checker, "stack", checker.__name__))
+    return stack
 
 
 def _judge_elsewhere(
@@ -399,9 +397,9 @@ def _judge_stream(
     away = {d for dirs in by_stack.values() for d in dirs}
     processes = [(_judge_elsewhere(repo, dirs, cache, elsewhere.command), dirs) for dirs in by_stack.values()]
     local = [d for d in lve_dirs if d not in away]
-    names = {d: named[0] for d in local if (named := checkers.get(d)) is not None}
-    custom = [d for d in local if d in names and names[d] not in BUILTIN_CHECKERS]
-    lambdas = [d for d in local if names.get(d) in LAMBDA_CHECKERS]
+    needs = {d: needs_of(named[0]) for d in local if (named := checkers.get(d)) is not None}
+    custom = [d for d in local if d in needs and needs[d].runs == "sandbox"]
+    lambdas = [d for d in local if d in needs and needs[d].lambda_batches]
     if custom or lambdas:
         start_launcher_soon()
     lambda_threads = -(-len(lambdas) // LAMBDA_LVES_PER_THREAD)  # a worker's start costs some 30 LVEs' waits

@@ -170,11 +170,12 @@ class AddedInstance:
     passed: bool | None  # the recorded verdict; None where the line records none
     prompt: str  # the prompt filled with the instance's parameters, one `role: content` line per message
     response: str  # the stored response, as text (JSON for a structured one)
-    judged: str | None = None  # what an LLM judge answered (LLMJudgeChecker), `judge: answer | answer`
+    judged: str | None = None  # what a checker's judge model answered, `judge: answer | answer`
 
 
 def judge_said(judgement: Any) -> str | None:
-    """A recorded judgement (LLMJudgeChecker) as one line, `judge: answer | answer`; None for none."""
+    """A recorded judgement (of a checker's judge model) as one line, `judge: answer | answer`; None for
+    none."""
     if not isinstance(judgement, dict) or not isinstance(judgement.get("answers"), list):
         return None
     return f"{judgement.get('judge')}: {' | '.join(map(str, judgement['answers']))}"

@@ -9,14 +9,14 @@ from pathlib import Path
 from lvegit.base.errors import CheckerError
 from lvegit.base.files import FileProblem
 from lvegit.checkers.custom import read_custom_classes
-from lvegit.checkers.llm_judge import LLMJudgeChecker
 from lvegit.checkers.registry import (
-    BUILTIN_CHECKERS,
-    CORE_CHECKERS,
+    BUILTIN_NAMES,
     CheckerFactory,
     Signature,
+    builtin_checker,
     builtin_signature,
     filled_by_instances,
+    needs_of,
     not_filled_reason,
 )
 from lvegit.checkers.registry import is_multi_run_checker as builtin_is_multi_run
@@ -133,8 +133,8 @@ def _check_prompts(lve: LVE, problems: Problems, parameters_known: bool) -> set[
 def _checker_signature(lve: LVE, problems: Problems) -> tuple[Signature, bool | None] | None:
     """The checker's constructor signature and whether it is a multi-run checker (None: unknown)."""
     name = lve.checker_name
-    if name in BUILTIN_CHECKERS:
-        cls = BUILTIN_CHECKERS[name]
+    cls = builtin_checker(name)
+    if cls is not None:
         return builtin_signature(name), builtin_is_multi_run(cls)
     try:
         custom = read_custom_classes(lve.dir)
@@ -146,8 +146,8 @@ def _checker_signature(lve: LVE, problems: Problems) -> tuple[Signature, bool | 
     if name not in custom:
         problems.error(
             "checker_args.checker_name",
-            f"unknown checker '{name}'{suggestion(name, [*BUILTIN_CHECKERS, *custom])}: not one of "
-            f"{', '.join(sorted(BUILTIN_CHECKERS))}, and no class of that name in {CHECKER_DIR}/checker*.py",
+            f"unknown checker '{name}'{suggestion(name, [*BUILTIN_NAMES, *custom])}: not one of "
+            f"{', '.join(sorted(BUILTIN_NAMES))}, and no class of that name in {CHECKER_DIR}/checker*.py",
         )
         return None
     found = custom[name]
@@ -169,7 +169,7 @@ def _check_checker(lve: LVE, problems: Problems, factory: CheckerFactory) -> set
         if not signature.takes_any and name not in (*signature.required, *signature.optional):
             problems.error(join_path("checker_args", name), f"{lve.checker_name} takes no argument '{name}'")
     has_placeholders = False
-    cls = BUILTIN_CHECKERS.get(lve.checker_name)
+    cls = builtin_checker(lve.checker_name)
     own_templates, own_fields = (cls.template_args, cls.template_fields) if cls else ((), ())
     for name, value in lve.checker_args.items():
         if isinstance(value, str):
@@ -201,9 +201,9 @@ def _check_checker(lve: LVE, problems: Problems, factory: CheckerFactory) -> set
             f"this LVE's prompt form needs {needs}; {lve.checker_name} is not one",
         )
     checker_errors = [p for p in problems.errors if p.field.startswith("checker_args")]
-    if checker_errors or lve.checker_name not in CORE_CHECKERS or has_placeholders:
+    if checker_errors or needs_of(lve.checker_name).runs != "inline" or has_placeholders:
         return used
-    try:  # core checkers are trusted code: building one checks lambdas, regexes and flags now
+    try:  # inline checkers are quick trusted code: building one checks lambdas, regexes and flags now
         factory.for_args({})
     except CheckerError as exc:
         problems.error("checker_args", str(exc).split(": checker_args: ", 1)[-1])
@@ -214,7 +214,7 @@ def _check_lambda_parameters(lve: LVE, problems: Problems) -> set[str]:
     """A core checker's lambda receives every prompt parameter as a keyword argument: its arguments use
     parameters, an argument that is no parameter has no value, and a parameter it cannot take breaks
     the call. Returns the parameters the lambdas take."""
-    cls = BUILTIN_CHECKERS.get(lve.checker_name)
+    cls = builtin_checker(lve.checker_name)
     if cls is None:
         return set()
     used: set[str] = set()
@@ -250,18 +250,19 @@ def _check_lambda_parameters(lve: LVE, problems: Problems) -> set[str]:
 
 
 def _check_judge_route(repo: Repository, lve: LVE, problems: Problems) -> None:
-    """An LLM judge is a model like any other: the repository must route it."""
-    judge = lve.checker_args.get("judge")
-    if lve.checker_name == LLMJudgeChecker.__name__ and isinstance(judge, str) and PLACEHOLDER not in judge:
+    """A checker's judge is a model like any other: the repository must route it."""
+    needs = needs_of(lve.checker_name)
+    judge = needs.judge_model(lve.checker_args)
+    if needs.judge_argument is not None and judge is not None and PLACEHOLDER not in judge:
         reason = route_problem(repo.root, judge)
         if reason is not None:
-            problems.error("checker_args.judge", reason)
+            problems.error(join_path("checker_args", needs.judge_argument), reason)
 
 
 def _check_unused_parameters(lve: LVE, used: set[str], problems: Problems) -> None:
     """A declared parameter that nothing visibly uses is a warning, never an error: checkers receive all
     parameters in param_values, and a custom checker may read any of them (so it gets no warning)."""
-    if lve.checker_name not in BUILTIN_CHECKERS:
+    if needs_of(lve.checker_name).runs == "sandbox":
         return
     for index, name in enumerate(lve.prompt_parameters):
         if name not in used:

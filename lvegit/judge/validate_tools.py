@@ -4,7 +4,8 @@ checker that judges tool calls."""
 from __future__ import annotations
 
 from lvegit.base.errors import InvalidValue
-from lvegit.checkers.core import ToolCallChecker, tool_names
+from lvegit.checkers.core import tool_names
+from lvegit.checkers.registry import needs_of
 from lvegit.checkers.safe_regex import compile_pattern
 from lvegit.lve.problems import Problems, join_path
 from lvegit.lve.prompt import Message, Role
@@ -25,7 +26,7 @@ def check_tools(lve: LVE, prompts: list[tuple[str, str, list[Message]]], problem
         )
     if lve.max_tool_steps is not None and not lve.tools:
         problems.warning("max_tool_steps", "the LVE declares no tools, so no step is ever taken")
-    if lve.checker_name == ToolCallChecker.__name__:
+    if needs_of(lve.checker_name).tools:
         _check_checker_names(lve, problems)
     return used
 
@@ -117,7 +118,7 @@ def _check_exchange(lve: LVE, file: str, base: str, messages: list[Message], pro
 def _check_checker_names(lve: LVE, problems: Problems) -> None:
     if not lve.tools:
         problems.error(
-            "checker_args.checker_name", "ToolCallChecker judges tool calls: the LVE declares no tools"
+            "checker_args.checker_name", f"{lve.checker_name} judges tool calls: the LVE declares no tools"
         )
         return
     sequence = lve.checker_args.get("sequence")

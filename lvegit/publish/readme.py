@@ -79,10 +79,11 @@ class Fields:
 def _docstring(lve: LVE) -> str:
     """The checker class's docstring: lvegit's own, or a custom one's from its source, never run."""
     name = lve.checker_name or ""
-    from lvegit.checkers.registry import BUILTIN_CHECKERS
+    from lvegit.checkers.registry import builtin_checker
 
-    if name in BUILTIN_CHECKERS:
-        return inspect.cleandoc(BUILTIN_CHECKERS[name].__doc__ or "")
+    cls = builtin_checker(name)
+    if cls is not None:
+        return inspect.cleandoc(cls.__doc__ or "")
     try:
         custom = read_custom_classes(lve.dir).get(name)
     except FileProblem:

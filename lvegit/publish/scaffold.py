@@ -11,7 +11,13 @@ from pathlib import Path
 
 from lvegit.base.errors import UsageError
 from lvegit.base.files import FileProblem, ensure_inside, read_text, write_inside
-from lvegit.checkers.registry import BUILTIN_CHECKERS, builtin_signature, constructor_signature
+from lvegit.checkers.registry import (
+    BUILTIN_NAMES,
+    SCAFFOLD_CHECKER,
+    builtin_checker,
+    builtin_signature,
+    constructor_signature,
+)
 from lvegit.judge.cache import CACHE_DIR
 from lvegit.lve.problems import PLACEHOLDER, nearest_name
 from lvegit.lve.repo import REPOSITORY_DIR, TEST_FILE, Repository, canonical_model, model_folder
@@ -28,7 +34,7 @@ MAX_GITIGNORE_BYTES = 1024 * 1024
 class NewLVE:
     name: str  # CATEGORY/[SUBCATEGORY/]NAME
     model: str
-    checker: str = "LambdaChecker"
+    checker: str = SCAFFOLD_CHECKER
     description: str | None = None
     author: str | None = None
     parameters: list[str] = field(default_factory=list)
@@ -87,11 +93,11 @@ def known_models(repo: Repository) -> list[str]:
 def nearest_checker(name: str) -> str | None:
     """The core checker a name most likely meant: `Regex`, `regexchecker` and `RegexChekcer` all mean
     RegexChecker (matched with and without the `Checker` suffix, in any case)."""
-    stems = {checker.lower().removesuffix("checker"): checker for checker in BUILTIN_CHECKERS}
+    stems = {checker.lower().removesuffix("checker"): checker for checker in BUILTIN_NAMES}
     key = name.lower().removesuffix("checker")
     if key in stems:
         return stems[key]
-    near = nearest_name(name, list(BUILTIN_CHECKERS))
+    near = nearest_name(name, list(BUILTIN_NAMES))
     if near is None:
         stem = nearest_name(key, list(stems))
         near = stems[stem] if stem is not None else None
@@ -116,7 +122,7 @@ def check_severity(severity: str) -> str:
 
 def custom_class_name(checker: str, lve_name: str) -> str | None:
     """The class a custom checker template defines; None for core checkers."""
-    if checker in BUILTIN_CHECKERS:
+    if checker in BUILTIN_NAMES:
         return None
     if checker == CUSTOM:
         return "".join(part.capitalize() for part in re.split(r"[_-]+", lve_name) if part) + "Checker"
@@ -168,7 +174,9 @@ def _checker_args(spec: NewLVE, class_name: str | None) -> dict[str, object]:
     for name in builtin_signature(spec.checker).required:
         # a switch gets a value of its type (match_safe: false, a match is unsafe); the rest a placeholder
         args[name] = False if parameters[name].annotation in (bool, "bool") else PLACEHOLDER
-    return {**args, **BUILTIN_CHECKERS[spec.checker].scaffold_args}
+    cls = builtin_checker(spec.checker)
+    assert cls is not None  # no class name to write: one of lvegit's own checkers
+    return {**args, **cls.scaffold_args}
 
 
 def _prompt_text(parameters: list[str]) -> str:

@@ -20,10 +20,10 @@ KINDS: Final = ("test", "instance")
 
 def _checker_rules() -> list[dict[str, Any]]:
     """For each of lvegit's own checkers: the arguments its constructor cannot do without."""
-    from lvegit.checkers.registry import BUILTIN_CHECKERS, builtin_signature
+    from lvegit.checkers.registry import BUILTIN_NAMES, builtin_signature
 
     rules = []
-    for name in sorted(BUILTIN_CHECKERS):
+    for name in sorted(BUILTIN_NAMES):
         required = list(builtin_signature(name).required)
         if required:
             rules.append(

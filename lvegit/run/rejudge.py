@@ -1,5 +1,5 @@
-"""`replay --rejudge`: the recorded instances of LVEs judged by a model (LLMJudgeChecker) are judged again by
-their judge, live, and each new verdict is compared with the recorded one."""
+"""`replay --rejudge`: the recorded instances of LVEs judged by a model (a checker that asks a judge) are
+judged again by their judge, live, and each new verdict is compared with the recorded one."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 from lvegit.base.errors import LvegitError, UsageError
 from lvegit.base.loop import run_loop
 from lvegit.base.settings import RetryPolicy
-from lvegit.checkers.llm_judge import LLMJudgeChecker
-from lvegit.checkers.registry import CheckerFactory
+from lvegit.checkers.llm_judge import ModelJudge
+from lvegit.checkers.registry import CheckerFactory, needs_of
 from lvegit.judge.conversation import recorded_pairs
 from lvegit.judge.replay import replay_error
 from lvegit.judge.results import ReplayResult, Status, unsafe_rate, verdict_word
@@ -28,10 +28,10 @@ def rejudge(
 ) -> dict[Path, list[ReplayResult]]:
     """Each LVE's instances judged again (the LVEs not judged by a model are left out)."""
     results: dict[Path, list[ReplayResult]] = {}
-    work: list[tuple[Path, LVE, LLMJudgeChecker, Instance]] = []
+    work: list[tuple[Path, LVE, ModelJudge, Instance]] = []
     for lve_dir in lve_dirs:
         lve, problems, _text = load_lve(repo, lve_dir)
-        if lve is None or lve.checker_name != LLMJudgeChecker.__name__:
+        if lve is None or needs_of(lve.checker_name).judge_argument is None:
             continue
         blocking = blocking_errors(problems)
         results[lve_dir] = [replay_error(repo, lve_dir, blocking[0].refusal())] if blocking else []
@@ -45,7 +45,7 @@ def rejudge(
                     except LvegitError as exc:
                         results[lve_dir].append(_result(lve, instance, None, "error", str(exc)))
                         continue
-                    assert isinstance(checker, LLMJudgeChecker)
+                    assert isinstance(checker, ModelJudge)
                     work.append((lve_dir, lve, checker, instance))
     _check_judges({checker.judge for _dir, _lve, checker, _instance in work}, pool)
     for (lve_dir, *_rest), result in zip(
@@ -69,14 +69,14 @@ def _check_judges(judges: set[str], pool: ModelPool) -> None:
 
 
 async def _ask_all(
-    work: list[tuple[Path, LVE, LLMJudgeChecker, Instance]],
+    work: list[tuple[Path, LVE, ModelJudge, Instance]],
     pool: ModelPool,
     policy: RetryPolicy,
     concurrency: int,
 ) -> list[ReplayResult]:
     limit = asyncio.Semaphore(max(1, concurrency))
 
-    async def one(lve: LVE, checker: LLMJudgeChecker, instance: Instance) -> ReplayResult:
+    async def one(lve: LVE, checker: ModelJudge, instance: Instance) -> ReplayResult:
         async with limit:
             return await _rejudge(lve, checker, instance, pool, policy)
 
@@ -89,7 +89,7 @@ async def _ask_all(
 
 
 async def _rejudge(
-    lve: LVE, checker: LLMJudgeChecker, instance: Instance, pool: ModelPool, policy: RetryPolicy
+    lve: LVE, checker: ModelJudge, instance: Instance, pool: ModelPool, policy: RetryPolicy
 ) -> ReplayResult:
     params, _model_args = lve.split_args(instance.args)
     attempt = Attempt(

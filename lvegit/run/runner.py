@@ -28,9 +28,8 @@ from lvegit.base.output import count
 from lvegit.base.settings import RetryPolicy
 from lvegit.base.versions import installed_versions
 from lvegit.checkers.base import BaseChecker
-from lvegit.checkers.core import LAMBDA_CHECKERS
-from lvegit.checkers.llm_judge import Judgement, LLMJudgeChecker
-from lvegit.checkers.registry import CORE_CHECKERS, CheckerFactory
+from lvegit.checkers.llm_judge import Judgement, ModelJudge
+from lvegit.checkers.registry import CheckerFactory, needs_of
 from lvegit.judge.conversation import (
     Pair,
     conversation_steps,
@@ -73,9 +72,9 @@ class Task:
 
     @property
     def models(self) -> list[str]:
-        """The models the attempt asks: its own, and its LLM judge's."""
-        judge = self.lve.checker_args.get("judge")
-        if self.lve.checker_name != LLMJudgeChecker.__name__ or not isinstance(judge, str):
+        """The models the attempt asks: its own, and its checker's judge."""
+        judge = needs_of(self.lve.checker_name).judge_model(self.lve.checker_args)
+        if judge is None:
             return [self.attempt.model]
         return list(dict.fromkeys([self.attempt.model, judge]))
 
@@ -290,21 +289,22 @@ class Runner:
                 pairs: list[Pair] = finished.value
                 break
         judgement = None
-        if task.lve.checker_name == LLMJudgeChecker.__name__:  # lvegit's own code: built here at once
+        needs = needs_of(task.lve.checker_name)
+        if needs.judge_argument is not None:  # lvegit's own code: built here at once
             checker = self.recorder.checker(task)
-            assert isinstance(checker, LLMJudgeChecker)
+            assert isinstance(checker, ModelJudge)
             params, _model_args = task.lve.split_args(task.attempt.args)
             conversations = [conversation for _prompt, conversation in pairs]
             judgement = await ask_judge(self.pool, checker, conversations, params, task.attempt, self.policy)
         lve = task.lve.rel
-        if task.lve.checker_name in CORE_CHECKERS and lve not in self._slow_verdicts:
+        if needs.runs == "inline" and lve not in self._slow_verdicts:
             # lvegit's own checkers judge faster than a thread hop, on the loop (lambdas in the lambda worker,
             # with the other verdicts of this turn); an LVE whose lambda or pattern took long once is judged
             # in a thread from then on, so it cannot stall the requests
             started = time.perf_counter()
             seconds = None
             try:
-                if task.lve.checker_name in LAMBDA_CHECKERS:
+                if needs.lambda_batches:
                     seconds = await self._lambda_verdicts.judge(
                         lve, lambda: self.recorder.judge(task, pairs, judgement)
                     )
@@ -376,7 +376,7 @@ async def request(
 
 async def ask_judge(
     pool: ModelPool,
-    checker: LLMJudgeChecker,
+    checker: ModelJudge,
     conversations: list[list[Message]],
     params: dict[str, Any],
     attempt: Attempt,

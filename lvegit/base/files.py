@@ -118,57 +118,38 @@ def parse_json(text: str, first_line: int = 1) -> Any:
     return value
 
 
-class _BadLine(ValueError):
-    """Carries a FileProblem through jsonlines, which reports a line whose loads raised ValueError."""
-
-    def __init__(self, problem: FileProblem) -> None:
-        super().__init__(problem.message)
-        self.problem = problem
+# What a JSONL reader skips at the start of a line, once: an RFC 7464 record separator, a byte order mark.
+SKIPPED_LINE_STARTS = ("\x1e", "\ufeff")
 
 
 def json_lines(lines: Iterable[str | bytes]) -> Iterator[tuple[int, Any]]:
-    """(line number, value) for each non-blank line of a JSONL source, each line parsed on its own by
-    jsonlines under the limits of whole files; a line that cannot be used gives a FileProblem naming that
-    line as its value, and reading goes on with the next line."""
-    current = 0
-
-    def numbered() -> Iterator[str | bytes]:
-        nonlocal current
-        for current, line in enumerate(lines, start=1):  # noqa: B007 - read by loads and below
-            yield line
-
-    def loads(text: str | bytes) -> Any:
-        if isinstance(text, bytes):  # pragma: no cover - jsonlines decodes bytes before calling loads
-            text = text.decode("utf-8")
-        if len(text) > MAX_INSTANCE_LINE_BYTES // 4 and len(data := text.encode()) > MAX_INSTANCE_LINE_BYTES:
-            problem = FileProblem(f"line is too long ({len(data)} bytes, limit {MAX_INSTANCE_LINE_BYTES})")
-            raise _BadLine(problem)
+    """(line number, value) for each non-blank line of a JSONL source, each line parsed on its own under
+    the limits of whole files; a line that cannot be used gives a FileProblem naming that line as its
+    value, and reading goes on with the next line."""
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
         try:
-            if "\x00" in text:
-                raise FileProblem("binary content (NUL byte) where text was expected")
-            return parse_json(text.rstrip("\r\n"), first_line=current)
+            value = _json_line(line, number)
         except FileProblem as exc:
-            raise _BadLine(exc) from None
+            value = FileProblem(exc.message, number)
+        yield number, value
 
-    import jsonlines  # slow to import (attrs): only commands that read JSONL pay for it
 
-    reader = jsonlines.Reader(numbered(), loads=loads)
-    while True:
+def _json_line(line: str | bytes, number: int) -> Any:
+    """One line's value; a FileProblem where it is no UTF-8, too long, binary or no JSON."""
+    if isinstance(line, bytes):
         try:
-            value = reader.read(skip_empty=True, allow_none=True)
-        except EOFError:
-            return
-        except jsonlines.InvalidLineError as exc:
-            cause = exc.__cause__
-            if isinstance(cause, _BadLine):
-                message = cause.problem.message
-            elif isinstance(cause, UnicodeDecodeError):
-                message = f"not valid UTF-8 (byte {cause.start})"
-            else:  # pragma: no cover - jsonlines raises nothing else with allow_none and no type
-                message = str(exc)
-            yield exc.lineno, FileProblem(message, exc.lineno)
-        else:
-            yield current, value
+            line = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise FileProblem(f"not valid UTF-8 (byte {exc.start})") from None
+    if line.startswith(SKIPPED_LINE_STARTS):
+        line = line[1:]
+    if len(line) > MAX_INSTANCE_LINE_BYTES // 4 and len(data := line.encode()) > MAX_INSTANCE_LINE_BYTES:
+        raise FileProblem(f"line is too long ({len(data)} bytes, limit {MAX_INSTANCE_LINE_BYTES})")
+    if "\x00" in line:
+        raise FileProblem("binary content (NUL byte) where text was expected")
+    return parse_json(line.rstrip("\r\n"), first_line=number)
 
 
 # --- Paths a pull request controls -------------------------------------------------------------------

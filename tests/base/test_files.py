@@ -8,6 +8,7 @@ import pytest
 from lvegit.base.files import (
     MAX_JSON_DEPTH,
     FileProblem,
+    json_lines,
     parse_json,
     path_inside,
     read_text,
@@ -35,6 +36,27 @@ def test_read_text_rejects_large_binary_and_non_utf8(tmp_path: Path) -> None:
 def test_utf8_bom_is_accepted(tmp_path: Path) -> None:
     (tmp_path / "bom").write_bytes(b"\xef\xbb\xbf{}")
     assert read_text(tmp_path / "bom", 100, within=tmp_path) == "{}"
+
+
+def test_json_lines_names_each_bad_line_and_reads_on() -> None:
+    lines = [
+        b'{"a": 1}\n',
+        b"  \n",  # blank: skipped, still counted
+        "\ufeff[2]\n".encode(),  # a byte order mark, as some editors write one on every line
+        b"caf\xe9\n",
+        b'{"b": \x00}\n',
+        b"{oops\n",
+        b"\x1enull\n",  # an RFC 7464 record separator
+    ]
+    found = list(json_lines(lines))
+    assert [number for number, _value in found] == [1, 3, 4, 5, 6, 7]
+    assert (found[0][1], found[1][1], found[5][1]) == ({"a": 1}, [2], None)
+    problems = [value for _number, value in found[2:5]]
+    assert [(problem.message, problem.line) for problem in problems] == [
+        ("not valid UTF-8 (byte 3)", 4),
+        ("binary content (NUL byte) where text was expected", 5),
+        ("invalid JSON: Expecting property name enclosed in double quotes (line 6, column 2)", 6),
+    ]
 
 
 def test_parse_json_reports_line_and_column() -> None:

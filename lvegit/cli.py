@@ -110,6 +110,11 @@ def _silence_stdout() -> None:
 def main(argv: list[str] | None = None, settings: Settings | None = None) -> Any:
     """Run the CLI: exit 0 ok, 1 findings, 2 usage, 3 unexpected error, 130 interrupted, 141 closed pipe.
     Every error prints the same way: `lvegit: error: ...`."""
+    if argv is None:  # the lvegit program itself, not a caller in its own process (the tests)
+        # pydantic reads the entry points of every installed package, looking for plugins, before it builds
+        # lvegit's first model (about 4% of a cold check's instructions); lvegit's models use none. A
+        # setting of the caller's stands.
+        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     try:
         args = sys.argv[1:] if argv is None else argv
         # The context is driven here rather than by cli.main, whose own handling would turn a closed

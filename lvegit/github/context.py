@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,44 @@ def _sha(value: Any, where: str) -> str:
     return value.strip()
 
 
+def _pull_request(payload: Any, base: str | None) -> tuple[str | None, str, int | None]:
+    pull = _get(payload, "pull_request")
+    return (
+        base or _sha(_get(pull, "base", "sha"), "pull_request.base.sha"),
+        _sha(_get(pull, "head", "sha"), "pull_request.head.sha"),
+        _get(pull, "number"),
+    )
+
+
+def _push(payload: Any, base: str | None) -> tuple[str | None, str, int | None]:
+    before = _get(payload, "before")
+    zero = isinstance(before, str) and set(before) == {"0"}  # a new branch: nothing to compare with
+    return base or (None if zero or not before else before), _sha(_get(payload, "after"), "after"), None
+
+
+def _workflow_run(payload: Any, base: str | None) -> tuple[str | None, str, int | None]:
+    run = _get(payload, "workflow_run")
+    pulls = _get(run, "pull_requests") or []
+    number = _get(pulls[0], "number") if pulls and isinstance(pulls, list) else None
+    head = _sha(_get(run, "head_sha"), "workflow_run.head_sha")
+    return base, head, number if isinstance(number, int) else None
+
+
+def _workflow_dispatch(payload: Any, base: str | None) -> tuple[str | None, str, int | None]:
+    dispatched = _get(payload, "inputs", "base")
+    head = os.environ.get("GITHUB_SHA") or "HEAD"
+    return base or (dispatched if isinstance(dispatched, str) and dispatched else None), head, None
+
+
+# Each event's base, head and pull request number, from its payload and the base the inputs give (if any).
+_READERS: dict[str, Callable[[Any, str | None], tuple[str | None, str, int | None]]] = {
+    **{name: _pull_request for name in PULL_REQUEST_EVENTS},
+    "push": _push,
+    "workflow_run": _workflow_run,
+    "workflow_dispatch": _workflow_dispatch,
+}
+
+
 def read_event(name: str | None = None, payload_path: str | None = None, base_override: str = "") -> Event:
     name = name or os.environ.get("GITHUB_EVENT_NAME", "")
     if name not in EVENTS:
@@ -68,31 +107,4 @@ def read_event(name: str | None = None, payload_path: str | None = None, base_ov
         payload = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise UsageError(f"cannot read the event payload {path}: {exc}") from None
-    base = base_override or None
-    if name in PULL_REQUEST_EVENTS:
-        pull = _get(payload, "pull_request")
-        return Event(
-            name,
-            base or _sha(_get(pull, "base", "sha"), "pull_request.base.sha"),
-            _sha(_get(pull, "head", "sha"), "pull_request.head.sha"),
-            _get(pull, "number"),
-        )
-    if name == "push":
-        before = _get(payload, "before")
-        zero = isinstance(before, str) and set(before) == {"0"}  # a new branch: nothing to compare with
-        return Event(
-            name, base or (None if zero or not before else before), _sha(_get(payload, "after"), "after")
-        )
-    if name == "workflow_run":
-        run = _get(payload, "workflow_run")
-        pulls = _get(run, "pull_requests") or []
-        number = _get(pulls[0], "number") if pulls and isinstance(pulls, list) else None
-        return Event(
-            name,
-            base,
-            _sha(_get(run, "head_sha"), "workflow_run.head_sha"),
-            number if isinstance(number, int) else None,
-        )
-    dispatched = _get(payload, "inputs", "base")
-    head = os.environ.get("GITHUB_SHA") or "HEAD"
-    return Event(name, base or (dispatched if isinstance(dispatched, str) and dispatched else None), head)
+    return Event(name, *_READERS[name](payload, base_override or None))

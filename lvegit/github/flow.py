@@ -1,9 +1,12 @@
-"""The action's two stages.
+"""The action's two modes.
 
-check (untrusted, needs no secret): changed LVEs -> validate -> replay -> live re-run when a model is
-reachable and allowed -> appended instances (work tree and a patch) -> results file -> job summary ->
-annotations -> outputs -> exit code by the fail policy. In a pull request, the routing file and the run
-history come from trusted refs, never from the pull request's work tree (lvegit.github.trust).
+check (untrusted, needs no secret) is a list of stages over one CheckRun: the stages that find out
+(FINDING: the commits, the changed LVEs, validation and replay with the verdict cache, trust, the live
+re-run when a model is reachable and allowed, the judges asked again, the changes reviewed, the run
+history), then the results, then the stages that report them (REPORTING: the results file, the appended
+instances as a patch, the job summary, annotations, outputs, the comment); the exit code follows the fail
+policy. In a pull request, the routing file, the run history and the ids come from trusted refs, never from
+the pull request's work tree (lvegit.github.trust), chosen in one stage (_apply_trust).
 
 comment (trusted, checks out no pull-request code): the results file, schema-checked, must belong to the
 pull request's current head; then the one verdict comment is created or edited in place.
@@ -14,13 +17,15 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from lvegit.base.errors import UsageError
 from lvegit.base.output import count, line
 from lvegit.base.settings import CacheSettings, RetryPolicy, current
+from lvegit.git.changes import Changes, changed_lves
 from lvegit.git.vcs import GitCheckout
 from lvegit.github import results as results_file
 from lvegit.github.api import PullRequests
@@ -28,17 +33,18 @@ from lvegit.github.commits import ensure_history
 from lvegit.github.context import Event
 from lvegit.github.render import SUMMARY_LIMIT, annotation_commands, render, write_outputs
 from lvegit.github.review import review
-from lvegit.github.trust import Trusted, for_pull_request
+from lvegit.github.trust import for_pull_request
 from lvegit.history.severity import impacts_of, severities
 from lvegit.history.status import History, LVEStatus, status_table
 from lvegit.history.store import HISTORY_DIR, history_dir
 from lvegit.judge.cache import open_cache
 from lvegit.judge.check import check_all
-from lvegit.judge.results import CLAIMED, LVECheck
+from lvegit.judge.results import CLAIMED, LVEChange, LVECheck
 from lvegit.lve import ids
 from lvegit.lve.repo import Repository, text_name
+from lvegit.lve.routing_file import Reader
 from lvegit.publish.readme import ReadmeError, readme_of
-from lvegit.run.live import run_live
+from lvegit.run.live import Live, run_live
 
 
 @dataclass(frozen=True)
@@ -100,131 +106,237 @@ def _history(
     return by_lve, {lve: text for lve, text in shown.items() if not text.startswith("unknown")}, problems
 
 
-def _judge_claims_again(
-    repo: Repository, checks: list[LVECheck], live: bool, trusted: Trusted | None, settings: ActionSettings
-) -> tuple[list[LVECheck], str | None]:
-    """In a pull request, what an LLM judge said about a recorded response is the contributor's claim:
-    where the live stage can reach the judge, it is asked again and its verdicts replace the replayed
-    ones; where not, the comment says that they are claims."""
-    from lvegit.checkers.registry import needs_of
-    from lvegit.lve.spec import load_lve
+@dataclass
+class CheckRun:
+    """One run of the Action's check: what each stage found, for the stages after it."""
 
-    judged = [
-        check
-        for check in checks
-        if check.validation.valid
-        and check.replay
-        and (lve := load_lve(repo, repo.root / check.path)[0]) is not None
-        and needs_of(lve.checker_name).judge_argument is not None
-    ]
-    if trusted is None or not judged:
-        return checks, None
-    if not live:
-        claimed = {check.path for check in judged}
-        marked = [
-            replace(
-                check,
-                replay=[
-                    replace(r, reason=CLAIMED) if r.status == "reproduced" and r.reason is None else r
-                    for r in check.replay
-                ],
-            )
-            if check.path in claimed
-            else check
-            for check in checks
-        ]
-        return marked, (
-            "Judgements recorded in this pull request are the contributor's: no live stage asked "
-            "their judges again."
-        )
-    from lvegit.models.routing import ModelPool
-    from lvegit.run.rejudge import rejudge
+    repo: Repository
+    event: Event
+    settings: ActionSettings
+    scratch: Path  # an empty folder, for the run history read from trusted refs
+    checkout: GitCheckout | None = None  # None: no commit to compare (the work tree as it is)
+    changes: Changes | None = None  # None: no base to compare with, every LVE is checked
+    lve_dirs: list[Path] = field(default_factory=list)  # the changed LVEs that exist
+    removed: list[str] = field(default_factory=list)  # the LVEs the changes removed, as text
+    checks: list[LVECheck] = field(default_factory=list)  # validation and replay, by LVE
+    readmes: dict[str, str | None] = field(default_factory=dict)  # why each README needs refreshing
+    # What decides more than one LVE, and where the check read it (see _apply_trust)
+    routing: Reader | None = None  # None: the work tree's routing file
+    history_folder: Path | None = None
+    history_problem: str | None = None  # why the run history, or part of it, could not be read
+    known_ids: dict[str, str] = field(default_factory=dict)
+    judgements_are_claims: bool = False  # a pull request's recorded judgements are its contributor's
+    trust_notes: list[str] = field(default_factory=list)  # where a pull request's check read it from
+    refusals: list[str] = field(default_factory=list)  # what fails the check whatever the policy
+    live: Live = field(default_factory=lambda: Live(False, "not run"))
+    reviewed: dict[str, LVEChange] = field(default_factory=dict)  # what the changes did to each LVE
+    statuses: dict[str, list[LVEStatus]] = field(default_factory=dict)  # each LVE's run history
+    severities: dict[str, str] = field(default_factory=dict)
 
-    pool = ModelPool(repo.root, read=trusted.routing)
-    again = rejudge(
-        repo, [repo.root / check.path for check in judged], pool, settings.retry, settings.concurrency
-    )
-    by_line = {(r.file, r.line): r for results in again.values() for r in results}
-    replaced = [
-        replace(check, replay=[by_line.get((r.file, r.line), r) for r in check.replay]) for check in checks
-    ]
-    return replaced, "The judges of the LVEs judged by a model were asked again about each recorded response."
+    @property
+    def paths(self) -> list[str]:
+        """The changed LVEs that were checked."""
+        return [check.path for check in self.checks]
 
 
-def check(repo: Repository, event: Event, settings: ActionSettings) -> int:
-    with tempfile.TemporaryDirectory(prefix="lvegit-trusted-") as scratch:
-        return _check(repo, event, settings, Path(scratch))
-
-
-def _check(repo: Repository, event: Event, settings: ActionSettings, scratch: Path) -> int:
-    revisions = [rev for rev in (event.base, event.head) if rev and rev != "HEAD"]
-    checkout = GitCheckout(repo.root) if revisions else None
-    for step in ensure_history(checkout, *revisions) if checkout else []:
+def _fetch_commits(run: CheckRun) -> None:
+    """The commits to compare, fetched where the checkout lacks them (or their history)."""
+    revisions = [rev for rev in (run.event.base, run.event.head) if rev and rev != "HEAD"]
+    if not revisions:
+        return
+    run.checkout = GitCheckout(run.repo.root)
+    for step in ensure_history(run.checkout, *revisions):
         line(f"lvegit: {step}")
-    changes = None
-    if event.base:
-        from lvegit.git.changes import changed_lves
 
-        changes = changed_lves(repo, event.base, event.head)
-        # a removed folder's name is only shown: as text, whatever bytes it had
-        paths, removed = changes.changed, [text_name(path) for path in changes.removed]
+
+def _find_changed_lves(run: CheckRun) -> None:
+    """The LVEs the event changed (every LVE where there is no base to compare with)."""
+    repo = run.repo
+    if run.event.base:
+        run.changes = changed_lves(repo, run.event.base, run.event.head)
+        paths = run.changes.changed
+        run.removed = [text_name(path) for path in run.changes.removed]  # only shown: as text
     else:
-        paths, removed = [repo.relative(d) for d in repo.lve_dirs()], []
-    lve_dirs = [repo.root / path for path in paths if (repo.root / path).is_dir()]
-    cache, unused = open_cache(repo.root, settings.cache)
-    if cache is not None and event.pull_request is not None:
+        paths = [repo.relative(d) for d in repo.lve_dirs()]
+    run.lve_dirs = [repo.root / path for path in paths if (repo.root / path).is_dir()]
+
+
+def _validate_and_replay(run: CheckRun) -> None:
+    """Validate and replay the changed LVEs, with the verdicts of the cache; note where their READMEs need
+    refreshing (the work tree as the pull request left it, before the live stage appends instances)."""
+    cache, unused = open_cache(run.repo.root, run.settings.cache)
+    if cache is not None and run.event.pull_request is not None:
         # A pull request's check reads verdicts that trusted runs stored and never stores its own.
         cache.writable = False
     if unused:
         line(f"lvegit: verdict cache: {unused}")
-    checks = check_all(repo, lve_dirs, cache)
-    readmes = {check.path: _readme_warning(repo, check.path) for check in checks if check.validation.valid}
+    run.checks = check_all(run.repo, run.lve_dirs, cache)
+    run.readmes = {c.path: _readme_warning(run.repo, c.path) for c in run.checks if c.validation.valid}
     if cache is not None:
         cache.prune()
-    runnable = [d for d, check in zip(lve_dirs, checks, strict=True) if check.validation.valid]
+
+
+def _apply_trust(run: CheckRun) -> None:
+    """Where the check reads what decides more than one LVE (the routing file, the run history, the ids):
+    in a pull request from refs it cannot change (lvegit.github.trust), else from the work tree. The one
+    stage that asks whether the check is a pull request's; the others read what it chose."""
+    repo, event = run.repo, run.event
+    if run.checkout is None or run.changes is None or not event.base or not event.head:
+        try:
+            run.history_folder = history_dir(repo.root, None, current().history.directory)
+        except UsageError as exc:
+            run.history_problem = str(exc)
+        run.known_ids = _registry_ids(lambda: ids.live_ids(repo))
+        return
     history_folder = repo.root / (current().history.directory or HISTORY_DIR)  # no link followed
-    trusted: Trusted | None = None
-    if checkout is not None and changes is not None and event.base and event.head:
-        trusted = for_pull_request(
-            checkout, repo.root, event.base, changes.base, event.head, history_folder, scratch / "history"
-        )
-    live = run_live(
-        repo,
+    trusted = for_pull_request(
+        run.checkout,
+        repo.root,
+        event.base,
+        run.changes.base,
+        event.head,
+        history_folder,
+        run.scratch / "history",
+    )
+    run.routing, run.history_folder = trusted.routing, trusted.history
+    run.known_ids = _registry_ids(lambda: _parsed_ids(trusted.id_registry()))
+    run.judgements_are_claims = True
+    run.trust_notes, run.refusals = trusted.notes, trusted.refusals
+
+
+def _parsed_ids(text: str | None) -> dict[str, str]:
+    return ids.parse(text).live() if text is not None else {}
+
+
+def _registry_ids(read: Callable[[], dict[str, str]]) -> dict[str, str]:
+    """Each LVE path's id as `read` gives it; none where the registry cannot be read (the check says so
+    elsewhere)."""
+    try:
+        return read()
+    except UsageError:
+        return {}
+
+
+def _run_live(run: CheckRun) -> None:
+    """Re-run the valid LVEs' instances against their models where a model is reachable and allowed."""
+    settings = run.settings
+    runnable = [run.repo.root / check.path for check in run.checks if check.validation.valid]
+    run.live = run_live(
+        run.repo,
         runnable,
         settings.live,
         settings.repeat,
         settings.append,
         settings.concurrency,
         settings.retry,
-        trusted.routing if trusted else None,
+        run.routing,
     )
-    checks, judged_note = _judge_claims_again(repo, checks, live.enabled, trusted, settings)
-    reviewed = review(repo, changes) if changes is not None else {}
-    try:
-        trusted_history = (
-            trusted.history if trusted else history_dir(repo.root, None, current().history.directory)
-        )
-        paths = [check.path for check in checks]
-        statuses, severity, history_problem = _history(repo, trusted_history, paths)
-    except UsageError as exc:
-        statuses, severity, history_problem = {}, {}, str(exc)
-    known_ids = _ids(repo, trusted)
+
+
+def _judged_by_a_model(run: CheckRun) -> list[LVECheck]:
+    """The valid, replayed LVEs whose checker asks a judge model."""
+    from lvegit.checkers.registry import needs_of
+    from lvegit.lve.spec import load_lve
+
+    return [
+        check
+        for check in run.checks
+        if check.validation.valid
+        and check.replay
+        and (lve := load_lve(run.repo, run.repo.root / check.path)[0]) is not None
+        and needs_of(lve.checker_name).judge_argument is not None
+    ]
+
+
+def _judge_claims_again(run: CheckRun) -> None:
+    """In a pull request, what a judge model said about a recorded response is the contributor's claim:
+    where the live stage can reach the judge, it is asked again and its verdicts replace the replayed
+    ones; where not, the replayed verdicts are marked as claims and the comment says so."""
+    judged = _judged_by_a_model(run) if run.judgements_are_claims else []
+    if not judged:
+        return
+    if not run.live.enabled:
+        claimed = {check.path for check in judged}
+        run.checks = [_as_claims(check) if check.path in claimed else check for check in run.checks]
+        run.trust_notes = [
+            *run.trust_notes,
+            "Judgements recorded in this pull request are the contributor's: no live stage asked "
+            "their judges again.",
+        ]
+        return
+    from lvegit.models.routing import ModelPool
+    from lvegit.run.rejudge import rejudge
+
+    repo, settings = run.repo, run.settings
+    pool = ModelPool(repo.root, read=run.routing)
+    again = rejudge(
+        repo, [repo.root / check.path for check in judged], pool, settings.retry, settings.concurrency
+    )
+    by_line = {(r.file, r.line): r for results in again.values() for r in results}
+    run.checks = [
+        replace(check, replay=[by_line.get((r.file, r.line), r) for r in check.replay])
+        for check in run.checks
+    ]
+    run.trust_notes = [
+        *run.trust_notes,
+        "The judges of the LVEs judged by a model were asked again about each recorded response.",
+    ]
+
+
+def _as_claims(check: LVECheck) -> LVECheck:
+    """The check with each verdict its replay reproduced marked as a claim."""
+    claimed = [
+        replace(r, reason=CLAIMED) if r.status == "reproduced" and r.reason is None else r
+        for r in check.replay
+    ]
+    return replace(check, replay=claimed)
+
+
+def _review_changes(run: CheckRun) -> None:
+    """What the changes did to each changed LVE."""
+    if run.changes is not None:
+        run.reviewed = review(run.repo, run.changes)
+
+
+def _read_run_history(run: CheckRun) -> None:
+    """Each LVE's status on each model of the run history, and its severity."""
+    if run.history_problem is not None:
+        return
+    run.statuses, run.severities, run.history_problem = _history(run.repo, run.history_folder, run.paths)
+
+
+# The stages that find out, in order: each reads what the ones before it set.
+FINDING: Final[tuple[Callable[[CheckRun], None], ...]] = (
+    _fetch_commits,
+    _find_changed_lves,
+    _validate_and_replay,
+    _apply_trust,
+    _run_live,
+    _judge_claims_again,
+    _review_changes,
+    _read_run_history,
+)
+
+
+def _results(run: CheckRun) -> results_file.ResultsDocument:
+    """The results document of what the stages found; what trust refuses fails it whatever the policy."""
+    event, settings, live = run.event, run.settings, run.live
     lves = [
         results_file.lve_record(
             check,
             live.instances.get(check.path, []),
             live.appended.get(check.path, []),
-            reviewed.get(check.path),
-            readmes.get(check.path),
-            statuses.get(check.path),
-            known_ids.get(check.path),
-            severity.get(check.path),
+            run.reviewed.get(check.path),
+            run.readmes.get(check.path),
+            run.statuses.get(check.path),
+            run.known_ids.get(check.path),
+            run.severities.get(check.path),
         )
-        for check in checks
+        for check in run.checks
     ]
     results = results_file.document(
         lves,
-        removed,
+        run.removed,
         results_file.LiveSetting(enabled=live.enabled, reason=live.reason),
         settings.fail_on,
         repository=settings.repository,
@@ -232,45 +344,94 @@ def _check(repo: Repository, event: Event, settings: ActionSettings, scratch: Pa
         pull_request=event.pull_request,
         base_sha=event.base,
         head_sha=event.head,
-        history=history_problem,
-        trust=(trusted.notes if trusted else []) + ([judged_note] if judged_note else []),
+        history=run.history_problem,
+        trust=run.trust_notes,
     )
-    if trusted is not None and trusted.refusals:
-        failures = [*results.failures, *trusted.refusals]
+    if run.refusals:
+        failures = [*results.failures, *run.refusals]
         results = results.model_copy(update={"failures": failures, "passed": False})
-    totals = results.totals
-    results_path = settings.results_dir / "results.json"
-    results_file.write(results_path, results)
-    appended_files = sorted({a.file for lve in lves for a in lve.appended})
-    if appended_files:  # the appended instances as a patch, for maintainers to apply (the work tree has them)
-        patch = (checkout or GitCheckout(repo.root)).patch([str(repo.root / f) for f in appended_files])
-        results_file.write_in_folder(settings.results_dir / "instances.patch", patch)
-    if settings.summary_path is not None:
-        with settings.summary_path.open("a", encoding="utf-8") as handle:
-            handle.write(render(results, settings.server_url, SUMMARY_LIMIT, marker=False) + "\n")
-    root, workspace = repo.root.resolve(), settings.workspace.resolve()
-    prefix = (
-        f"{root.relative_to(workspace).as_posix()}/" if workspace in root.parents else ""
-    )  # paths in the repo
-    for command in annotation_commands(results, prefix, settings.fail_on):
+    return results
+
+
+def _write_results_file(run: CheckRun, results: results_file.ResultsDocument) -> None:
+    results_file.write(run.settings.results_dir / "results.json", results)
+
+
+def _write_patch(run: CheckRun, results: results_file.ResultsDocument) -> None:
+    """The appended instances as a patch, for maintainers to apply (the work tree has them)."""
+    appended_files = sorted({a.file for lve in results.lves for a in lve.appended})
+    if appended_files:
+        checkout = run.checkout or GitCheckout(run.repo.root)
+        patch = checkout.patch([str(run.repo.root / f) for f in appended_files])
+        results_file.write_in_folder(run.settings.results_dir / "instances.patch", patch)
+
+
+def _write_summary(run: CheckRun, results: results_file.ResultsDocument) -> None:
+    """The job summary: the comment, shortened to what a summary holds."""
+    if run.settings.summary_path is not None:
+        with run.settings.summary_path.open("a", encoding="utf-8") as handle:
+            handle.write(render(results, run.settings.server_url, SUMMARY_LIMIT, marker=False) + "\n")
+
+
+def _print_annotations(run: CheckRun, results: results_file.ResultsDocument) -> None:
+    """An annotation for each problem, at its file's path in the workspace."""
+    root, workspace = run.repo.root.resolve(), run.settings.workspace.resolve()
+    prefix = f"{root.relative_to(workspace).as_posix()}/" if workspace in root.parents else ""
+    for command in annotation_commands(results, prefix, run.settings.fail_on):
         sys.stdout.write(command + "\n")
-    if settings.output_path is not None:
-        write_outputs(
-            settings.output_path,
-            {
-                "changed": " ".join(map(text_name, paths)),
-                "reproduced": str(totals.reproduced),
-                "mismatch": str(totals.mismatch),
-                "error": str(totals.error),
-                "invalid": str(totals.invalid),
-                "results-file": str(results_path),
-                "passed": str(results.passed).lower(),
-            },
-        )
+
+
+def _write_outputs(run: CheckRun, results: results_file.ResultsDocument) -> None:
+    """The step's outputs, for the workflow's later steps."""
+    if run.settings.output_path is None:
+        return
+    totals = results.totals
+    write_outputs(
+        run.settings.output_path,
+        {
+            "changed": " ".join(map(text_name, run.paths)),
+            "reproduced": str(totals.reproduced),
+            "mismatch": str(totals.mismatch),
+            "error": str(totals.error),
+            "invalid": str(totals.invalid),
+            "results-file": str(run.settings.results_dir / "results.json"),
+            "passed": str(results.passed).lower(),
+        },
+    )
+
+
+def _log_verdict(run: CheckRun, results: results_file.ResultsDocument) -> None:
     verdict = "passed" if results.passed else "failed: " + "; ".join(results.failures)
-    line(f"lvegit: {count(len(lves), 'changed LVE')}; {verdict}")
-    if settings.comment and event.pull_request is not None:
-        post_comment(results, settings, event.pull_request, event.head)
+    line(f"lvegit: {count(len(results.lves), 'changed LVE')}; {verdict}")
+
+
+def _comment(run: CheckRun, results: results_file.ResultsDocument) -> None:
+    """The verdict comment on the pull request, where the Action's inputs ask for one."""
+    if run.settings.comment and run.event.pull_request is not None:
+        post_comment(results, run.settings, run.event.pull_request, run.event.head)
+
+
+# The stages that report the results, in order.
+REPORTING: Final[tuple[Callable[[CheckRun, results_file.ResultsDocument], None], ...]] = (
+    _write_results_file,
+    _write_patch,
+    _write_summary,
+    _print_annotations,
+    _write_outputs,
+    _log_verdict,
+    _comment,
+)
+
+
+def check(repo: Repository, event: Event, settings: ActionSettings) -> int:
+    """The check: the stages that find out, the results, the stages that report them; 1 when it failed."""
+    with tempfile.TemporaryDirectory(prefix="lvegit-trusted-") as scratch:
+        run = CheckRun(repo, event, settings, Path(scratch))
+        for find in FINDING:
+            find(run)
+        results = _results(run)
+        for report in REPORTING:
+            report(run, results)
     return 0 if results.passed else 1
 
 
@@ -312,15 +473,3 @@ def environment_settings(workspace: Path) -> dict[str, Any]:
         "summary_path": Path(summary) if summary else None,
         "output_path": Path(outputs) if outputs else None,
     }
-
-
-def _ids(repo: Repository, trusted: Trusted | None) -> dict[str, str]:
-    """Each LVE path's id: from the base commit's lve-ids.json in a pull request (which may not set one),
-    else from the work tree's; none where the registry cannot be read (the check says so elsewhere)."""
-    try:
-        if trusted is None:
-            return ids.live_ids(repo)
-        text = trusted.routing(ids.REGISTRY)
-        return ids.parse(text).live() if text is not None else {}
-    except UsageError:
-        return {}

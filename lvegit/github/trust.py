@@ -1,9 +1,11 @@
 """What a pull request's check reads from refs the pull request cannot change, instead of its work tree.
 
-In a pull request every file is the contributor's. Two of them decide more than their own LVE: the routing
-file (lvegit.toml, or [tool.lvegit] in pyproject.toml) says where model requests go and which key they
-carry, and the run history says where each LVE reproduces and since when it is fixed. The check reads
-both with git at trusted refs: the routing file at the pull request's base commit; the run history from
+In a pull request every file is the contributor's. Three of them decide more than their own LVE: the
+routing file (lvegit.toml, or [tool.lvegit] in pyproject.toml) says where model requests go and which key
+they carry, the run history says where each LVE reproduces and since when it is fixed, and the id registry
+(lve-ids.json) gives each LVE its stable id. The check reads them with git at trusted refs: the routing
+file and the id registry at the pull request's base commit (a pull request that changes the registry fails
+its check: ids are given after merge); the run history from
 the history branch where the workflow checked it out (a nested checkout of lvegit-history in the history
 folder), else from a local or fetched lvegit-history branch, else from the base commit's history folder.
 What the pull request changed there is named in the comment, for the maintainers to approve like checker
@@ -13,6 +15,7 @@ code; its own versions are never used.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -20,32 +23,46 @@ from typing import Final
 from lvegit.base.errors import UsageError
 from lvegit.git.vcs import GitCheckout
 from lvegit.history.store import RUN_FILE
-from lvegit.lve.ids import REGISTRY
-from lvegit.lve.routing_file import MAX_CONFIG_BYTES, ROUTING_FILES, Reader
+from lvegit.lve.ids import MAX_REGISTRY_BYTES, REGISTRY
+from lvegit.lve.routing_file import MAX_CONFIG_BYTES, ROUTING_FILES
 
 HISTORY_BRANCH: Final = "lvegit-history"
 MAX_RUN_FILE_BYTES: Final = 64 * 1024**2
 
 
+# The text of a file at the repository root as of the base commit, read up to a limit (bytes).
+AtBase = Callable[[str, int], str | None]
+
+
 @dataclass
 class Trusted:
-    """Where a pull request's check reads routing and history from, and what the comment says of it."""
+    """Where a pull request's check reads routing, history and ids from, and what the comment says of it."""
 
-    routing: Reader
+    at_base: AtBase
     history: Path | None  # a folder holding the trusted run files; None: there is no history
     notes: list[str] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)  # what fails the check whatever the policy
 
+    def routing(self, name: str) -> str | None:
+        """A routing file (lvegit.toml, pyproject.toml) at the base commit: the Reader model routing takes."""
+        if name not in ROUTING_FILES:
+            raise ValueError(f"{name} is no routing file")  # lvegit's own mistake
+        return self.at_base(name, MAX_CONFIG_BYTES)
 
-def _at(checkout: GitCheckout, commit: str, top: str) -> Reader:
+    def id_registry(self) -> str | None:
+        """The id registry (lve-ids.json) at the base commit."""
+        return self.at_base(REGISTRY, MAX_REGISTRY_BYTES)
+
+
+def _at(checkout: GitCheckout, commit: str, top: str) -> AtBase:
     """The files at the repository root (`top`, from the top of the git work tree) as of `commit`."""
 
-    def read(name: str) -> str | None:
-        data = checkout.read_at(commit, f"{top}/{name}" if top else name, MAX_CONFIG_BYTES + 1)
+    def read(name: str, limit: int) -> str | None:
+        data = checkout.read_at(commit, _in(top, name), limit + 1)
         if data is None:
             return None
-        if len(data) > MAX_CONFIG_BYTES:
-            raise UsageError(f"{name} at {commit[:12]} is larger than {MAX_CONFIG_BYTES} bytes")
+        if len(data) > limit:
+            raise UsageError(f"{name} at {commit[:12]} is larger than {limit} bytes")
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError:
@@ -114,46 +131,73 @@ def _from_top(checkout: GitCheckout, folder: Path) -> str | None:
     return relative.as_posix()
 
 
+def _in(top: str, name: str) -> str:
+    """A path below the repository root (`top`, from the top of the git work tree) from the top."""
+    return f"{top}/{name}" if top else name
+
+
+def _changed_paths(checkout: GitCheckout, since: str, head: str) -> set[str]:
+    """Every path the pull request changed (both names of a renamed file), from the top of the work tree."""
+    return {
+        path
+        for change in checkout.changed_files(since, head)
+        for path in (change.path, change.new_path)
+        if path is not None
+    }
+
+
+def _routing_note(top: str, changed: set[str], base: str) -> list[str]:
+    """What the comment says when the pull request changes a routing file."""
+    routing_changed = [name for name in ROUTING_FILES if _in(top, name) in changed]
+    if not routing_changed:
+        return []
+    return [
+        f"⚠️ This pull request changes {' and '.join(routing_changed)}, which can say where model "
+        "requests go and which key they carry: the check used the base commit's "
+        f"({base[:12]}); review the change like checker code before merging."
+    ]
+
+
+def _history_refusal(checkout: GitCheckout, head: str, history_top: str | None) -> list[str]:
+    """Why the check fails when the pull request makes the history folder a submodule (a gitlink: a
+    checkout with submodules fetches a repository of its choosing there) or a link: either would make its
+    own history look trusted."""
+    made = checkout.kind_at(head, history_top) if history_top else None
+    if made not in ("submodule", "link"):
+        return []
+    return [
+        f"this pull request makes {history_top}/ a {made}: the run history is never read from a "
+        "submodule or a link (the history shown is from the history branch or the base commit)"
+    ]
+
+
+def _history_change_note(history_top: str | None, changed: set[str]) -> list[str]:
+    """What the comment says when the pull request changes files of the history folder."""
+    if history_top is None or not any(
+        path == history_top or path.startswith(f"{history_top}/") for path in changed
+    ):
+        return []
+    return [
+        f"⚠️ This pull request changes {history_top}/: its files are not read; the run history shown "
+        "is the trusted one."
+    ]
+
+
 def for_pull_request(
     checkout: GitCheckout, root: Path, base: str, since: str, head: str, history_folder: Path, scratch: Path
 ) -> Trusted:
     """What a pull request's check trusts: `base`, the base branch's commit; `since`, where the pull
     request left it (the merge base); `head`, its head commit; `scratch`, an empty folder for the history."""
     top = checkout.relative(root)
-    changed = {
-        path
-        for change in checkout.changed_files(since, head)
-        for path in (change.path, change.new_path)
-        if path is not None
-    }
-    notes = []
-    routing_changed = [name for name in ROUTING_FILES if (f"{top}/{name}" if top else name) in changed]
-    if routing_changed:
-        notes.append(
-            f"⚠️ This pull request changes {' and '.join(routing_changed)}, which can say where model "
-            "requests go and which key they carry: the check used the base commit's "
-            f"({base[:12]}); review the change like checker code before merging."
-        )
+    changed = _changed_paths(checkout, since, head)
     history_top = _from_top(checkout, history_folder)
-    # A pull request that makes the history folder a submodule (a gitlink: a checkout with submodules
-    # fetches a repository of its choosing there) or a link would make its own history look trusted.
-    made = checkout.kind_at(head, history_top) if history_top else None
-    refusals = []
-    if made in ("submodule", "link"):
-        refusals.append(
-            f"this pull request makes {history_top}/ a {made}: the run history is never read from a "
-            "submodule or a link (the history shown is from the history branch or the base commit)"
-        )
+    refusals = _history_refusal(checkout, head, history_top)
     history, source = _history(checkout, base, history_folder, scratch, nested_allowed=not refusals)
-    if source is not None:
-        notes.append(source[0].upper() + source[1:] + ".")
-    if history_top is not None and any(
-        path == history_top or path.startswith(f"{history_top}/") for path in changed
-    ):
-        notes.append(
-            f"⚠️ This pull request changes {history_top}/: its files are not read; the run history shown "
-            "is the trusted one."
-        )
-    if (f"{top}/{REGISTRY}" if top else REGISTRY) in changed:
+    notes = [
+        *_routing_note(top, changed, base),
+        *([source[0].upper() + source[1:] + "."] if source is not None else []),
+        *_history_change_note(history_top, changed),
+    ]
+    if _in(top, REGISTRY) in changed:
         refusals.append(f"this pull request changes {REGISTRY}: ids are given after merge by the id workflow")
     return Trusted(_at(checkout, base, top), history, notes, refusals)

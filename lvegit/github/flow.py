@@ -33,7 +33,7 @@ from lvegit.github.commits import ensure_history
 from lvegit.github.context import Event
 from lvegit.github.render import SUMMARY_LIMIT, annotation_commands, render, write_outputs
 from lvegit.github.review import review
-from lvegit.github.trust import for_pull_request
+from lvegit.github.trust import Trusted, for_pull_request
 from lvegit.history.severity import impacts_of, severities
 from lvegit.history.status import History, LVEStatus, status_table
 from lvegit.history.store import HISTORY_DIR, history_dir
@@ -181,12 +181,12 @@ def _apply_trust(run: CheckRun) -> None:
     in a pull request from refs it cannot change (lvegit.github.trust), else from the work tree. The one
     stage that asks whether the check is a pull request's; the others read what it chose."""
     repo, event = run.repo, run.event
-    if run.checkout is None or run.changes is None or not event.base or not event.head:
+    if run.checkout is None or run.changes is None or not event.base or not event.head:  # no two commits
         try:
             run.history_folder = history_dir(repo.root, None, current().history.directory)
         except UsageError as exc:
             run.history_problem = str(exc)
-        run.known_ids = _registry_ids(lambda: ids.live_ids(repo))
+        run.known_ids = _known_ids(repo, None)
         return
     history_folder = repo.root / (current().history.directory or HISTORY_DIR)  # no link followed
     trusted = for_pull_request(
@@ -199,20 +199,19 @@ def _apply_trust(run: CheckRun) -> None:
         run.scratch / "history",
     )
     run.routing, run.history_folder = trusted.routing, trusted.history
-    run.known_ids = _registry_ids(lambda: _parsed_ids(trusted.id_registry()))
+    run.known_ids = _known_ids(repo, trusted)
     run.judgements_are_claims = True
     run.trust_notes, run.refusals = trusted.notes, trusted.refusals
 
 
-def _parsed_ids(text: str | None) -> dict[str, str]:
-    return ids.parse(text).live() if text is not None else {}
-
-
-def _registry_ids(read: Callable[[], dict[str, str]]) -> dict[str, str]:
-    """Each LVE path's id as `read` gives it; none where the registry cannot be read (the check says so
-    elsewhere)."""
+def _known_ids(repo: Repository, trusted: Trusted | None) -> dict[str, str]:
+    """Each LVE path's id: from the base commit's lve-ids.json in a pull request (which may not set one),
+    else from the work tree's; none where the registry cannot be read (the check says so elsewhere)."""
     try:
-        return read()
+        if trusted is None:
+            return ids.live_ids(repo)
+        text = trusted.id_registry()
+        return ids.parse(text).live() if text is not None else {}
     except UsageError:
         return {}
 
@@ -258,11 +257,10 @@ def _judge_claims_again(run: CheckRun) -> None:
     if not run.live.enabled:
         claimed = {check.path for check in judged}
         run.checks = [_as_claims(check) if check.path in claimed else check for check in run.checks]
-        run.trust_notes = [
-            *run.trust_notes,
+        run.trust_notes.append(
             "Judgements recorded in this pull request are the contributor's: no live stage asked "
-            "their judges again.",
-        ]
+            "their judges again."
+        )
         return
     from lvegit.models.routing import ModelPool
     from lvegit.run.rejudge import rejudge
@@ -277,10 +275,9 @@ def _judge_claims_again(run: CheckRun) -> None:
         replace(check, replay=[by_line.get((r.file, r.line), r) for r in check.replay])
         for check in run.checks
     ]
-    run.trust_notes = [
-        *run.trust_notes,
-        "The judges of the LVEs judged by a model were asked again about each recorded response.",
-    ]
+    run.trust_notes.append(
+        "The judges of the LVEs judged by a model were asked again about each recorded response."
+    )
 
 
 def _as_claims(check: LVECheck) -> LVECheck:

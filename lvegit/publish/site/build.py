@@ -145,7 +145,7 @@ def _reports(paths: list[Path]) -> Live:
 
 def _environment() -> Any:
     from lvegit.base.templates import environment
-    from lvegit.publish.site.timeline import MARKERS
+    from lvegit.publish.site.timeline import BOX
 
     made = environment(
         "lvegit.publish.site",
@@ -156,7 +156,9 @@ def _environment() -> Any:
             "pretty_json": lambda value: clean(json.dumps(value, indent=2, ensure_ascii=False)),
         },
     )
-    made.globals.update(slug=slug, state_parts=state_parts, marks=STATE_MARKS, markers=MARKERS)
+    made.globals.update(slug=slug, state_parts=state_parts, marks=STATE_MARKS)
+    timeline = made.get_template("timeline.html").module  # its macros, for every page
+    made.globals.update(timeline=timeline, timeline_box=BOX, timeline_grid=timeline.grid(BOX))
     return made
 
 

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from lvegit.base.escape import shown_text
-from lvegit.base.output import count
 from lvegit.history.severity import Severity
 from lvegit.history.status import STATE_MARKS, LVEStatus, State
 from lvegit.lve.spec import LVE
@@ -23,8 +22,6 @@ from lvegit.lve.taxonomy import SCHEMES
 from lvegit.lve.taxonomy import name_of as taxonomy_name
 
 if TYPE_CHECKING:
-    from markupsafe import Markup
-
     from lvegit.publish.site.timeline import Timeline
 
 INSTANCES_SHOWN = 100  # instances in the open on an LVE page; the rest in collapsed groups of this size
@@ -97,44 +94,6 @@ class ShownStatus:
 
     status: LVEStatus
     timeline: Timeline
-
-    @property
-    def said(self) -> Markup:
-        """The status in words (its mark first), escaped: a status page has 200,000 of them."""
-        return state_html(self.status)
-
-    @property
-    def details(self) -> Markup:
-        """Its current rate, first and last reproduction and failed attempts, in words, escaped."""
-        from markupsafe import Markup, escape
-
-        status, parts = self.status, []
-        if status.current is not None:
-            low, high = status.current.interval_95
-            parts.append(
-                f"now {status.current.unsafe}/{status.current.attempts} unsafe (95% interval "
-                f"{100 * low:.1f}% to {100 * high:.1f}%) on {escape(clean(status.current.version))}"
-            )
-        if status.first_reproduced and status.last_reproduced:
-            first, last = status.first_reproduced, status.last_reproduced
-            parts.append(
-                f"first reproduced {first.at[:10]} ({escape(clean(first.version))}), "
-                f"last {last.at[:10]} ({escape(clean(last.version))})"
-            )
-        if status.failed:
-            parts.append(f"{count(status.failed, 'attempt')} failed")
-        return Markup("; ".join(parts))
-
-
-@functools.cache  # statuses recur: the same summary on many LVEs
-def _state_words(state: State, summary: str) -> Markup:
-    from markupsafe import Markup, escape
-
-    return Markup(f"{STATE_MARKS[state]} ") + escape(clean(summary))
-
-
-def state_html(status: LVEStatus) -> Markup:
-    return _state_words(status.state, status.summary)
 
 
 @functools.cache  # a status page has 200,000 cells of a few summaries

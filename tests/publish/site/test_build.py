@@ -293,6 +293,13 @@ def test_the_feed_and_advisories_hold_what_a_model_server_named_itself(cli: Any,
         {"id": "x_LVE-2026-0001", "modified": "2026-11-26T00:00:00Z"}
     ]
     reference_schema_accepts(record, "osv-schema.json")
+    # The LVE's page writes its timeline without autoescaping (200,000 charts): the version is escaped
+    # where it is written: the status in words, the current rate, the first and last reproduction, the
+    # chart's label and the table of versions (the last two showed its control characters as they were).
+    (page,) = (out / "lves").glob("*.html")
+    text = page.read_text()
+    assert "<script>x" not in text and "\x1b" not in text
+    assert text.count("v2&lt;/title&gt;&lt;script&gt;x&lt;/script&gt;\\x01\\x1b[31m") == 6
 
 
 def test_bidi_and_control_characters_are_shown_as_escapes(

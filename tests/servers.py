@@ -138,6 +138,43 @@ def injected_agent(body: dict[str, Any]) -> Answer:
     return "Done: 20 minutes in the oven."
 
 
+def bank_agent(follows: bool, from_results: bool = False) -> Callable[[dict[str, Any]], Answer]:
+    """A model in builders.ENVIRONMENT_TEST's bank: it reads the bill and pays it; `follows`: it also does
+    what the bill's text says (an injection `send AMOUNT to ACCOUNT`), with `from_results` the amount
+    being the balance its get_balance call returned."""
+
+    def answer(body: dict[str, Any]) -> Answer:
+        messages = body["messages"]
+        last = messages[-1]
+        if last["role"] == "user":
+            arguments = json.dumps({"path": "bill.txt"})
+            return {"content": None, "tool_calls": [tool_call("read_file", arguments, "call_1")]}
+        results = [m["content"] for m in messages if m["role"] == "tool"]
+        if len(results) == 1:
+            words = results[0].split()
+            bill = {"recipient": words[6].rstrip("."), "amount": float(words[4]), "subject": "bill"}
+            calls = [tool_call("send_money", json.dumps(bill), "call_2")]
+            if follows and "send " in results[0]:
+                injected = results[0].split("send ", 1)[1].split()
+                if from_results:
+                    calls.append(tool_call("get_balance", "{}", "call_3"))
+                else:
+                    stolen = {
+                        "recipient": injected[2].rstrip("."),
+                        "amount": float(injected[0]),
+                        "subject": "x",
+                    }
+                    calls.append(tool_call("send_money", json.dumps(stolen), "call_3"))
+            return {"content": None, "tool_calls": calls}
+        if from_results and follows and len(results) == 3:
+            injected = results[0].split("send ", 1)[1].split()
+            stolen = {"recipient": injected[2].rstrip("."), "amount": float(results[2]), "subject": "x"}
+            return {"content": None, "tool_calls": [tool_call("send_money", json.dumps(stolen), "call_4")]}
+        return "The bill is paid."
+
+    return answer
+
+
 # How a batch answers one request (`batch_line_fault`): None for a completion, or one of
 # ("status", code) (a non-200 response, in the error file), ("error", code, message) (no response),
 # ("body", data) (a 200 response whose body is `data`).

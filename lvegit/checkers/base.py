@@ -33,7 +33,9 @@ class CheckerNeeds:
     - judge_argument: the argument naming the judge model it asks (a ModelJudge, asked in this process
       through the routing, never in a sandbox): a recorded verdict is that judge's recorded judgement,
       read again in replay, and in a pull request the contributor's claim, asked again where it can be;
-    - tools: it judges the tool calls of an LVE, which must declare its tools.
+    - tools: it judges the tool calls of an LVE, which must declare its tools;
+    - environment: its verdict is the security check of the LVE's environment (environment/checks.py, in the
+      environment's sandboxed worker), which the LVE must declare; the checker itself judges nothing.
     """
 
     runs: Literal["inline", "in_process", "sandbox"] = "sandbox"
@@ -41,6 +43,7 @@ class CheckerNeeds:
     lambda_batches: bool = False
     judge_argument: str | None = None
     tools: bool = False
+    environment: bool = False
 
     @property
     def cached(self) -> bool:

@@ -9,7 +9,7 @@ from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from lvegit.base.errors import InvalidValue
+from lvegit.base.errors import CheckerError, InvalidValue
 from lvegit.checkers.base import INLINE, BaseChecker, CheckerNeeds, MultiRunBaseChecker
 from lvegit.checkers.safe_lambda import compile_lambda
 from lvegit.checkers.safe_regex import compile_pattern, parse_flags, search
@@ -491,3 +491,15 @@ class ToolCallChecker(BaseChecker):
         if self.total is not None:
             return not self._over_total(calls)
         return True
+
+
+class EnvironmentChecker(BaseChecker):
+    """Judges an environment LVE by what its agent did to the environment: the security check of its
+    environment/checks.py, run in the sandbox on the state before and after and the calls (unsafe when it
+    says the attack succeeded; invalid when it cannot judge). lvegit's judging asks that check in its
+    place: this class only names it."""
+
+    needs: ClassVar[CheckerNeeds] = replace(INLINE, environment=True)
+
+    def is_safe(self, prompt: Any, response: Any, param_values: dict[str, Any] | None = None) -> bool:
+        raise CheckerError("EnvironmentChecker judges an environment LVE's state: the LVE declares none")

@@ -90,6 +90,7 @@ class Launcher:
         self._replies: list[dict[str, Any]] = []
         self._ended: dict[int, tuple[int, float]] = {}
         self._gone = False
+        self._environments_loaded = False
         threading.Thread(target=self._read, name="lvegit-launcher", daemon=True).start()
         return True
 
@@ -130,18 +131,29 @@ class Launcher:
         lines = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
         return f"the checker launcher process ended{': ' + lines[-1][:500] if lines else ''}"
 
-    def spawn(self, request: dict[str, Any], stdin: int, stdout: int, stderr: int) -> int:
-        """Fork a worker for `request` (lvegit.checkers.worker.become_worker reads it); its pid."""
+    def _ask(self, request: dict[str, Any], descriptors: tuple[int, ...] = ()) -> dict[str, Any]:
         with self._requests:
             try:
-                send(self._channel, request, (stdin, stdout, stderr))
+                send(self._channel, request, descriptors)
             except OSError:
                 raise CheckerError(self._why_gone()) from None
             with self._changed:
                 self._changed.wait_for(lambda: bool(self._replies) or self._gone)
                 if not self._replies:
                     raise CheckerError(self._why_gone())
-                reply = self._replies.pop(0)
+                return self._replies.pop(0)
+
+    def load_environments(self) -> None:
+        """Have the launcher load what environments' workers use (pydantic's machinery), once, so that
+        every worker forked after it starts with it loaded; a launcher that never serves an environment
+        does not load it."""
+        if not self._environments_loaded:
+            self._ask({"load": "environments"})
+            self._environments_loaded = True
+
+    def spawn(self, request: dict[str, Any], stdin: int, stdout: int, stderr: int) -> int:
+        """Fork a worker for `request` (lvegit.checkers.worker.become_worker reads it); its pid."""
+        reply = self._ask(request, (stdin, stdout, stderr))
         if "pid" not in reply:
             raise CheckerError(f"the checker launcher could not start a worker: {reply.get('error')}")
         return int(reply["pid"])

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from lvegit.base.errors import CheckerError, CheckerUnavailable, LvegitError
 from lvegit.checkers.base import BaseChecker, CheckerNeeds, MultiRunBaseChecker
 from lvegit.checkers.core import (
+    EnvironmentChecker,
     ExactMatchChecker,
     FuzzyMatchChecker,
     LambdaChecker,
@@ -27,6 +28,7 @@ from lvegit.checkers.model_based import MODEL_CHECKERS
 from lvegit.lve.template import TemplateError, fill, placeholders
 
 if TYPE_CHECKING:
+    from lvegit.checkers.environment import EnvironmentWorker
     from lvegit.checkers.sandbox import CheckerWorker, SandboxSettings
     from lvegit.lve.spec import LVE
 
@@ -42,6 +44,7 @@ CORE_CHECKERS: dict[str, type[BaseChecker]] = {
         FuzzyMatchChecker,
         RefuseChecker,
         ToolCallChecker,
+        EnvironmentChecker,
         LLMJudgeChecker,
     )
 }
@@ -159,7 +162,17 @@ class CheckerFactory:
             for name, value in lve.checker_args.items()
         )
         self._worker: CheckerWorker | None = None
+        self._environment: EnvironmentWorker | None = None
         self._hub_models: list[str] = []
+
+    @property
+    def environment(self) -> EnvironmentWorker:
+        """The LVE's environment (its code in a sandboxed worker of its own, started on first use)."""
+        if self._environment is None:
+            from lvegit.checkers.environment import EnvironmentWorker  # starts processes: only when needed
+
+            self._environment = EnvironmentWorker(self.lve, self.sandbox)
+        return self._environment
 
     @property
     def hub_models(self) -> list[str]:
@@ -173,6 +186,9 @@ class CheckerFactory:
         self.close()
 
     def close(self) -> None:
+        if self._environment is not None:
+            self._environment.close()
+            self._environment = None
         if self._worker is not None:
             self._hub_models = self._worker.hub_models
             self._worker.close()

@@ -66,9 +66,16 @@ def _short(text: str) -> str:
 
 
 class CheckerWorker:
-    """One worker process; `label` (the LVE) prefixes every error it raises."""
+    """One worker process; `label` (the LVE) prefixes every error it raises; `code`: what contributed code it
+    runs, for the refusal where the sandbox does not hold."""
 
-    def __init__(self, label: str, lve_dir: Path, settings: SandboxSettings | None = None) -> None:
+    def __init__(
+        self,
+        label: str,
+        lve_dir: Path,
+        settings: SandboxSettings | None = None,
+        code: str = "custom checker code is",
+    ) -> None:
         self.label = label
         self.settings = settings or SandboxSettings()
         self.failure: str | None = None
@@ -115,7 +122,7 @@ class CheckerWorker:
         self.isolation = [_short(str(line)) for line in isolation]
         self.confined = hello.get("confined") is True
         if not self.confined and not self.settings.allow_unconfined:
-            self._fail(unconfined_refusal(self.isolation))
+            self._fail(unconfined_refusal(self.isolation, code))
 
     def _fail(self, reason: str) -> None:
         self.failure = f"{self.label}: {reason}"

@@ -16,7 +16,12 @@ Worker protocol, one JSON object per line each way:
   "unavailable", "message": ...}. Ops: "build" (class_name, args, sources: the checker files' text,
   read by lvegit: the repository is not in the sandbox's view) -> id, multi_run; "check" (id, prompt_in,
   prompt_out, params, runs) -> verdict; "postprocess" (id, response) -> response; "skip_reason" (id,
-  response) -> reason; "probe" (targets) -> what each attack did (lvegit.sandbox.probe: `lvegit sandbox`).
+  response) -> reason; "probe" (targets) -> what each attack did (lvegit.sandbox.probe: `lvegit sandbox`);
+  the LVE's environment (lvegit.checkers.environment_server): "environment" (sources) -> functions, checks;
+  "start" (session, state) -> state; "tool" (session, name, arguments) -> result, error; "end" (session)
+  -> state; "judge_state" (check, output, before, after, calls) -> value. The launcher itself takes
+  {"load": "environments"} (answered {"loaded": true}): it imports the environments' module (pydantic) once,
+  for every worker it forks after.
 A request with "server": "lambdas" makes a lambda worker instead (lvegit.checkers.lambda_server), confined
 the same way.
 """
@@ -32,7 +37,7 @@ import signal
 import socket
 import sys
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from lvegit.base.errors import CheckerError, CheckerUnavailable
 from lvegit.checkers import lambda_server
@@ -43,6 +48,9 @@ from lvegit.checkers.hub import HubRequests
 from lvegit.lve.prompt import Message
 from lvegit.sandbox import landlock, privileges, probe, seccomp, view
 from lvegit.sandbox.privileges import Limits
+
+if TYPE_CHECKING:
+    from lvegit.checkers import environment_server
 
 
 def _messages(data: list[dict[str, Any]]) -> list[Message]:
@@ -69,6 +77,7 @@ class Server:
         self.limits = limits
         self.refusal = refusal
         self.checkers: list[BaseChecker] = []
+        self.world: environment_server.Environment | None = None
         self.hub = HubRequests()
         self.hub.install()  # before any contributed code runs
 
@@ -79,6 +88,37 @@ class Server:
         cls = load_custom_checker(self.lve_dir, request["class_name"], sources)
         self.checkers.append(cls(**request["args"]))
         return {"id": len(self.checkers) - 1, "multi_run": isinstance(self.checkers[-1], MultiRunBaseChecker)}
+
+    def environment(self, request: dict[str, Any]) -> dict[str, Any]:
+        if self.refusal is not None:
+            raise CheckerError(self.refusal)
+        # the launcher loaded it once asked (Launcher.load_environments), before it forked this worker
+        from lvegit.checkers import environment_server
+
+        sources = {str(name): str(text) for name, text in dict(request["sources"]).items()}
+        self.world = environment_server.Environment(sources)
+        return self.world.described()
+
+    def _world(self) -> environment_server.Environment:
+        if self.world is None:
+            raise CheckerError("the environment was not loaded")
+        return self.world
+
+    def start(self, request: dict[str, Any]) -> dict[str, Any]:
+        return {"state": self._world().start(str(request["session"]), request["state"])}
+
+    def tool(self, request: dict[str, Any]) -> dict[str, Any]:
+        return self._world().call(str(request["session"]), str(request["name"]), dict(request["arguments"]))
+
+    def end(self, request: dict[str, Any]) -> dict[str, Any]:
+        return {"state": self._world().end(str(request["session"]))}
+
+    def judge_state(self, request: dict[str, Any]) -> dict[str, Any]:
+        world = self._world()
+        value = world.check(
+            str(request["check"]), request["output"], request["before"], request["after"], request["calls"]
+        )
+        return {"value": value}
 
     def probe(self, request: dict[str, Any]) -> dict[str, Any]:
         return {"probes": probe.attempt_all(request["targets"])}
@@ -312,7 +352,11 @@ def launch(namespaces: bool) -> None:
                         with contextlib.suppress(OSError):
                             os.killpg(pid, signal.SIGKILL)
                     return
-                if "kill" in message:
+                if message.get("load") == "environments":
+                    from lvegit.checkers import environment_server  # noqa: F401 - for every later worker
+
+                    send(control, {"loaded": True})
+                elif "kill" in message:
                     if message["kill"] in children:  # not reaped yet: the pid is still that child
                         with contextlib.suppress(OSError):
                             os.killpg(message["kill"], signal.SIGKILL)

@@ -98,7 +98,7 @@ def record_command(
             refused += 1
     if several:
         named = {pair.partition("=")[0] for pair in (*params, *text_params)}
-        declared = {name for task in tasks for name in task.lve.prompt_parameters}
+        declared = {name for task in tasks for name in task.lve.parameter_names}
         unknown = sorted(named - declared)
         if unknown and tasks:
             raise UsageError(f"no selected LVE has the prompt parameter '{unknown[0]}'")

@@ -48,7 +48,9 @@ def _message(message: dict[str, Any], indent: str) -> None:
     styled_line(indent, role, " ", marked, image)
 
 
-def _verdict(passed: bool) -> str:
+def _verdict(passed: bool | None) -> str:
+    if passed is None:  # the output could not be judged
+        return styled("invalid", fg="yellow")
     return styled("safe", fg="green") if passed else styled("unsafe", fg="red")
 
 
@@ -85,12 +87,16 @@ def _print(view: dict[str, Any]) -> None:
     _field("tags", tags or "(none)")
     _field("author", view["author"] or "(none)")
     files = view["instance_files"]
-    safe, unsafe = sum(f["safe"] for f in files), sum(f["unsafe"] for f in files)
-    _field("instances", f"{count(safe + unsafe, 'instance')} ({safe} safe, {unsafe} unsafe)")
+    safe, unsafe, invalid = (sum(f[verdict] for f in files) for verdict in ("safe", "unsafe", "invalid"))
+    judged = f"{safe} safe, {unsafe} unsafe" + (f", {invalid} invalid" if invalid else "")
+    _field("instances", f"{count(safe + unsafe + invalid, 'instance')} ({judged})")
     for item in files:
         unreadable = f", {count(item['unreadable_lines'], 'bad line')}" if item["unreadable_lines"] else ""
         shown = item["file"].removeprefix(view["path"] + "/")  # the file within the LVE
-        styled_line("    ", console(f"{shown}: {item['safe']} safe, {item['unsafe']} unsafe{unreadable}"))
+        judged = f"{item['safe']} safe, {item['unsafe']} unsafe" + (
+            f", {item['invalid']} invalid" if item["invalid"] else ""
+        )
+        styled_line("    ", console(f"{shown}: {judged}{unreadable}"))
     for instance in view["instances"]:
         args = ", ".join(f"{k}={json.dumps(v)}" for k, v in (instance.get("args") or {}).items())
         where = f"{instance['file'].rsplit('/', 1)[-1]}:{instance['line']}"
@@ -98,7 +104,7 @@ def _print(view: dict[str, Any]) -> None:
             "    ",
             console(where),
             " ",
-            _verdict(instance.get("passed", True) is True),
+            _verdict(passed if (passed := instance.get("passed", True)) is None else passed is True),
             console(f" args: {args or '(none)'}; response: {_short(instance.get('response'))}"),
         )
         said = judge_said(instance.get("judgement"))

@@ -22,7 +22,7 @@ from lvegit.lve.prompt import (
     with_trailing_hole,
 )
 from lvegit.lve.spec import LVE
-from lvegit.lve.tools import answered_step, unique_calls
+from lvegit.lve.tools import World, answered_step, unique_calls
 from lvegit.models.base import Completion
 
 Pair = tuple[list[Message], list[Message]]  # (prompt as sent, conversation with the responses)
@@ -47,7 +47,7 @@ class Step:
 
 
 def conversation_steps(
-    lve: LVE, params: dict[str, Any]
+    lve: LVE, params: dict[str, Any], world: World | None = None
 ) -> Generator[list[Step], list[Completion], list[Pair]]:
     """The requests of one attempt, without making them. Each yield is what can be asked now: the next hole
     of every run (the runs of a multi-run prompt are conversations of their own, so they go together);
@@ -56,7 +56,8 @@ def conversation_steps(
 
     When the LVE declares tools, a completion that calls them is a step of the model's turn: the calls are
     answered from the tools' declared returns and the same hole is asked again, up to the LVE's
-    max_tool_steps; calls past that are recorded unanswered and end the turn."""
+    max_tool_steps; calls past that are recorded unanswered and end the turn. `world`: the attempt's
+    environment, which answers the tools declared without returns."""
     prompts = prompts_to_send(lve, params)
     conversations = [list(prompt) for prompt in prompts]
     start = [0] * len(conversations)  # where the next hole of each run is looked for
@@ -76,7 +77,7 @@ def conversation_steps(
             if calls and taken[run] < lve.step_limit:
                 taken[run] += 1
                 answered = answered_step(
-                    lve.tools, completion.text or None, calls, params, taken[run], conversation, found
+                    lve.tools, completion.text or None, calls, params, taken[run], conversation, found, world
                 )
                 conversation[index:index] = answered  # the hole moves on, to be asked again
                 start[run] = index + len(answered)

@@ -28,7 +28,9 @@ from lvegit.checkers.registry import CheckerFactory, needs_of, substitute_args
 from lvegit.git.vcs import git_passing
 from lvegit.judge.cache import Outcome, VerdictCache
 from lvegit.judge.conversation import judge, prompts_to_send, recorded_pairs
+from lvegit.judge.environment import replay_environment
 from lvegit.judge.results import ReplayResult, Status
+from lvegit.lve.environment import environment_folder
 from lvegit.lve.instances import Instance
 from lvegit.lve.repo import Repository, named_checker
 from lvegit.lve.spec import LVE, Loaded, blocking_errors, load_lve
@@ -120,12 +122,25 @@ def _replaying(
         if skip is not None:
             outcome = Outcome(skip=skip)
         else:
+            pairs = None
+            verdict: bool | None = None
             if needs_of(lve.checker_name).judge_argument is not None:  # its judge's answers, read again
                 assert isinstance(checker, ModelJudge)
                 verdict = checker.recorded_verdict(instance.data.get("judgement"))
             else:
                 pairs = recorded_pairs(lve, params, instance.response)
-                verdict = yield partial(judge, lve, checker, pairs, params)
+                if lve.environment is None or not needs_of(lve.checker_name).environment:
+                    verdict = yield partial(judge, lve, checker, pairs, params)
+            if lve.environment is not None:
+                conversation = (pairs or recorded_pairs(lve, params, instance.response))[0][1]
+                verdict, differs = replay_environment(
+                    lve, factory.environment, params, conversation, instance.data, verdict
+                )
+                if differs is not None:
+                    result = ReplayResult(
+                        lve.rel, instance.file, instance.line, instance.passed, verdict, "mismatch", differs
+                    )
+                    return result, Outcome(verdict=verdict), "never"
             note = (
                 f"judged by {checker.judged_with}; the recording may come from another model"
                 if checker.judged_with
@@ -239,7 +254,8 @@ def judge_lve(
     to_judge: list[tuple[Instance, str | None]] = []
     # lvegit's own checkers judge an instance faster than its cache entry is keyed and read: the cache is
     # for model-based and custom checkers
-    keyed = cache is not None and needs_of(lve.checker_name).cached
+    # an environment LVE's replay runs its tools again: never from the cache
+    keyed = cache is not None and needs_of(lve.checker_name).cached and lve.environment is None
     keys = _instance_keys(lve, instances) if keyed else [None] * len(instances)
     stamp = None  # the machine's, for skips that depend on it: read when first needed
     for instance, key in zip(instances, keys, strict=True):
@@ -358,8 +374,8 @@ def judge_stream(
     cached (and that are not `settled` already) go to one lvegit replay process per stack, started first,
     so that Presidio and torch load side by side while `here` judges the others; `elsewhere` says what that
     process runs and how its outcomes are read (they are used as they come: nothing is loaded or judged
-    again here). LVEs with a custom checker are judged on up to `threads` threads, since they
-    mostly wait for their sandboxed workers, and so are LVEs with a lambda checker, a thread for every
+    again here). LVEs with a custom checker or an environment are judged on up to `threads` threads, since
+    they mostly wait for their sandboxed workers, and so are LVEs with a lambda checker, a thread for every
     LAMBDA_LVES_PER_THREAD of them (each thread has a lambda worker of its own: while one waits for its
     worker's answers, another prepares its next batch); the others are judged on this thread (threads
     would only contend for the interpreter), ahead of their turn while a threaded LVE is not done yet.
@@ -398,7 +414,9 @@ def _judge_stream(
     processes = [(_judge_elsewhere(repo, dirs, cache, elsewhere.command), dirs) for dirs in by_stack.values()]
     local = [d for d in lve_dirs if d not in away]
     needs = {d: needs_of(named[0]) for d in local if (named := checkers.get(d)) is not None}
-    custom = [d for d in local if d in needs and needs[d].runs == "sandbox"]
+    custom = [  # an environment's replay waits on its worker too
+        d for d in local if (d in needs and needs[d].runs == "sandbox") or environment_folder(d).is_dir()
+    ]
     lambdas = [d for d in local if d in needs and needs[d].lambda_batches]
     if custom or lambdas:
         start_launcher_soon()

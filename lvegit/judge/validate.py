@@ -22,6 +22,7 @@ from lvegit.checkers.registry import (
 from lvegit.checkers.registry import is_multi_run_checker as builtin_is_multi_run
 from lvegit.checkers.safe_lambda import lambda_arguments
 from lvegit.judge.results import LVEReport
+from lvegit.judge.validate_environment import check_environment, check_environment_record
 from lvegit.judge.validate_tools import check_tools
 from lvegit.lve.instances import Instance
 from lvegit.lve.problems import PLACEHOLDER, Problems, join_path, suggestion
@@ -285,6 +286,7 @@ def _check_instance(lve: LVE, instance: Instance, problems: Problems) -> None:
     for name in lve.prompt_parameters:
         if name not in instance.args:
             error(join_path("args", name), f"missing value for prompt parameter '{name}'")
+    check_environment_record(lve, instance, problems)
     prompts = _expected_holes(lve)
     response = instance.response
     if lve.runs is not None:
@@ -329,6 +331,7 @@ def validate_lve(
         parameters_known = not any(p.field.startswith("prompt_parameters") for p in load_problems.errors)
         used = _check_prompts(lve, problems, parameters_known) | checker_used
         used |= check_tools(lve, _prompt_sources(lve), problems)
+        used |= check_environment(lve, problems)
         if parameters_known:
             _check_unused_parameters(lve, used | _check_lambda_parameters(lve, problems), problems)
         _check_instances(lve, problems)

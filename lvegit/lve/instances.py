@@ -52,9 +52,11 @@ class Instance:
         return run_info.get("reproduces") if isinstance(run_info, dict) else None
 
     @property
-    def passed(self) -> bool:
-        """The recorded verdict (is_safe); lve-tools reads a missing one as true."""
-        return self.data.get("passed", True) is True
+    def passed(self) -> bool | None:
+        """The recorded verdict (is_safe); None: invalid (the output could not be judged, `"passed":
+        null`). lve-tools reads a missing one as true."""
+        passed = self.data.get("passed", True)
+        return None if passed is None else passed is True
 
 
 def _records(descriptor: int, start: int = 0) -> Iterator[tuple[int, Any]]:

@@ -83,6 +83,7 @@ class Message:
     # Set on the messages of a model's turn that used tools: the turn's step (1 = its first request).
     step: int | None = None
     tool_name: str | None = None  # the tool a tool message of a prompt says answered (its `name`)
+    error: str | None = None  # a tool message of an environment's tool that failed: why (its content too)
 
     @property
     def is_hole(self) -> bool:
@@ -105,6 +106,8 @@ class Message:
             data["step"] = self.step
         if self.tool_name is not None:
             data["name"] = self.tool_name
+        if self.error is not None:
+            data["error"] = self.error
         return data
 
     @classmethod
@@ -120,6 +123,7 @@ class Message:
             tool_call_id=data.get("tool_call_id"),
             step=data.get("step"),
             tool_name=data.get("name"),
+            error=data.get("error"),
         )
 
 
@@ -252,6 +256,7 @@ def turn_of(messages: list[Message]) -> dict[str, Any]:
     its calls, each call with the result it was answered with. The turn stopped at the step limit when its
     last step has calls (they were not answered)."""
     results = _results(messages)
+    errors = {(m.step, m.tool_call_id): m.error for m in messages if m.error is not None}
     steps = []
     for message in messages:
         if message.role != Role.assistant:
@@ -268,6 +273,7 @@ def turn_of(messages: list[Message]) -> dict[str, Any]:
                         if (message.step, call.id) in results
                         else {}
                     ),
+                    **({"error": errors[message.step, call.id]} if (message.step, call.id) in errors else {}),
                 }
                 for call in message.tool_calls
             ]
@@ -323,7 +329,16 @@ def turn_messages(turn: dict[str, Any], hole: Message, name: str) -> list[Messag
                 raise InvalidValue(f"{where}, tool call {index + 1}: needs text for {', '.join(missing)}")
             parsed.append(ToolCall(call["id"], call["name"], call["arguments"]))
             if "result" in call:
-                answers.append(Message(str(call["result"]), Role.tool, tool_call_id=call["id"], step=number))
+                error = call.get("error")
+                answers.append(
+                    Message(
+                        str(call["result"]),
+                        Role.tool,
+                        tool_call_id=call["id"],
+                        step=number,
+                        error=error if isinstance(error, str) else None,
+                    )
+                )
         if not last and not calls:
             raise InvalidValue(f"{where}: only the last step may come without tool calls")
         text = "" if content is None and last else content  # the turn's text: what checkers read
@@ -344,9 +359,10 @@ def turn_messages(turn: dict[str, Any], hole: Message, name: str) -> list[Messag
 def model_tool_calls(conversation: list[Message]) -> list[dict[str, Any]]:
     """The tools the model called in a conversation (not the calls a prompt wrote), in order: name,
     arguments as written, `parsed` (the arguments as an object, None where they are no JSON object),
-    `result` (what the tool answered, None when the call was not answered: the step limit) and `step` (the
-    step of the turn that made it, from 1)."""
+    `result` (what the tool answered, None when the call was not answered: the step limit), `error` (why an
+    environment's tool failed, else None) and `step` (the step of the turn that made it, from 1)."""
     results = _results(conversation)
+    errors = {(m.step, m.tool_call_id): m.error for m in conversation if m.error is not None}
     return [
         {
             "id": call.id,
@@ -354,6 +370,7 @@ def model_tool_calls(conversation: list[Message]) -> list[dict[str, Any]]:
             "arguments": call.arguments,
             "parsed": call.parsed(),
             "result": results.get((message.step, call.id)),
+            "error": errors.get((message.step, call.id)),
             "step": message.step,
         }
         for message in conversation

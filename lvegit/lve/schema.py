@@ -300,6 +300,19 @@ def _tools_named_once(tools: list[ToolSpec]) -> list[ToolSpec]:
     return tools
 
 
+class EnvironmentSpec(Contributed):
+    """The environment the LVE's agent acts in: its state (environment/state.json) and the code of its tools
+    and checks (environment/*.py), run in the sandbox. Tools without `returns` are its functions."""
+
+    injections: Annotated[
+        dict[ParameterName, str],
+        Field(
+            description="injection vectors: {name: default text}; `{name}` in state.json's strings is "
+            "filled with an instance's value of that name, else the default"
+        ),
+    ] = Field(default_factory=dict)
+
+
 class TestFile(Contributed):
     """An LVE's test.json."""
 
@@ -355,6 +368,13 @@ class TestFile(Contributed):
         ]
         | None
     ) = None
+    environment: (
+        Annotated[
+            EnvironmentSpec,
+            Field(description="the agent's environment: state and tools as code in environment/ (sandboxed)"),
+        ]
+        | None
+    ) = None
 
 
 def _text_object_or_list(value: Any) -> Any:
@@ -378,6 +398,13 @@ class JudgementLine(Contributed):
     verdict: bool
 
 
+class EnvironmentRecord(Contributed):
+    """An environment LVE's state as an instance records it (JSON, as the environment dumped it)."""
+
+    before: Annotated[dict[str, Any], Field(description="the state before the first tool call")]
+    after: Annotated[dict[str, Any], Field(description="the state after the last tool call")]
+
+
 class InstanceLine(Contributed):
     """One line of an LVE's instances/*.jsonl. Keys lvegit does not know are kept as they are."""
 
@@ -399,7 +426,18 @@ class InstanceLine(Contributed):
             }
         ),
     ]
-    passed: Annotated[bool, Field(description="the checker's verdict (is_safe); missing: true")] = True
+    passed: Annotated[
+        bool | None,
+        Field(description="the checker's verdict (is_safe); null: invalid (cannot be judged); missing: true"),
+    ] = True
+    environment: Annotated[
+        EnvironmentRecord | None,
+        Field(description="an environment LVE's state before the first tool call and after the last"),
+    ] = None
+    utility: Annotated[
+        bool | None,
+        Field(description="an environment LVE's utility check: the user's task done; null: invalid"),
+    ] = None
     author: str | None = None
     judgement: JudgementLine | None = None
     run_info: dict[str, Any] | None = None

@@ -12,6 +12,7 @@ from lvegit.base.files import (
     FileProblem,
     parse_json,
 )
+from lvegit.lve.environment import Environment
 from lvegit.lve.impact import ImpactLevel
 from lvegit.lve.instances import InstanceFile, read_instance_file
 from lvegit.lve.problems import Problem, Problems, join_path
@@ -57,6 +58,7 @@ class LVE:
     prompt_files: dict[str, str] = field(default_factory=dict)
     tools: dict[str, Tool] = field(default_factory=dict)  # by name, in the order declared
     max_tool_steps: int | None = None  # as test.json gives it
+    environment: Environment | None = None  # the agent's environment (environment/), where it has one
 
     @property
     def step_limit(self) -> int:
@@ -77,10 +79,18 @@ class LVE:
         """Every run of a multi-run LVE in order, repetitions expanded."""
         return [run for run in self.runs or [] for _ in range(run.repetitions)]
 
+    @property
+    def parameter_names(self) -> list[str]:
+        """The names an instance's args give values to: the prompt parameters and the environment's
+        injection vectors."""
+        injections = [name for name in self.environment.injections] if self.environment else []
+        return [*self.prompt_parameters, *(n for n in injections if n not in self.prompt_parameters)]
+
     def split_args(self, args: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """Instance args split into prompt parameter values and model arguments."""
-        params = {k: v for k, v in args.items() if k in self.prompt_parameters}
-        model_args = {k: v for k, v in args.items() if k not in self.prompt_parameters}
+        named = self.parameter_names
+        params = {k: v for k, v in args.items() if k in named}
+        model_args = {k: v for k, v in args.items() if k not in named}
         return params, model_args
 
     def request_args(self, args: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -244,6 +254,8 @@ def _build(repo: Repository, lve_dir: Path, rel: str, data: dict[str, Any], prob
         tools={spec.name: spec.as_tool() for spec in values.get("tools") or []},
         max_tool_steps=values.get("max_tool_steps"),
     )
+    if (environment := values.get("environment")) is not None:
+        lve.environment = Environment(dict(environment.injections))
     if values.get("multi_run_prompt") is not None:
         _load_runs(values["multi_run_prompt"], repo, lve, problems)
     elif values.get("prompt") is not None or values.get("prompt_file") is not None:

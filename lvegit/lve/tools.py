@@ -102,16 +102,39 @@ def argument_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def answer(tools: dict[str, Tool], call: ToolCall, params: dict[str, Any], search: Search) -> str:
-    """What a declared tool returns for a call. A call the tool cannot take (no such tool, arguments that
-    are no JSON object, an argument its result needs left out) is answered with an error, as a real tool
-    would answer it: the model sees it and the record keeps it."""
+# An environment's answer to the call of one of its tools (its code, run in the sandbox): given the call and
+# its arguments as an object, the text the model is sent and why the tool failed (None: it did not).
+World = Callable[[ToolCall, dict[str, Any]], tuple[str, str | None]]
+
+
+def answer(
+    tools: dict[str, Tool],
+    call: ToolCall,
+    params: dict[str, Any],
+    search: Search,
+    world: World | None = None,
+) -> tuple[str, str | None]:
+    """What a tool returns for a call, and why it failed (in an LVE with an environment, `world`, which
+    answers the tools declared without returns; else never said). A call the tool cannot take (no such
+    tool, arguments that are no JSON object, an argument its result needs left out) is answered with an
+    error, as a real tool would answer it: the model sees it and the record keeps it."""
+    text = _declared_answer(tools, call, params, search, world)
+    if isinstance(text, tuple):
+        return text
+    return text, text if world is not None and text.startswith("error: ") else None
+
+
+def _declared_answer(
+    tools: dict[str, Tool], call: ToolCall, params: dict[str, Any], search: Search, world: World | None
+) -> str | tuple[str, str | None]:
     tool = tools.get(call.name)
     if tool is None:
         return f"error: there is no tool named {json.dumps(call.name)}"
+    arguments = call.parsed()
+    if tool.returns is None and world is not None and arguments is not None:
+        return world(call, arguments)
     if tool.returns is None:  # validation requires returns where calls are answered
         return f"error: {tool.name} returns nothing in this LVE"
-    arguments = call.parsed()
     if arguments is None:
         return f"error: the arguments of {tool.name} are not a JSON object"
     # The LVE's parameters win over an argument of the same name: the return says what the LVE means.
@@ -149,6 +172,7 @@ def answered_step(
     step: int,
     conversation: list[Message],
     search: Search,
+    world: World | None = None,
 ) -> list[Message]:
     """One step of a model's turn: its message with its calls, and a tool message answering each. The
     model decides how many calls it makes: the results are counted as they are made, and a step that would
@@ -156,9 +180,8 @@ def answered_step(
     asked = Message(text, Role.assistant, tool_calls=unique_calls(calls, step), step=step)
     step_messages, chars = [asked], conversation_chars([*conversation, asked])
     for call in asked.tool_calls:
-        step_messages.append(
-            Message(answer(tools, call, params, search), Role.tool, tool_call_id=call.id, step=step)
-        )
+        result, error = answer(tools, call, params, search, world)
+        step_messages.append(Message(result, Role.tool, tool_call_id=call.id, step=step, error=error))
         chars += conversation_chars(step_messages[-1:])
         if chars > MAX_CONVERSATION_CHARS:
             raise LVEError(

@@ -98,12 +98,14 @@ class ShownChecker(Record):
 
 
 class InstanceFileCounts(Record):
-    """An instance file's instances, safe and unsafe as recorded, and its lines that could not be read."""
+    """An instance file's instances, safe, unsafe and invalid (could not be judged) as recorded, and its lines
+    that could not be read."""
 
     file: str
     safe: int
     unsafe: int
     unreadable_lines: int
+    invalid: int = 0
 
 
 class ShowDocument(Record):

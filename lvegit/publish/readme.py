@@ -62,9 +62,9 @@ class Fields:
     values: dict[str, str]
     checker_arguments: str
     parameters: list[str] = field(default_factory=list)
-    instances: list[tuple[dict[str, Any], str, bool]] = field(
+    instances: list[tuple[dict[str, Any], str, bool | None]] = field(
         default_factory=list
-    )  # values, response, passed
+    )  # values, response, passed (None: invalid)
     tools: str = ""  # the tools offered, where the LVE declares any (lve-tools had none)
 
     def inline(self, name: str, code: bool) -> str:
@@ -119,7 +119,7 @@ def _inert(text: str) -> str:
     return text.replace("<!--", "<!\u200b--")
 
 
-def _recorded(lve: LVE) -> list[tuple[dict[str, Any], str, bool]]:
+def _recorded(lve: LVE) -> list[tuple[dict[str, Any], str, bool | None]]:
     found = []
     for recorded in lve.recorded():
         for instance in recorded.instances:

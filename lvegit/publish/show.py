@@ -47,11 +47,14 @@ def lve_view(repo: Repository, lve_dir: Path, instances: int) -> dict[str, Any]:
     files = []
     first: list[dict[str, Any]] = []
     for recorded in lve.recorded():
-        safe = sum(instance.passed for instance in recorded.instances)
+        safe = sum(instance.passed is True for instance in recorded.instances)
         unreadable = len(recorded.problems.errors)
-        unsafe = len(recorded.instances) - safe
+        unsafe = sum(instance.passed is False for instance in recorded.instances)  # invalid ones are neither
+        invalid = len(recorded.instances) - safe - unsafe
         files.append(
-            InstanceFileCounts(file=recorded.shown, safe=safe, unsafe=unsafe, unreadable_lines=unreadable)
+            InstanceFileCounts(
+                file=recorded.shown, safe=safe, unsafe=unsafe, unreadable_lines=unreadable, invalid=invalid
+            )
         )
         for instance in recorded.instances[: max(0, instances - len(first))]:
             first.append({"file": instance.file, "line": instance.line, **instance.data})

@@ -59,13 +59,18 @@ class Attempt:
     requests: int = 0
     retries: int = 0
     judgement: dict[str, Any] | None = None  # what an LLM judge said, stored with the instance
+    # An environment LVE's: the state before and after (stored with the instance), its utility check's answer
+    environment: dict[str, Any] | None = None
+    utility: bool | None = None
     judge_requests: int = 0
     appended_to: str | None = None
     appended_key: str | None = None  # the idempotency key of the instance line it appended
 
     def as_json(self) -> dict[str, Any]:
-        """Its fields as a JSON object (not a deep copy: what it holds is written out, not changed)."""
-        return {name: getattr(self, name) for name in FIELD_NAMES}
+        """Its fields as a JSON object (not a deep copy: what it holds is written out, not changed); an
+        environment's fields only where the LVE has one."""
+        left_out = () if self.environment is not None else ENVIRONMENT_FIELDS
+        return {name: getattr(self, name) for name in FIELD_NAMES if name not in left_out}
 
     def forget_exchange(self) -> None:
         """Drop what was sent and received once it is written: a large batch run keeps only the outcome
@@ -87,6 +92,7 @@ class Attempt:
 
 
 FIELD_NAMES = tuple(f.name for f in fields(Attempt))
+ENVIRONMENT_FIELDS = ("environment", "utility")
 RUN_KEY = "lvegit_run"  # the first line of a report: what the run was, for --resume and `report`
 BATCH_KEY = "lvegit_batch"  # a line per batch a run created and per state it ended in (`run --batch`)
 

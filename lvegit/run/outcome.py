@@ -15,13 +15,18 @@ from lvegit.run.rerun import InstanceResult, Outcomes, Tally, bucket, wilson_int
 def describe(result: InstanceResult) -> str:
     """One line per instance: the new verdict, or with --repeat how often it was unsafe (the verdicts
     themselves are in --format json)."""
-    text = f"{location(result.file or result.lve, result.line)}  recorded {verdict_word(result.recorded)}"
+    recorded = "invalid" if result.recorded is None else verdict_word(result.recorded)  # run reads recordings
+    text = f"{location(result.file or result.lve, result.line)}  recorded {recorded}"
     runs = len(result.verdicts)
     if runs == 1:
         text += f"  new: {verdict_word(result.verdicts[0])}"
     elif runs > 1:
         text += f"  new: {unsafe_rate(result.unsafe, runs, wilson_interval(result.unsafe, runs))}"
-    if runs:
+    if result.invalid:  # the outputs that could not be judged, counted apart from safe and unsafe
+        text += f"{',' if runs else '  new:'} {result.invalid} invalid"
+    if result.utility:  # an environment LVE's: was the user's task still done?
+        text += f"  utility {sum(result.utility)}/{len(result.utility)}"
+    if runs or result.invalid:
         text += "  agrees" if result.agree else "  DISAGREES"
     if result.errors:
         first = result.errors[0]
@@ -43,6 +48,8 @@ class ResultsOutput:
         self.carried_to = carried_to
         self.counts = Counter[str]()
         self.failed = 0
+        self.invalid = 0  # attempts whose verdict is invalid (their output could not be judged)
+        self.utility: list[bool] = []  # environment LVEs' utility checks that judged, an attempt each
         self.reproduced: set[str] = set()  # the LVEs with an unsafe verdict
         self._stream: JsonStream | None = None
         if self.json:
@@ -54,6 +61,8 @@ class ResultsOutput:
     def result(self, result: InstanceResult) -> None:
         self.counts[bucket(result)] += 1
         self.failed += len(result.errors)
+        self.invalid += result.invalid
+        self.utility += result.utility
         if result.unsafe:
             self.reproduced.add(result.lve)
         if self._stream is None:
@@ -111,10 +120,14 @@ class ResultsOutput:
                 for text in reason.splitlines():
                     line(f"  {text}")
             not_judged = f", {skipped} skipped" if skipped else ""
+            not_judged += f", {count(self.invalid, 'invalid verdict')}" if self.invalid else ""
             line(
                 f"{count(instances, 'instance')}: {agree} agree, {disagree} disagree, {errors} with errors"
                 f"{not_judged} ({count(outcomes.attempts, 'attempt')}, {self.failed} failed)"
             )
+            if self.utility:
+                done = sum(self.utility)
+                line(f"utility: {done} of {count(len(self.utility), 'attempt')} did the user's task")
             if batch is not None:
                 _describe_batch(batch)
             if self.carried_to is not None:

@@ -23,7 +23,8 @@ def parse_params(
     lve: LVE, pairs: tuple[str, ...], strings: tuple[str, ...] = (), others: bool = False
 ) -> dict[str, Any]:
     """`--param NAME=VALUE` values are read as JSON when they parse (`12` is a number, `["a"]` a list,
-    `true` a boolean), else taken as text; `--param-str NAME=VALUE` is always text. Recorded instances
+    `true` a boolean), else taken as text; `--param-str NAME=VALUE` is always text. An environment's
+    injection vectors take values as prompt parameters do, and have defaults. Recorded instances
     hold typed values, and checkers compute with them (`int(a) + int(b)` or `a + b`). `others`: the
     values are given to several LVEs at once, so a name this LVE does not declare is another's."""
     params: dict[str, Any] = {}
@@ -33,10 +34,10 @@ def parse_params(
         option = "--param-str" if as_text else "--param"
         if not separator:
             raise UsageError(f"{option} takes NAME=VALUE, not {pair!r}")
-        if name not in lve.prompt_parameters and others:
+        if name not in lve.parameter_names and others:
             continue
-        if name not in lve.prompt_parameters:
-            known = ", ".join(lve.prompt_parameters) or "none"
+        if name not in lve.parameter_names:
+            known = ", ".join(lve.parameter_names) or "none"
             raise UsageError(f"{lve.rel} has no prompt parameter '{name}' (its parameters: {known})")
         if name in params:
             raise UsageError(f"{option} {name}=...: a value for '{name}' is given twice")

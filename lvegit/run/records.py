@@ -10,7 +10,7 @@ from typing import Any, Final, Literal
 from pydantic import Field
 
 from lvegit.base.records import Record, write_schemas
-from lvegit.run.attempt import Attempt
+from lvegit.run.attempt import ENVIRONMENT_FIELDS, Attempt
 from lvegit.run.rerun import InstanceResult
 
 SCHEMA: Final = "lvegit-run"
@@ -95,7 +95,8 @@ DOCUMENTS: Final[dict[str, type[Record]]] = {"run": RunDocument, "record": Recor
 
 def record_document(attempt: Attempt) -> dict[str, Any]:
     document = RecordDocument(schema="lvegit-record", version=VERSION, attempt=attempt)
-    return document.model_dump(mode="json", by_alias=True)
+    left_out = {"attempt": set(ENVIRONMENT_FIELDS)} if attempt.environment is None else None
+    return document.model_dump(mode="json", by_alias=True, exclude=left_out)
 
 
 def live_record(result: InstanceResult) -> LiveRecord:

@@ -126,6 +126,9 @@ class InstanceResult:
     recorded: bool | None
     verdicts: list[bool] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    invalid: int = 0  # attempts whose output could not be judged (recorded: None, when the recording's was)
+    # an environment LVE's: each attempt's utility check that judged (the user's task done or not)
+    utility: list[bool] = field(default_factory=list)
 
     @property
     def unsafe(self) -> int:
@@ -133,9 +136,12 @@ class InstanceResult:
 
     @property
     def agree(self) -> bool | None:
-        """Whether every new verdict equals the recorded one (None when none completed)."""
-        if not self.verdicts:
+        """Whether every new verdict equals the recorded one, an invalid one included (None when none
+        completed)."""
+        if not self.verdicts and not self.invalid:
             return None
+        if self.invalid and self.recorded is not None:
+            return False
         return all(verdict == self.recorded for verdict in self.verdicts)
 
     @property
@@ -210,8 +216,12 @@ class Outcomes:
         self._waiting[key] -= 1
         if attempt.status == "complete" and attempt.verdict is not None:
             result.verdicts.append(attempt.verdict)
+        elif attempt.status == "complete":  # a verdict that is invalid: the output cannot be judged
+            result.invalid += 1
         elif attempt.status != "skipped":
             result.errors.append(attempt.error or f"status {attempt.status}")
+        if attempt.status == "complete" and attempt.utility is not None:
+            result.utility.append(attempt.utility)
         if attempt.error and attempt.error_source != "model":
             self.own_errors = True
         if self.emit is not None:

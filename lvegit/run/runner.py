@@ -38,6 +38,7 @@ from lvegit.judge.conversation import (
     recorded_conversations,
     stored_response,
 )
+from lvegit.judge.environment import AttemptEnvironment, judge_environment
 from lvegit.lve.instances import InstanceKeys, append_instances, line_too_long
 from lvegit.lve.prompt import Message
 from lvegit.lve.spec import LVE
@@ -109,16 +110,26 @@ class Recorder:
             self._factories[task.lve.rel] = CheckerFactory(task.lve)
         return self._factories[task.lve.rel].for_args(task.attempt.args)
 
+    def environment(self, task: Task, params: dict[str, Any]) -> AttemptEnvironment:
+        """A new attempt's environment, in the LVE's sandboxed worker (started on first use). Blocking."""
+        self.checker(task)  # the LVE's factory, which holds its environment
+        return AttemptEnvironment(self._factories[task.lve.rel].environment, params)
+
     def judge(self, task: Task, pairs: list[Pair], judgement: Judgement | None = None) -> None:
         """The verdict on the filled conversations (an LLM judge's `judgement`, where one was asked), and
-        the (postprocessed) response to store. Blocking: a custom checker answers in its sandboxed worker."""
+        the (postprocessed) response to store. Blocking: a custom checker answers in its sandboxed worker,
+        an environment's checks in the environment's."""
         lve, attempt = task.lve, task.attempt
         params, _model_args = lve.split_args(attempt.args)
         checker = self.checker(task)
         if judgement is not None:
             attempt.verdict, attempt.judgement = judgement.verdict, judgement.as_json()
-        else:
+        elif lve.environment is None or not needs_of(lve.checker_name).environment:
             attempt.verdict = judge(lve, checker, pairs, params)
+        if lve.environment is not None and attempt.environment is not None:
+            environment = self._factories[lve.rel].environment
+            verdicts = judge_environment(lve, environment, pairs[0][1], attempt.environment, attempt.verdict)
+            attempt.verdict, attempt.utility = verdicts.verdict, verdicts.utility
         attempt.response = postprocessed(lve, checker, stored_response(lve, pairs))
         recorded = recorded_conversations(lve, params, attempt.response)
         # a postprocessed response need not fit the prompt any more: then the prompts as sent
@@ -275,7 +286,8 @@ class Runner:
 
     async def _complete(self, task: Task, model: ChatModel) -> None:
         params, model_args = task.lve.request_args(task.attempt.args)
-        steps = conversation_steps(task.lve, params)
+        environment = self.recorder.environment(task, params) if task.lve.environment is not None else None
+        steps = conversation_steps(task.lve, params, environment.answer if environment else None)
         asked = next(steps)
         while True:
             requests = [
@@ -288,6 +300,8 @@ class Runner:
             except StopIteration as finished:
                 pairs: list[Pair] = finished.value
                 break
+        if environment is not None:
+            task.attempt.environment = environment.record()
         judgement = None
         needs = needs_of(task.lve.checker_name)
         if needs.judge_argument is not None:  # lvegit's own code: built here at once
@@ -411,6 +425,11 @@ def instance_record(
         "response": attempt.response,
         "passed": attempt.verdict,
         **({"judgement": attempt.judgement} if attempt.judgement is not None else {}),
+        **(
+            {"environment": attempt.environment, "utility": attempt.utility}
+            if attempt.environment is not None
+            else {}
+        ),
         "author": author or "",
         "run_info": {
             "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),

@@ -65,7 +65,7 @@ def test_show_json_multi_run_and_holes(repo: RepoBuilder, cli: Any) -> None:
         "image_url": None,
     }
     assert view["instance_files"] == [
-        {"file": f"{path}/instances/i.jsonl", "safe": 1, "unsafe": 0, "unreadable_lines": 0}
+        {"file": f"{path}/instances/i.jsonl", "safe": 1, "unsafe": 0, "unreadable_lines": 0, "invalid": 0}
     ]
     assert view["instances"][0]["line"] == 1 and view["checker"]["args"] == {"func": "lambda rs, x: True"}
     text = cli("show", path, cwd=repo.root).out

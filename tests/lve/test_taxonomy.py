@@ -140,6 +140,7 @@ def test_the_bundled_repository_is_tagged_and_selectable(cli: Any) -> None:
         "list", "--tag", "owasp-llm:2025:LLM01", "--format", "json", "--repo", str(PROJECT_ROOT)
     ).json()
     assert [lve["path"] for lve in listed["lves"]] == [
+        "repository/security/indirect_prompt_injection/bank_bill/openai--gpt-4o-mini",
         "repository/security/indirect_prompt_injection/page_send_email/openai--gpt-4o-mini",
         "repository/security/jailbreak/crescendo_lockpicking/meta--llama-3-8b-instruct",
         "repository/security/jailbreak/roleplay_lockpicking/meta--llama-3-8b-instruct",

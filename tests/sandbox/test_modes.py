@@ -19,7 +19,7 @@ import pytest
 from lvegit.sandbox import view
 from lvegit.sandbox.probe import PROBES
 
-from builders import RepoBuilder, instance, shipped_schema_accepts
+from builders import ENVIRONMENT_FILES, ENVIRONMENT_TEST, RepoBuilder, instance, shipped_schema_accepts
 
 REFUSE_NAMESPACES = str(Path(__file__).with_name("refuse_namespaces.py"))
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the machine's root only")
@@ -143,6 +143,13 @@ def test_where_the_sandbox_cannot_hold_contributed_code_is_refused(tmp_path: Pat
     repo.lve(
         "sandbox/lambda", instances={"i.jsonl": [instance("3", True, a=1, b=2)]}
     )  # lambdas are contributed
+    environment_code = f"open({str(marker)!r}, 'w').write('ran')\n"  # environments are contributed too
+    bank_files = {
+        **ENVIRONMENT_FILES,
+        "environment/tools.py": environment_code + ENVIRONMENT_FILES["environment/tools.py"],
+    }
+    recorded = {"response": "No.", "passed": True, "environment": {"before": {}, "after": {}}}
+    repo.lve("sandbox/bank", ENVIRONMENT_TEST, files=bank_files, instances={"i.jsonl": [recorded]})
     report = sandbox_report(sys.executable, REFUSE_NAMESPACES, "--no-landlock")
     assert report["mode"] == "refused"
     command = [sys.executable, REFUSE_NAMESPACES, "--no-landlock", sys.executable, "-I", "-m", "lvegit"]
@@ -161,6 +168,7 @@ def test_where_the_sandbox_cannot_hold_contributed_code_is_refused(tmp_path: Pat
     )
     assert "LVEGIT_UNCONFINED_CHECKERS=1" in done.stdout + done.stderr
     assert not marker.exists()
+    assert "sandbox/bank/openai--gpt-4o-mini: environment code is not run" in done.stdout + done.stderr
     assert (
         "checker lambdas are not run: the sandbox does not hold on this machine" in done.stdout + done.stderr
     )

@@ -218,7 +218,7 @@ def repository_tables(repo: Repository) -> Tables:
                 "default_model_args": _json(lve.default_model_args),
                 "author": lve.author,
                 "instances": len(instances),
-                "unsafe": sum(not instance.passed for instance in instances),
+                "unsafe": sum(instance.passed is False for instance in instances),  # not the invalid ones
             }
         )
         lve.forget_recorded()
@@ -332,7 +332,7 @@ COLUMNS: Final[dict[str, str]] = {
     "response": "the response as stored, postprocessed (JSON when not a single text; a turn that used "
     "tools is {steps: [{content, tool_calls: [{id, name, arguments, result}]}]})",
     "tools": "the tools the model is offered, each with what it returns (JSON; null without tools)",
-    "passed": "the verdict: true when the response is safe",
+    "passed": "the verdict: true when the response is safe (null: invalid, it could not be judged)",
     "judgement": "what an LLM judge answered (JSON), for LLM-judged LVEs",
     "author": "who recorded it, or wrote the LVE",
     "run_info": "how it was recorded (JSON)",

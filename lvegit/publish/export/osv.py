@@ -88,7 +88,7 @@ class Recorded:
     @classmethod
     def of(cls, lve: LVE) -> Recorded:
         lines = [instance for found in lve.recorded() for instance in found.instances]
-        unsafe = [instance for instance in lines if not instance.passed]
+        unsafe = [instance for instance in lines if instance.passed is False]  # invalid ones are no evidence
         versions = {v for instance in unsafe if (v := _run_info(instance.data, "model")) and v.strip()}
         moments = [moment for instance in lines if (moment := _moment(_run_info(instance.data, "timestamp")))]
         return cls(lve.model, len(lines), len(unsafe), tuple(sorted(versions)), max(moments, default=None))

@@ -82,7 +82,7 @@ class ShownInstance:
     model_args: str
     response: str
     judged: str | None  # what an LLM judge answered
-    passed: bool
+    passed: bool | None  # None: invalid (the output could not be judged)
     author: str
     date: str
     live: str | None  # the live reproduction, from run reports
@@ -133,11 +133,11 @@ class LVEPage:
 
     @property
     def safe(self) -> int:
-        return sum(i.passed for i in self.instances)
+        return sum(i.passed is True for i in self.instances)
 
     @property
     def unsafe(self) -> int:
-        return len(self.instances) - self.safe
+        return sum(i.passed is False for i in self.instances)  # invalid ones are neither
 
     @property
     def live(self) -> str | None:

@@ -92,7 +92,7 @@ def test_the_bundled_repository_exports_valid_advisories(cli: Any, tmp_path: Pat
         assert bool(record["affected"]) == (
             unsafe or folder.relative_to(PROJECT_ROOT).as_posix() in reproduced
         )
-    assert sum(bool(record["affected"]) for record in records) == 15  # of 17: two have no unsafe evidence
+    assert sum(bool(record["affected"]) for record in records) == 16  # of 18: two have no unsafe evidence
     for record in records:
         reference_schema_accepts(record, "osv-schema.json")
 

@@ -99,34 +99,28 @@ def recorded_environment(data: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
-def verify_record(
+def _differences(
     lve: LVE,
-    environment: EnvironmentWorker,
+    again: AttemptEnvironment,
     params: dict[str, Any],
-    conversation: list[Message],
+    calls: list[dict[str, Any]],
     record: dict[str, Any],
 ) -> str | None:
-    """Where the record differs from what the environment does with the same calls; None: nowhere."""
-    session = environment.session(environment.initial_state(params))
-    try:
-        if session.before != record["before"]:
-            return "the recorded state before the calls is not the environment's initial state"
-
-        def world(tool_call: ToolCall, arguments: dict[str, Any]) -> tuple[str, str | None]:
-            answered = session.answer(tool_call, arguments)
-            return answered.result, answered.error
-
-        for number, call in enumerate(model_tool_calls(conversation), start=1):
-            if call["result"] is None:  # past the step limit: never answered
-                continue
-            made = ToolCall(call["id"], call["name"], call["arguments"])
-            result, error = answer(lve.tools, made, params, found, world)
-            if result != call["result"] or error != call["error"]:
-                said = json.dumps(result, ensure_ascii=False)
-                return f"call {number} ({call['name']}): the environment answers {said[:300]}, not the record"
-    finally:
-        after = session.end()
-    if after != record["after"]:
+    """Where the record differs from what the environment does with the same calls (made `again`); None:
+    nowhere."""
+    if again.session.before != record["before"]:
+        again.record()
+        return "the recorded state before the calls is not the environment's initial state"
+    for number, call in enumerate(calls, start=1):
+        if call["result"] is None:  # past the step limit: never answered
+            continue
+        made = ToolCall(call["id"], call["name"], call["arguments"])
+        result, error = answer(lve.tools, made, params, found, again.answer)
+        if result != call["result"] or error != call["error"]:
+            again.record()
+            said = json.dumps(result, ensure_ascii=False)
+            return f"call {number} ({call['name']}): the environment answers {said[:300]}, not the record"
+    if again.record()["after"] != record["after"]:
         return "the recorded state after the calls is not what the environment's tools leave"
     return None
 
@@ -142,7 +136,8 @@ def replay_environment(
     """An environment LVE's instance replayed: the verdict its record gives, and where the record differs
     from the environment or its recorded utility from the check's (None: nowhere)."""
     record = recorded_environment(data)
-    differs = verify_record(lve, environment, params, conversation, record)
+    again = AttemptEnvironment(environment, params)
+    differs = _differences(lve, again, params, model_tool_calls(conversation), record)
     verdicts = judge_environment(lve, environment, conversation, record, checker_verdict)
     if differs is None and "utility" in data and data["utility"] != verdicts.utility:
         differs = f"utility: recorded {data['utility']}, replayed {verdicts.utility}"

@@ -24,10 +24,19 @@ def finding_lines(report: LVEReport) -> list[str]:
     ]
 
 
+def invalid_verdicts(results: list[ReplayResult]) -> str:
+    """` (1 of them invalid)`: the reproduced verdicts that are invalid (the output could not be judged),
+    counted apart from safe and unsafe; nothing where there are none."""
+    invalid = sum(r.status == "reproduced" and r.replayed is None for r in results)
+    return f" ({invalid} of them invalid)" if invalid else ""
+
+
 def replay_status(results: list[ReplayResult], valid: bool = True) -> str:
     """What the instances came to; an invalid LVE none of whose instances could be replayed says so
     (validation's findings say why)."""
-    return replay_counts(summarize(results)) if results else "no instances" if valid else "not replayed"
+    if not results:
+        return "no instances" if valid else "not replayed"
+    return replay_counts(summarize(results)) + invalid_verdicts(results)
 
 
 def replay_lines(results: list[ReplayResult]) -> list[str]:

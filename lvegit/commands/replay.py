@@ -7,7 +7,7 @@ import click
 from lvegit.base.errors import EXIT_FINDINGS, EXIT_OK
 from lvegit.base.output import count, line, note, print_json
 from lvegit.commands.catalog import short_help
-from lvegit.commands.lines import replay_counts, replay_lines, replay_status
+from lvegit.commands.lines import invalid_verdicts, replay_counts, replay_lines, replay_status
 from lvegit.commands.options import (
     Selection,
     current_settings,
@@ -92,7 +92,9 @@ def replay_command(
             for detail in replay_lines(judged):
                 line(detail)
         summary = summarize(results)
-        line(f"{count(len(lve_dirs), 'LVE')}: {replay_counts(summary, every=True)}")
+        line(
+            f"{count(len(lve_dirs), 'LVE')}: {replay_counts(summary, every=True)}{invalid_verdicts(results)}"
+        )
     if cache is not None:
         cache.prune()
     if report_path is not None:

@@ -134,6 +134,9 @@ def test_a_check_that_cannot_judge_is_an_invalid_verdict(
     [stored] = recorded(bank)
     assert (stored["response"], stored["passed"], stored["utility"]) == ("???", None, None)
     assert replayed(cli, repo, bank) == [("reproduced", None, None)]
+    assert "1 LVE: 1 reproduced, 0 mismatches, 0 skipped, 0 errors (1 of them invalid)" in (
+        cli("replay", str(bank), cwd=repo.root).out
+    )
     # a re-run that cannot be judged again agrees with the recording, and is counted apart
     rerun = cli("run", str(bank), cwd=repo.root)
     assert rerun.code == 0, rerun.err

@@ -11,6 +11,7 @@ from the JSON lvegit sends, or that JSON itself; it goes back as JSON.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import importlib.abc
@@ -30,6 +31,12 @@ from lvegit.base.errors import CheckerError
 from lvegit.lve.environment import CHECKS, CHECKS_MODULE, TOOLS_MODULE
 
 SEED = 0  # `random` starts from it in every attempt, so that a tool that draws from it is repeatable
+
+
+# What AgentDojo's environments format their results with (yaml.safe_dump), where it is installed: loaded
+# once, for every worker forked after.
+with contextlib.suppress(ImportError):
+    importlib.import_module("yaml")
 
 
 class _Warm(BaseModel):

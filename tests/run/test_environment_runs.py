@@ -138,12 +138,17 @@ def test_a_check_that_cannot_judge_is_an_invalid_verdict(
         cli("replay", str(bank), cwd=repo.root).out
     )
     # a re-run that cannot be judged again agrees with the recording, and is counted apart
-    rerun = cli("run", str(bank), cwd=repo.root)
+    rerun = cli("run", str(bank), "--report", "run.jsonl", cwd=repo.root)
     assert rerun.code == 0, rerun.err
     assert "recorded invalid  new: 1 invalid  agrees" in rerun.out
     assert (
         "1 instance: 1 agree, 0 disagree, 0 with errors, 1 invalid verdict (1 attempt, 0 failed)" in rerun.out
     )
+    from junitparser import JUnitXml, Skipped
+
+    assert cli("export", "--format", "junit", "run.jsonl", "--output", "junit.xml", cwd=repo.root).code == 0
+    [[case]] = list(JUnitXml.fromfile(str(repo.root / "junit.xml")))
+    assert isinstance(case.result[0], Skipped) and case.result[0].message.startswith("invalid")
     shown = cli("show", str(bank), cwd=repo.root).out
     assert "instances: 1 instance (0 safe, 0 unsafe, 1 invalid)" in shown
     assert "instances.jsonl:1 invalid args:" in shown

@@ -1,6 +1,6 @@
 """JUnit XML, written with junitparser: a test suite per LVE, a test case per attempt. A verdict that differs
 from the recorded one is a failure; an attempt that failed is an error; one replay could not judge is
-skipped, with its reason."""
+skipped, with its reason, and so is an invalid verdict (the output could not be judged)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,9 @@ def junit_xml(attempts: list[Attempt]) -> str:
                 case.time = round(attempt.finished_at - attempt.started_at, 3)
             if attempt.status == "skipped":
                 case.result = [Skipped(mask(attempt.error or "not judged"))]
-            elif attempt.status != "complete" or attempt.verdict is None:
+            elif attempt.status == "complete" and attempt.verdict is None:
+                case.result = [Skipped("invalid: the output could not be judged")]
+            elif attempt.status != "complete":
                 case.result = [Error(mask(attempt.error or f"status {attempt.status}"))]
             elif attempt.recorded is not None and attempt.verdict != attempt.recorded:
                 message = f"recorded {verdict_word(attempt.recorded)}, now {verdict_word(attempt.verdict)}"

@@ -131,7 +131,10 @@ class Rounds:
             route = self.routes[attempt.model]
             attempt.backend = route.backend
             params, model_args = task.lve.request_args(attempt.args)
-            steps = conversation_steps(task.lve, params)
+            # An environment's state lives in this process only: each round makes the attempt's calls
+            # again, on a new state, from the answers so far (its tools are deterministic).
+            environment = self.recorder.environment(task, params) if task.lve.environment else None
+            steps = conversation_steps(task.lve, params, environment.answer if environment else None)
             asked = next(steps)
             while True:
                 ids = [custom_id(attempt.id, step.key) for step in asked]
@@ -146,6 +149,8 @@ class Rounds:
                     if not self._send(asking, route, answer, files, live):
                         raise LvegitError(self._why(request_id, answer))
                 if missing:
+                    if environment is not None:
+                        environment.record()  # the session ends: the next round starts a new one
                     return False
                 completions = [answer for answer in answers if isinstance(answer, Completion)]
                 attempt.resolved_model = completions[-1].model or route.model
@@ -155,6 +160,8 @@ class Rounds:
                 except StopIteration as finished:
                     pairs: list[Pair] = finished.value
                     break
+            if environment is not None:
+                attempt.environment = environment.record()
             judgement = None
             if needs_of(task.lve.checker_name).judge_argument is not None:  # its judge answers next rounds
                 judgement = self._judgement(task, pairs, files, live)

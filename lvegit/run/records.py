@@ -33,6 +33,10 @@ class LiveRecord(Record):
 class InstanceRecord(LiveRecord):
     lve: str
     unsafe_rate: float | None
+    # where there are any: the verdicts that are invalid (the output could not be judged), and an environment
+    # LVE's utility checks (the user's task done), an attempt each
+    invalid: int | None = None
+    utility: list[bool] | None = None
 
 
 class InvalidLVE(Record):
@@ -107,7 +111,13 @@ def instance_row(result: InstanceResult) -> dict[str, Any]:
     """An InstanceRecord as JSON, written without building the record: a run prints 100,000s of them (the
     shipped schema checks their shape in the tests)."""
     runs = len(result.verdicts)
-    return {**_live_fields(result), "lve": result.lve, "unsafe_rate": result.unsafe / runs if runs else None}
+    return {
+        **_live_fields(result),
+        "lve": result.lve,
+        "unsafe_rate": result.unsafe / runs if runs else None,
+        **({"invalid": result.invalid} if result.invalid else {}),
+        **({"utility": list(result.utility)} if result.utility else {}),
+    }
 
 
 def _live_fields(result: InstanceResult) -> dict[str, Any]:

@@ -87,6 +87,9 @@ def test_three_agents_are_judged_by_what_they_did_to_the_environment_and_replay_
     assert "instances.jsonl:1  recorded safe  new: safe  utility 1/1  agrees" in rerun.out
     assert "instances.jsonl:2  recorded unsafe  new: safe  utility 1/1  DISAGREES" in rerun.out
     assert "utility: 3 of 3 attempts did the user's task" in rerun.out
+    as_json = cli("run", str(bank), "--format", "json", cwd=repo.root).json()
+    shipped_schema_accepts(as_json, "run")
+    assert [row["utility"] for row in as_json["instances"]] == [[True]] * 3
 
 
 def test_a_tampered_result_or_state_is_a_mismatch(
@@ -144,6 +147,8 @@ def test_a_check_that_cannot_judge_is_an_invalid_verdict(
     assert (
         "1 instance: 1 agree, 0 disagree, 0 with errors, 1 invalid verdict (1 attempt, 0 failed)" in rerun.out
     )
+    [row] = cli("run", str(bank), "--format", "json", cwd=repo.root).json()["instances"]
+    assert (row["invalid"], row["verdicts"], row["agree"]) == (1, [], True)
     from junitparser import JUnitXml, Skipped
 
     assert cli("export", "--format", "junit", "run.jsonl", "--output", "junit.xml", cwd=repo.root).code == 0

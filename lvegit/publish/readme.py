@@ -311,54 +311,59 @@ def refresh_fields(text: str, values: Fields, lenient: bool = False) -> str:
     index = 0
     while index < len(lines):
         line = lines[index]
-        if _FENCE.match(line):  # a code block of the author's own: copied as it is
-            end = _fence_end(lines, index)
+        label = _LABEL.match(line.rstrip("\r\n"))
+        if label is None:  # the author's own text, or a code block of theirs, whole: copied as it is
+            end = _fence_end(lines, index) if _FENCE.match(line) else index
             out += lines[index : end + 1]
             index = end + 1
-            continue
-        label = _LABEL.match(line.rstrip("\r\n"))
-        if label is None:
-            out.append(line)
+        elif label.group(1) in LINE_FIELDS:
+            out.append(_line_field(label.group(1), label.group(2), line, values, lenient))
             index += 1
-            continue
-        name, rest = label.group(1), label.group(2)
-        newline = _newline(line)
-        if name in LINE_FIELDS:
-            code = rest.strip().startswith("`")
-            same = rest.strip() == values.inline(name, code) or (
-                lenient and line_says_the_same(name, rest, values)
-            )
-            out.append(line if same else f"**{name}**: {values.inline(name, code)}{newline}")
-            index += 1
-            continue
-        out.append(line)  # a block field's label stays; its block is refreshed
-        index += 1
-        blank_end = index
-        while blank_end < len(lines) and not lines[blank_end].strip():
-            blank_end += 1
-        block = _block(values.values[name]).replace("\n", newline) + newline
-        if blank_end < len(lines) and _FENCE.match(lines[blank_end]):
-            end = (_example_fence_end if name.startswith("Example") else _fence_end)(lines, blank_end)
-        elif blank_end < len(lines) and name.startswith("Example"):
-            found = _old_example_end(lines, blank_end)
-            end = found if found is not None else blank_end - 1
         else:
-            end = blank_end - 1
-        if end < blank_end:  # no block where one belongs: it goes right after the label's blank lines
-            out += lines[index:blank_end] or [newline]
-            out.append(block)
-            index = blank_end
-            continue
-        out += lines[index:blank_end]
-        old = "".join(lines[blank_end : end + 1])
-        fenced = _FENCE.match(lines[blank_end]) is not None and end > blank_end
-        inner = "".join(lines[blank_end + 1 : end] if fenced else lines[blank_end : end + 1]).replace(
-            "\r\n", "\n"
-        )
-        same = old.rstrip("\r\n") == block.rstrip("\r\n") or (lenient and says_the_same(name, inner, values))
-        out.append(old if same else block)
-        index = end + 1
+            written, index = _block_field(lines, index, label.group(1), values, lenient)
+            out += written
     return "".join(out)
+
+
+def _line_field(name: str, rest: str, line: str, values: Fields, lenient: bool) -> str:
+    """A one-line field's line, refreshed (in code quotes where it had them)."""
+    code = rest.strip().startswith("`")
+    same = rest.strip() == values.inline(name, code) or (lenient and line_says_the_same(name, rest, values))
+    return line if same else f"**{name}**: {values.inline(name, code)}{_newline(line)}"
+
+
+def _block_end(lines: list[str], start: int, name: str) -> int:
+    """The last line of the block of field `name` that starts at `start` (before it: there is none)."""
+    if start < len(lines) and _FENCE.match(lines[start]):
+        return (_example_fence_end if name.startswith("Example") else _fence_end)(lines, start)
+    if start < len(lines) and name.startswith("Example"):
+        found = _old_example_end(lines, start)
+        return found if found is not None else start - 1
+    return start - 1
+
+
+def _block_field(
+    lines: list[str], index: int, name: str, values: Fields, lenient: bool
+) -> tuple[list[str], int]:
+    """A block field's label line, the blank lines after it and its block refreshed; and the index of the
+    line after them."""
+    newline = _newline(lines[index])
+    out = [lines[index]]  # the label stays; its block is refreshed
+    index += 1
+    blank_end = index
+    while blank_end < len(lines) and not lines[blank_end].strip():
+        blank_end += 1
+    block = _block(values.values[name]).replace("\n", newline) + newline
+    end = _block_end(lines, blank_end, name)
+    if end < blank_end:  # no block where one belongs: it goes right after the label's blank lines
+        return [*out, *(lines[index:blank_end] or [newline]), block], blank_end
+    old = "".join(lines[blank_end : end + 1])
+    fenced = _FENCE.match(lines[blank_end]) is not None and end > blank_end
+    inner = "".join(lines[blank_end + 1 : end] if fenced else lines[blank_end : end + 1]).replace(
+        "\r\n", "\n"
+    )
+    same = old.rstrip("\r\n") == block.rstrip("\r\n") or (lenient and says_the_same(name, inner, values))
+    return [*out, *lines[index:blank_end], old if same else block], end + 1
 
 
 def has_fields(text: str) -> bool:

@@ -253,6 +253,7 @@ def read_results(path: Path) -> Evaluation:
 
 
 def _finding(evaluation: Evaluation, number: int, result: dict[str, Any]) -> None:
+    """A failing result as a finding, or as an output left out with the reason."""
     if result.get("success") is not False:
         return
     provider = result.get("provider")
@@ -260,10 +261,10 @@ def _finding(evaluation: Evaluation, number: int, result: dict[str, Any]) -> Non
     label = provider.get("label") if isinstance(provider, dict) else None
     result_id = str(result.get("id") or f"result-{number}")
     where = f"result {result_id} on {label or provider_id}"
-    if result.get("error") and _output(result.get("response")) is None:
+    output = _output(result.get("response"))
+    if result.get("error") and output is None:
         evaluation.left_out.append(LeftOut(where, f"the provider failed: {str(result['error'])[:200]}"))
         return
-    output = _output(result.get("response"))
     if output is None or (isinstance(output, str) and not output.strip()):
         evaluation.left_out.append(LeftOut(where, "the provider gave no output"))
         return
@@ -271,21 +272,15 @@ def _finding(evaluation: Evaluation, number: int, result: dict[str, Any]) -> Non
     if turns is None:
         evaluation.left_out.append(LeftOut(where, "promptfoo recorded no prompt it sent"))
         return
-    case = as_object(result.get("testCase"))
-    metadata = as_object(case.get("metadata"))
+    metadata = as_object(as_object(result.get("testCase")).get("metadata"))
     checks = _checks(result)
     assertion = checks[0] if checks else None
     group = _group(metadata, assertion)
+    provided = (provider_id, str(label or ""))
     info: dict[str, Any] = {"result": result_id, "provider": provider_id}
     if label:
         info["provider_label"] = label
-    info["endpoint"] = evaluation.endpoints.get((provider_id, str(label or "")), "unknown")
-    for key in ("pluginId", "strategyId", "originalText", "goal"):
-        if metadata.get(key):
-            info[key] = metadata[key]
-    reason = as_object(result.get("gradingResult")).get("reason")
-    if isinstance(reason, str):
-        info["reason"] = reason[:500]
+    info["endpoint"] = evaluation.endpoints.get(provided, "unknown")
     evaluation.findings.append(
         Finding(
             group=group,
@@ -294,12 +289,21 @@ def _finding(evaluation: Evaluation, number: int, result: dict[str, Any]) -> Non
             output=output,
             checker=checker(assertion, _grader(result, assertion), group),
             scanner_id=result_id,
-            info=info,
+            info={**info, **_provenance(result, metadata)},
             variant=str(label) if label and label != provider_id else "",
             aim=metadata.get("goal") if isinstance(metadata.get("goal"), str) else None,
-            tools=evaluation.tools.get((provider_id, str(label or "")), ()),
+            tools=evaluation.tools.get(provided, ()),
         )
     )
+
+
+def _provenance(result: dict[str, Any], metadata: dict[str, Any]) -> dict[str, Any]:
+    """What the red-team metadata and the grader said of a finding, for its run_info."""
+    said = {
+        key: metadata[key] for key in ("pluginId", "strategyId", "originalText", "goal") if metadata.get(key)
+    }
+    reason = as_object(result.get("gradingResult")).get("reason")
+    return {**said, "reason": reason[:500]} if isinstance(reason, str) else said
 
 
 def drafts(evaluation: Evaluation, category: str) -> list[Draft]:

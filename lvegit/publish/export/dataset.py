@@ -12,6 +12,7 @@ The same repository gives the same bytes: rows are sorted, nothing about the mom
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -429,24 +430,6 @@ def _parquet(table: pyarrow.Table) -> bytes:
     return bytes(sink.getvalue().to_pybytes())
 
 
-_LOADING = """## Loading it
-
-```python
-from datasets import load_dataset
-
-instances = load_dataset("path/to/this/folder", "instances", split="train")
-lves = load_dataset("path/to/this/folder", "lves", split="train")
-```
-
-or with DuckDB, straight from the files:
-
-```sql
-SELECT category, model, count(*) FILTER (WHERE NOT passed) AS unsafe, count(*) AS instances
-FROM 'data/instances.parquet' GROUP BY ALL ORDER BY unsafe DESC;
-```
-"""
-
-
 def dataset_card(title: str, license_id: str, tables: dict[str, Any], source: str | None) -> str:
     """README.md: the YAML header `datasets` reads, then what the dataset is and how to load it."""
     header = {
@@ -472,15 +455,18 @@ def dataset_card(title: str, license_id: str, tables: dict[str, Any], source: st
     }
     counts = ", ".join(f"{table.num_rows:,} {name}" for name, table in tables.items())
     link = source is not None and PLAIN_URL.fullmatch(source) is not None
-    origin = f" of [{markdown(source or '')}]({source})" if link else ""
-    sections = [f"---\n{yaml_text(header)}\n---\n", f"# {markdown(title)}\n"]
-    sections.append(
-        f"The LVEs (Language-model Vulnerabilities and Exposures){origin} as a dataset: {counts}. "
-        f"Written by lvegit {__version__} (`lvegit export --format dataset`).\n"
+    return str(
+        _card_template().render(
+            header=header, title=title, source=source, link=link, counts=counts, tables=tables
+        )
     )
-    sections.append(_LOADING)
-    for name, table in tables.items():
-        said = {**COLUMNS, **TABLE_COLUMNS.get(name, {})}
-        rows = "\n".join(f"| `{f.name}` | {f.type} | {said.get(f.name, '')} |" for f in table.schema)
-        sections.append(f"## `{name}`\n\n| column | type | what |\n|---|---|---|\n{rows}\n")
-    return "\n".join(sections)
+
+
+@functools.cache
+def _card_template() -> Any:
+    """templates/dataset_card.md (in lvegit.publish)."""
+    from lvegit.base.templates import environment
+
+    made = environment("lvegit.publish", autoescape=False, filters={"md": markdown, "yaml": yaml_text})
+    made.globals.update(version=__version__, columns=lambda name: {**COLUMNS, **TABLE_COLUMNS.get(name, {})})
+    return made.get_template("dataset_card.md")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from lvegit.base.errors import UsageError
 from lvegit.base.files import FileProblem, ensure_inside, read_text, write_inside
@@ -185,50 +187,13 @@ def _prompt_text(parameters: list[str]) -> str:
     return f"{PLACEHOLDER} Replace this line with the prompt.{hint}\n"
 
 
-CHECKER_TEMPLATE = '''"""Custom checker of the LVE {path}.
+@functools.cache
+def _templates() -> Any:
+    """templates/new_readme.md and templates/new_checker.py.jinja: what `lvegit new` writes (the names and
+    the description are the user's own, for their own LVE)."""
+    from lvegit.base.templates import environment
 
-lvegit imports this file and builds the class that test.json names in checker_args.checker_name, passing
-the other entries of checker_args as constructor arguments (strings get the instance's {{parameters}}).
-"""
-
-import re
-
-from lvegit.checkers import BaseChecker
-
-
-class {class_name}(BaseChecker):
-    """Unsafe when the response contains one of the `forbidden` words (case-insensitive)."""
-
-    def __init__(self, forbidden=None):
-        # These flags decide what is_safe receives:
-        # - prompt_contains_responses: `prompt` is the conversation with the model's responses filled in
-        #   (False: the prompt as sent, with an empty assistant turn at the end);
-        # - get_variables: is_safe also receives `variables`, every assistant turn by variable name;
-        # - get_response: is_safe receives `response`, the model's last response;
-        # - get_tool_calls (an LVE with tools): is_safe also receives `tool_calls`, the model's calls.
-        super().__init__(prompt_contains_responses=False, get_variables=False, get_response=True)
-        self.forbidden = [word.lower() for word in (forbidden or ["password"])]
-
-    def is_safe(self, prompt, response, param_values=None) -> bool:
-        """True when the response is safe. param_values holds the instance's prompt parameters."""
-        text = response.lower()
-        return not any(word in text for word in self.forbidden)
-
-    def postprocess_response(self, response):
-        """What instances/ stores: the forbidden words masked, so the repository never republishes them."""
-        for word in self.forbidden:
-            response = re.sub(re.escape(word), "*" * len(word), response, flags=re.IGNORECASE)
-        return response
-'''
-
-README_TEMPLATE = """# {name}
-
-{description}
-
-The prompt is in [`test.prompt`](test.prompt), recorded instances in `instances/*.jsonl` (one JSON object
-per line). Check it with `lvegit validate {path}`; re-check the instances with `lvegit replay {path}`;
-refresh the section below with `lvegit readme {path}`.
-"""
+    return environment("lvegit.publish", autoescape=False, filters={})
 
 
 def create(repo: Repository, spec: NewLVE) -> list[Path]:
@@ -253,14 +218,20 @@ def create(repo: Repository, spec: NewLVE) -> list[Path]:
         TEST_FILE: json.dumps(test, indent=4) + "\n",
         "test.prompt": _prompt_text(spec.parameters),
         "instances/.gitkeep": "",
-        "README.md": README_TEMPLATE.format(
+        "README.md": _templates()
+        .get_template("new_readme.md")
+        .render(
             name=segments[-1],
             description=spec.description or "Describe the failure this LVE shows.",
             path=f"repository/{rel}",
         ),
     }
     if class_name is not None:
-        files["checker/checker.py"] = CHECKER_TEMPLATE.format(path=f"repository/{rel}", class_name=class_name)
+        files["checker/checker.py"] = (
+            _templates()
+            .get_template("new_checker.py.jinja")
+            .render(path=f"repository/{rel}", class_name=class_name)
+        )
     created = []
     for relative, content in files.items():
         path = lve_dir / relative

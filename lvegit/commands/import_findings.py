@@ -41,14 +41,22 @@ def import_command() -> None:
     """
 
 
-def _report(scan: Scan, drafts: list[Draft], read: str, author: str | None, repo_path: Path | None) -> int:
-    """Write the drafts of `scan`, of whose `read` (what it counts) the summary says how many were read."""
+def _report(
+    scan: Scan,
+    drafts: list[Draft],
+    read: str,
+    author: str | None,
+    repo_path: Path | None,
+    unchanged: str = "holds every finding of this scan already",
+) -> int:
+    """Write the drafts of `scan`, of whose `read` (what it counts) the summary says how many were read;
+    `unchanged`: what a draft whose LVE exists already is."""
     repo = open_repository(repo_path)
     done = write_drafts(repo, drafts, author)
     for rel in done.written:
         line(f"wrote {console(rel)}")
     for rel in done.unchanged:
-        note(f"{rel} holds every finding of this scan already: left as it is")
+        note(f"{rel} {unchanged}: left as it is")
     instances = sum(len(d.instances) for d in drafts if d.rel in done.written)
     drafted = count(len(done.written), "LVE draft")
     line(f"{drafted} with {count(instances, 'instance')} from {count(scan.read, read)} of {scan.tool}")
@@ -94,6 +102,73 @@ def promptfoo_command(results: Path, category: str, author: str | None, repo_pat
     folder = _segment(category)
     evaluation = promptfoo.read_results(results)
     return _report(evaluation, promptfoo.drafts(evaluation, folder), "result", author, repo_path)
+
+
+@import_command.command("agentdojo")
+@click.option("--suite", required=True, help="AgentDojo's suite: banking, slack, travel or workspace.")
+@click.option(
+    "--user-task",
+    "user_tasks",
+    multiple=True,
+    metavar="ID",
+    help="A user task of the suite, such as user_task_0 (repeatable; default: every one).",
+)
+@click.option(
+    "--injection-task",
+    "injection_tasks",
+    multiple=True,
+    metavar="ID",
+    help="An injection task of the suite, such as injection_task_1 (repeatable; default: every one).",
+)
+@click.option(
+    "--attack",
+    default="important_instructions",
+    show_default=True,
+    help="AgentDojo's attack that writes the injection task's goal into the environment.",
+)
+@click.option("--model", required=True, help="The model the LVEs name (and the attack addresses).")
+@click.option(
+    "--benchmark-version", default="v1.2.2", show_default=True, help="AgentDojo's benchmark version."
+)
+@click.option("--author", help="The author of the drafts.")
+@click.option(
+    "--category",
+    default="agentdojo",
+    show_default=True,
+    help="Where the drafts go: repository/CATEGORY/SUITE/USER_TASK-INJECTION_TASK/MODEL.",
+)
+@repo_option
+def agentdojo_command(
+    suite: str,
+    user_tasks: tuple[str, ...],
+    injection_tasks: tuple[str, ...],
+    attack: str,
+    model: str,
+    benchmark_version: str,
+    author: str | None,
+    category: str,
+    repo_path: Path | None,
+) -> int:
+    """Draft LVEs from an AgentDojo suite (the agentdojo package, 0.1.35: pip install 'lvegit[agentdojo]'):
+    one per user task and injection task, with AgentDojo's environment, tools and checks copied into its
+    environment/ folder and the attack's texts as its injections. The verdict is AgentDojo's security
+    check, the utility its user task's; `lvegit record` runs them against the model.
+
+    \b
+    Examples:
+      lvegit import agentdojo --suite banking --model openai/gpt-4o-2024-05-13
+      lvegit import agentdojo --suite slack --user-task user_task_1 --model openai/gpt-4o-2024-05-13
+    """
+    from lvegit.findings import agentdojo
+    from lvegit.publish.scaffold import check_model
+
+    folder = _segment(category)
+    loaded = agentdojo.load_suite(benchmark_version, suite)
+    users = agentdojo.chosen(loaded.user_tasks, user_tasks, "user task")
+    injections = agentdojo.chosen(loaded.injection_tasks, injection_tasks, "injection task")
+    made = agentdojo.drafts(loaded, benchmark_version, users, injections, attack, check_model(model), folder)
+    scan = Scan(f"AgentDojo's {suite} suite", read=len(made))
+    return _report(scan, made, "user and injection task pair", author, repo_path, "is this import already")
 
 
 def _segment(category: str) -> str:

@@ -172,6 +172,10 @@ class Draft:
     note: str  # what the README says of where it came from
     instances: list[dict[str, Any]] = field(default_factory=list)
     tools: list[dict[str, Any]] = field(default_factory=list)  # offered to the model: test.json's tools
+    # test.json's fields that say how the model is run (tools, environment, steps), where the scanner's
+    # offered tools do not say it (no calls answered)
+    settings: dict[str, Any] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)  # more of the LVE's files, by path in its folder
 
     def add_finding(self, args: dict[str, Any], response: Any, run_info: dict[str, Any]) -> None:
         """A failing output of the scan, as an instance: unsafe, with where in the scan it came from."""
@@ -258,7 +262,7 @@ def write_drafts(repo: Repository, drafts: list[Draft], author: str | None) -> W
     of its draft already is left as it is, and one that lacks any refuses the whole import, naming it,
     before anything is written."""
     existing = [draft for draft in drafts if os.path.lexists(repo.root / draft.rel)]
-    taken = [draft.rel for draft in existing if not _holds_every_finding(repo, draft)]
+    taken = [draft.rel for draft in existing if not _imported_already(repo, draft, author)]
     if taken:
         raise UsageError(
             f"{', '.join(taken)} exist{'s' if len(taken) == 1 else ''} already: import never writes into an "
@@ -290,18 +294,29 @@ def _instance_lines(draft: Draft, author: str | None) -> list[dict[str, Any]]:
     ]
 
 
-def _holds_every_finding(repo: Repository, draft: Draft) -> bool:
-    """Whether the existing LVE at the draft's path holds each of its findings (by the scanner's ids) in the
-    instance file an import writes: an earlier import of the same scan."""
+def _imported_already(repo: Repository, draft: Draft, author: str | None) -> bool:
+    """Whether the existing LVE at the draft's path is an earlier import of the same source: it holds each of
+    the draft's findings (by the scanner's ids) in the instance file an import writes or, for a draft
+    without findings (an AgentDojo pair), its test.json and files as the import writes them."""
     lve_dir = repo.root / draft.rel
     path = lve_dir / "instances" / f"{segment(str(draft.source.get('tool')))}.jsonl"
     try:
         ensure_inside(repo.lve_root, lve_dir, f"{REPOSITORY_DIR}/")
     except FileProblem:
         return False
+    if not draft.instances:
+        written = {TEST_FILE: _test_json(draft, author), **draft.files}
+        return all(_text(lve_dir / relative) == content for relative, content in written.items())
     held = {instance.idempotency_key for instance in read_instances(path, draft.rel, Problems(draft.rel))}
     wanted = {Instance("", 0, line).idempotency_key for line in _instance_lines(draft, None)}
     return wanted <= held  # a bad line of its own is not ours to judge here: validate reports it
+
+
+def _text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8") if path.is_file() and not path.is_symlink() else None
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _remove(created: list[Path]) -> None:
@@ -350,8 +365,7 @@ def _readme() -> Any:
     return made.get_template("draft_readme.md")
 
 
-def _write(repo: Repository, draft: Draft, author: str | None) -> None:
-    lve_dir = repo.root / draft.rel
+def _test_json(draft: Draft, author: str | None) -> str:
     tool = str(draft.source.get("tool"))
     test = {
         "description": draft.description,
@@ -359,20 +373,22 @@ def _write(repo: Repository, draft: Draft, author: str | None) -> None:
         "checker_args": draft.checker_args,
         "prompt": draft.prompt,
         "prompt_parameters": draft.parameters,
-        **_offered(draft.tools),
+        **(draft.settings or _offered(draft.tools)),
         "tags": [
             {"name": "severity", "value": "medium"},
             {"name": "source", "value": " ".join(str(v) for v in draft.source.values() if v)},
         ],
         "author": author or tool,
     }
-    lines = "".join(json.dumps(line, allow_nan=False) + "\n" for line in _instance_lines(draft, author))
-    readme = _readme().render(draft=draft)
-    files = {
-        TEST_FILE: json.dumps(json_value(test), indent=4, ensure_ascii=False, allow_nan=False) + "\n",
-        f"instances/{segment(tool)}.jsonl": lines,
-        "README.md": readme,
-    }
+    return json.dumps(json_value(test), indent=4, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _write(repo: Repository, draft: Draft, author: str | None) -> None:
+    lve_dir = repo.root / draft.rel
+    files = {TEST_FILE: _test_json(draft, author), "README.md": _readme().render(draft=draft), **draft.files}
+    if draft.instances:
+        lines = "".join(json.dumps(line, allow_nan=False) + "\n" for line in _instance_lines(draft, author))
+        files[f"instances/{segment(str(draft.source.get('tool')))}.jsonl"] = lines
     for relative, content in files.items():
         write_inside(lve_dir, lve_dir / relative, content.encode("utf-8"))
     write_readme(readme_of(repo, lve_dir))

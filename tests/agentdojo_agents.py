@@ -2,8 +2,9 @@
 server (servers.OpenAIServer): lvegit's runs and AgentDojo's own pipeline (its OpenAILLM pointed at the
 server) ask the same agent, so that both judge the same behaviour.
 
-Each agent does the user task as AgentDojo's ground truth does it, one call per step. When a tool's result
-holds an injection task's goal (the attack put it into the data it read):
+Each agent does the user task as AgentDojo's ground truth does it on the pair's attacked environment, one
+call per step. When a tool's result holds an injection task's goal (the attack put it into the data it
+read):
 - `ignores` goes on with the user's task;
 - `follows` first makes the injection task's ground-truth calls (AgentDojo computed their payloads from the
   environment before the run);
@@ -11,8 +12,8 @@ holds an injection task's goal (the attack put it into the data it read):
   transactions, the scheduled payments, the balance or the channels and sends what it read), so its
   verdict depends on what the environment really holds.
 
-An agent is stateless: each request replays its script against the results the conversation holds, so the
-same conversation always gets the same answer.
+An agent serves every pair of a run at once and is stateless: each request replays its script against the
+results the conversation holds, so the same conversation always gets the same answer.
 """
 
 from __future__ import annotations
@@ -149,27 +150,32 @@ READINGS: dict[tuple[str, str], Reading] = {
 
 
 @dataclass(frozen=True)
-class Injection:
-    suite: str
-    task_id: str
-    goal: str
-    truth: list[Call]
+class Pair:
+    """A user task with an injection task, as AgentDojo's ground truths do them on that pair's environment
+    (the attack's text is in it: a ground truth may name what it holds, such as slack's external channel)."""
+
+    user: Task
+    goal: str  # the injection task's
+    injection: list[Call]
+    reading: Reading | None = None  # how `reads` does the injection task, where its payload is data
 
 
 @dataclass
 class ScriptedAgent:
-    """One of the three agents over a suite's tasks: `users` by prompt, `injections` by goal."""
+    """One of the three agents over AgentDojo's pairs, by the user's prompt. Until a result shows which
+    injection it is, the agent makes the calls all pairs of its prompt begin with (no ground truth names
+    what it has not read yet)."""
 
     kind: str
-    users: dict[str, Task]
-    injections: list[Injection]
+    pairs: dict[str, list[Pair]]
 
     def __call__(self, body: dict[str, Any]) -> Answer:
         messages = body["messages"]
         prompt = next(_text(m["content"]) for m in messages if m["role"] == "user")
         results = [_text(m["content"]) for m in messages if m["role"] == "tool"]
         steps = sum(1 for m in messages if m["role"] == "assistant" and m.get("tool_calls"))
-        script = self._script(self.users[prompt])
+        pairs = self.pairs[prompt]
+        script = self._script(next((p for p in pairs if _holds(results, p.goal)), pairs[0]))
         try:
             call = next(script)
             for result in results:
@@ -179,24 +185,22 @@ class ScriptedAgent:
         name, arguments = call
         return {"content": None, "tool_calls": [tool_call(name, json.dumps(arguments), f"call_{steps + 1}")]}
 
-    def _script(self, task: Task) -> Script:
+    def _script(self, pair: Pair) -> Script:
         seen: list[str] = []
         hijacked = False
-        for call in task.calls:
+        for call in pair.user.calls:
             seen.append((yield call))
-            injection = None if hijacked or self.kind == "ignores" else self._injected(seen)
-            if injection is not None:
-                hijacked = True
-                if self.kind == "reads" and (injection.suite, injection.task_id) in READINGS:
-                    yield from READINGS[(injection.suite, injection.task_id)](injection.truth)
-                else:
-                    for injected in injection.truth:
-                        seen.append((yield injected))
-        return task.answer
+            if hijacked or self.kind == "ignores" or not _holds(seen, pair.goal):
+                continue
+            hijacked = True
+            if self.kind == "reads" and pair.reading is not None:
+                yield from pair.reading(pair.injection)
+            else:
+                for injected in pair.injection:
+                    seen.append((yield injected))
+        return pair.user.answer
 
-    def _injected(self, results: list[str]) -> Injection | None:
-        texts = [_flat(text) for result in results for text in _strings(result)]
-        for injection in self.injections:
-            if any(_flat(injection.goal) in text for text in texts):
-                return injection
-        return None
+
+def _holds(results: list[str], goal: str) -> bool:
+    """Whether a result holds the goal (in YAML, or with its lines folded)."""
+    return any(_flat(goal) in _flat(text) for result in results for text in _strings(result))

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import inspect
 from ast import literal_eval
 from collections.abc import Callable, Iterable, Mapping
@@ -98,6 +99,7 @@ def _lists_read(arguments: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+@functools.cache
 def _dependencies(function: Callable[..., Any]) -> dict[str, Depends]:
     hints = get_type_hints(function, include_extras=True)
     return {
@@ -107,6 +109,7 @@ def _dependencies(function: Callable[..., Any]) -> dict[str, Depends]:
     }
 
 
+@functools.cache  # a tool's model is built once per worker, not at every call
 def _arguments_model(function: Callable[..., Any]) -> type[BaseModel]:
     """AgentDojo's input schema of a tool (make_function): a pydantic model of its parameters that are not
     the environment's, named as AgentDojo names it (the name appears in a ValidationError's text)."""

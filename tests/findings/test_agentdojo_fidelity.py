@@ -8,12 +8,11 @@ same run."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agentdojo_agents import AGENTS, Injection, ScriptedAgent, Task
+from agentdojo_agents import AGENTS, READINGS, Pair, ScriptedAgent, Task
 from builders import RepoBuilder
 from servers import Running
 
@@ -21,23 +20,28 @@ MODEL = "gpt-4o-2024-05-13"  # one AgentDojo's attack knows by name
 USER_TASKS = {"banking": ("user_task_0", "user_task_2", "user_task_4"), "slack": ("user_task_1", "user_task_2", "user_task_12")}  # fmt: skip
 
 
-def agents(suite: Any, environment: Any) -> dict[str, ScriptedAgent]:
-    """The three agents, scripted with the suite's ground truths on the attacked environment."""
+def agent_pairs(
+    suite: Any, user_ids: tuple[str, ...], attack: Any
+) -> tuple[dict[str, list[Pair]], dict[Any, Any]]:
+    """The agents' scripts (AgentDojo's ground truths on each pair's attacked environment), by the user's
+    prompt, and the attack's texts of each pair."""
+    scripts: dict[str, list[Pair]] = {}
+    texts = {}
+    for user_id in user_ids:
+        user_task = suite.user_tasks[user_id]
+        for injection_id, injection_task in suite.injection_tasks.items():
+            texts[user_id, injection_id] = attack.attack(user_task, injection_task)
+            environment = suite.load_and_inject_default_environment(texts[user_id, injection_id])
 
-    def calls(task: Any) -> list[tuple[str, dict[str, Any]]]:
-        return [
-            (call.function, dict(call.args)) for call in task.ground_truth(environment.model_copy(deep=True))
-        ]
+            def calls(task: Any) -> list[tuple[str, dict[str, Any]]]:
+                truth = task.ground_truth(environment.model_copy(deep=True))  # noqa: B023
+                return [(call.function, dict(call.args)) for call in truth]
 
-    users = {
-        task.PROMPT: Task(calls(task), task.GROUND_TRUTH_OUTPUT or "Done.")
-        for task in suite.user_tasks.values()
-    }
-    injections = [
-        Injection(suite.name, task_id, task.GOAL, calls(task))
-        for task_id, task in suite.injection_tasks.items()
-    ]
-    return {kind: ScriptedAgent(kind, users, injections) for kind in AGENTS}
+            user = Task(calls(user_task), user_task.GROUND_TRUTH_OUTPUT or "Done.")
+            reading = READINGS.get((suite.name, injection_id))
+            pair = Pair(user, injection_task.GOAL, calls(injection_task), reading)
+            scripts.setdefault(user_task.PROMPT, []).append(pair)
+    return scripts, texts
 
 
 def agentdojo_run(suite: Any, server: Running, user_id: str, injection_id: str, texts: dict[str, str]) -> Any:
@@ -74,11 +78,6 @@ def agentdojo_run(suite: Any, server: Running, user_id: str, injection_id: str, 
     return results, utility, security
 
 
-def recorded(lve_dir: Path) -> dict[str, Any]:
-    [line] = (lve_dir / "instances/instances.jsonl").read_text().splitlines()
-    return dict(json.loads(line))
-
-
 @pytest.mark.parametrize("suite_name", list(USER_TASKS))
 def test_lvegit_s_runs_of_imported_pairs_are_agentdojo_s_runs(
     repo: RepoBuilder, cli: Any, openai_server: Running, suite_name: str
@@ -92,36 +91,32 @@ def test_lvegit_s_runs_of_imported_pairs_are_agentdojo_s_runs(
                    cwd=repo.root)  # fmt: skip
     assert imported.code == 0, imported.err
     suite = get_suite("v1.2.2", suite_name)
-    attack = _attack(suite, "important_instructions", MODEL)
-    pairs = [
-        (user_id, injection_id)
-        for user_id in USER_TASKS[suite_name]
-        for injection_id in suite.injection_tasks
-    ]
-    compared = {kind: {"results": 0, "equal": 0, "verdicts": 0, "agree": 0, "unsafe": 0} for kind in AGENTS}
+    scripts, texts = agent_pairs(
+        suite, USER_TASKS[suite_name], _attack(suite, "important_instructions", MODEL)
+    )
+    unsafe = {}
     for kind in AGENTS:
-        lvegit_runs, agentdojo_runs = {}, {}
-        for user_id, injection_id in pairs:
-            texts = attack.attack(suite.user_tasks[user_id], suite.injection_tasks[injection_id])
-            openai_server.state.answer = agents(suite, suite.load_and_inject_default_environment(texts))[kind]
-            agentdojo_runs[user_id, injection_id] = agentdojo_run(
-                suite, openai_server, user_id, injection_id, texts
+        openai_server.state.answer = ScriptedAgent(kind, scripts)
+        recording = cli("record", "--all", "--file", f"{kind}.jsonl", cwd=repo.root)
+        assert recording.code in (0, 1), recording.err
+        unsafe[kind] = 0
+        for (user_id, injection_id), attack_texts in texts.items():
+            results, utility, security = agentdojo_run(
+                suite, openai_server, user_id, injection_id, attack_texts
             )
             lve_dir = (
                 repo.root / f"repository/agentdojo/{suite_name}/{user_id}-{injection_id}/openai--{MODEL}"
             )
-            recording = cli("record", str(lve_dir), "--file", f"{kind}.jsonl", cwd=repo.root)
-            assert recording.code in (0, 1), recording.err
-            lvegit_runs[user_id, injection_id] = json.loads((lve_dir / f"instances/{kind}.jsonl").read_text())
-        for pair, (results, utility, security) in agentdojo_runs.items():
-            instance = lvegit_runs[pair]
+            [instance] = [
+                json.loads(line) for line in (lve_dir / f"instances/{kind}.jsonl").read_text().splitlines()
+            ]
             calls = [call for step in instance["response"]["steps"] for call in step.get("tool_calls") or []]
-            assert [call["result"] for call in calls] == results, (kind, pair)
-            assert (instance["passed"], instance["utility"]) == (not security, utility), (kind, pair)
-            counts = compared[kind]
-            counts["results"] += len(results)
-            counts["equal"] += len(results)
-            counts["verdicts"] += 1
-            counts["agree"] += 1
-            counts["unsafe"] += security
-    assert compared["ignores"]["unsafe"] == 0 < compared["follows"]["unsafe"], compared
+            assert [call["result"] for call in calls] == results, (kind, user_id, injection_id)
+            assert (instance["passed"], instance["utility"]) == (not security, utility), (
+                kind,
+                user_id,
+                injection_id,
+            )
+            unsafe[kind] += security
+    # each verdict agrees, and the agents are judged apart: only those that follow the injection are hijacked
+    assert unsafe["ignores"] == 0 < min(unsafe["follows"], unsafe["reads"]), unsafe

@@ -83,7 +83,7 @@ def drafts(
     category: str,
 ) -> list[Draft]:
     """A draft per user task and injection task of `suite`, under AgentDojo's attack `attack_name`."""
-    attack = _attack(suite, attack_name, model)
+    attack = aimed_attack(suite, attack_name, model)
     files = environment_files(suite)
     made = []
     for user_id in user_ids:
@@ -106,7 +106,7 @@ def drafts(
     return made
 
 
-def _attack(suite: Any, name: str, model: str) -> Any:
+def aimed_attack(suite: Any, name: str, model: str) -> Any:
     """AgentDojo's attack `name` on `suite`, aimed at `model` (attacks that name the model take its
     name from the pipeline's, as in AgentDojo's benchmark)."""
     from agentdojo.agent_pipeline.base_pipeline_element import BasePipelineElement

@@ -84,7 +84,7 @@ def test_lvegit_s_runs_of_imported_pairs_are_agentdojo_s_runs(
 ) -> None:
     from agentdojo.task_suite.load_suites import get_suite
 
-    from lvegit.findings.agentdojo import _attack
+    from lvegit.findings.agentdojo import aimed_attack
 
     chosen = [option for user_id in USER_TASKS[suite_name] for option in ("--user-task", user_id)]
     imported = cli("import", "agentdojo", "--suite", suite_name, *chosen, "--model", f"openai/{MODEL}",
@@ -92,7 +92,7 @@ def test_lvegit_s_runs_of_imported_pairs_are_agentdojo_s_runs(
     assert imported.code == 0, imported.err
     suite = get_suite("v1.2.2", suite_name)
     scripts, texts = agent_pairs(
-        suite, USER_TASKS[suite_name], _attack(suite, "important_instructions", MODEL)
+        suite, USER_TASKS[suite_name], aimed_attack(suite, "important_instructions", MODEL)
     )
     unsafe = {}
     for kind in AGENTS:

@@ -383,17 +383,27 @@ def _string_template(marked: str, filled: Any, vectors: _Vectors, values: dict[s
     literals, indices = pieces[::2], [int(i) for i in pieces[1::2]]
     if not indices:
         return literal(marked)
-    regex = "(.*?)".join(re.escape(text) for text in literals)
-    found = re.fullmatch(regex, filled, re.DOTALL) if isinstance(filled, str) else None
+    found = _split(literals, filled)
+    if found is None:  # YAML folded the spaces beside the text away: they become the text's
+        literals = [text.rstrip() if i < len(indices) else text for i, text in enumerate(literals)]
+        literals = [text.lstrip() if i else text for i, text in enumerate(literals)]
+        found = _split(literals, filled)
     if found is None:
         raise LVEError(f"AgentDojo's environment at {where} does not hold its injection where the vector is")
     template = literal(literals[0])
-    for index, text, after in zip(indices, found.groups(), literals[1:], strict=True):
+    for index, text, after in zip(indices, found, literals[1:], strict=True):
         name = vectors.names[index]
         if values.setdefault(name, text) != text:
             raise LVEError(f"AgentDojo's environment holds two texts for {name}")
         template += "{" + name + "}" + literal(after)
     return template
+
+
+def _split(literals: list[str], filled: Any) -> tuple[str, ...] | None:
+    """The texts between `literals` in `filled`, when it is they with texts between them."""
+    regex = "(.*?)".join(re.escape(text) for text in literals)
+    found = re.fullmatch(regex, filled, re.DOTALL) if isinstance(filled, str) else None
+    return found.groups() if found else None
 
 
 def _filled(template: Any, values: dict[str, str]) -> Any:

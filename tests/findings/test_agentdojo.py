@@ -51,13 +51,18 @@ def filled(template: Any, values: dict[str, str]) -> Any:
 
 @pytest.mark.parametrize(
     ("suite_name", "user_id", "injection_id"),
-    [("banking", "user_task_0", "injection_task_1"), ("slack", "user_task_12", "injection_task_2")],
+    [
+        ("banking", "user_task_0", "injection_task_1"),
+        ("slack", "user_task_12", "injection_task_2"),
+        ("slack", "user_task_4", "injection_task_1"),
+    ],
 )
 def test_a_pair_is_an_lve_whose_state_is_agentdojo_s_environment_under_the_attack(
     repo: RepoBuilder, cli: Any, suite_name: str, user_id: str, injection_id: str
 ) -> None:
     """The attack's text sits in a YAML string that AgentDojo folds (banking's bill: a double-quoted string;
-    slack's external channel: a name in two lists); the state holds it as AgentDojo's environment does."""
+    slack's external channel: a name in two lists; Eve's blog: the space before it folded away); the state
+    holds it as AgentDojo's environment does."""
     result = cli(
         "import", "agentdojo", "--suite", suite_name, "--user-task", user_id, "--injection-task", injection_id,
         "--model", MODEL, cwd=repo.root,

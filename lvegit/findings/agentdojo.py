@@ -35,6 +35,7 @@ from lvegit.base.errors import LVEError, UsageError
 from lvegit.base.extras import require
 from lvegit.findings import agentdojo_runtime
 from lvegit.findings.drafts import Draft, literal
+from lvegit.lve.environment import filled_state
 
 VERSION = "0.1.35"  # the agentdojo whose FunctionsRuntime, TaskSuite and formatting runtime.py follows
 ATTACK = "important_instructions"
@@ -348,7 +349,7 @@ class _Vectors:
 def placed(suite: Any, texts: dict[str, str]) -> tuple[Any, dict[str, str]]:
     """The environment as a state.json template (each vector a `{name}`, other braces doubled) and each
     vector's text as AgentDojo's environment holds it once `texts` (the attack's, the defaults elsewhere)
-    are filled in; checked by filling the template."""
+    are filled in; checked by filling the template as lvegit fills a state."""
     vectors = _Vectors(list(suite.get_injection_vector_defaults()))
     marked = suite.load_and_inject_default_environment(vectors.canaries).model_dump(mode="json")
     filled = suite.load_and_inject_default_environment(texts).model_dump(mode="json")
@@ -356,7 +357,7 @@ def placed(suite: Any, texts: dict[str, str]) -> tuple[Any, dict[str, str]]:
     template = _template(marked, filled, vectors, values, "")
     defaults = suite.get_injection_vector_defaults()
     injections = {name: values.get(name, texts.get(name, defaults[name])) for name in vectors.names}
-    if _filled(template, injections) != filled:
+    if filled_state(template, injections) != filled:
         raise LVEError(f"AgentDojo's {suite.name} environment cannot hold its vectors as placeholders")
     return template, injections
 
@@ -404,13 +405,3 @@ def _split(literals: list[str], filled: Any) -> tuple[str, ...] | None:
     regex = "(.*?)".join(re.escape(text) for text in literals)
     found = re.fullmatch(regex, filled, re.DOTALL) if isinstance(filled, str) else None
     return found.groups() if found else None
-
-
-def _filled(template: Any, values: dict[str, str]) -> Any:
-    if isinstance(template, str):
-        return template.format_map(values)
-    if isinstance(template, dict):
-        return {key: _filled(value, values) for key, value in template.items()}
-    if isinstance(template, list):
-        return [_filled(item, values) for item in template]
-    return template

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from lvegit.findings import agentdojo
+from lvegit.lve.environment import filled_state
 
 from agentdojo_agents import AGENTS, READINGS, Pair, ScriptedAgent, Task
 from builders import RepoBuilder
@@ -37,16 +38,6 @@ def attacked(suite_name: str, user_id: str, injection_id: str) -> tuple[Any, dic
     suite = get_suite("v1.2.2", suite_name)
     attack = agentdojo.aimed_attack(suite, "important_instructions", MODEL)
     return suite, attack.attack(suite.user_tasks[user_id], suite.injection_tasks[injection_id])
-
-
-def filled(template: Any, values: dict[str, str]) -> Any:
-    if isinstance(template, str):
-        return template.format_map(values)
-    if isinstance(template, dict):
-        return {key: filled(value, values) for key, value in template.items()}
-    if isinstance(template, list):
-        return [filled(item, values) for item in template]
-    return template
 
 
 @pytest.mark.parametrize(
@@ -78,7 +69,7 @@ def test_a_pair_is_an_lve_whose_state_is_agentdojo_s_environment_under_the_attac
     suite, texts = attacked(suite_name, user_id, injection_id)
     injections = test["environment"]["injections"]
     assert injections.keys() == suite.get_injection_vector_defaults().keys()
-    state = filled(json.loads((lve_dir / "environment/state.json").read_text()), injections)
+    state = filled_state(json.loads((lve_dir / "environment/state.json").read_text()), injections)
     assert state == suite.load_and_inject_default_environment(texts).model_dump(mode="json")
     assert suite.injection_tasks[injection_id].GOAL in " ".join(injections[name] for name in texts)
     from agentdojo.agent_pipeline.agent_pipeline import load_system_message

@@ -237,6 +237,9 @@ def test_lvegit_s_runs_of_imported_pairs_are_agentdojo_s_runs(
                    cwd=repo.root)  # fmt: skip
     assert imported.code == 0, imported.err
     suite = get_suite("v1.2.2", suite_name)
+    lves = len(USER_TASKS[suite_name]) * len(suite.injection_tasks)
+    validated = cli("validate", "--all", cwd=repo.root)
+    assert validated.code == 0 and f"{lves} LVEs: {lves} valid, 0 invalid" in validated.out, validated.out
     scripts, texts = agent_pairs(
         suite, USER_TASKS[suite_name], agentdojo.aimed_attack(suite, "important_instructions", MODEL)
     )

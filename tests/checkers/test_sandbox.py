@@ -13,6 +13,7 @@ import pytest
 
 import lvegit
 from lvegit.base.errors import CheckerError, CheckerUnavailable
+from lvegit.base.settings import CheckerSettings, Settings, configure
 from lvegit.checkers.sandbox import CheckerWorker, SandboxSettings
 from lvegit.judge.replay import replay_lve
 from lvegit.lve.prompt import Message, Role
@@ -76,6 +77,9 @@ def test_a_virtual_environment_under_tmp_stays_importable_and_read_only(
 def test_heavy_libraries_load_inside_the_limits(repo: RepoBuilder) -> None:
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
+    # transformers imports its GPT-2 code during the verdict, compiled from source where no bytecode was
+    # written: on a loaded machine past the default 30 s (what this pins is the limits, not the speed)
+    configure(Settings(checkers=CheckerSettings(call_timeout=300.0)))
     lve_dir = probe_lve(
         repo,
         "config = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=8, vocab_size=16, n_positions=8)\n"

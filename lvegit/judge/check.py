@@ -10,11 +10,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lvegit.judge.cache import VerdictCache
 from lvegit.judge.results import LVECheck, LVEReport, ReplayResult
 from lvegit.lve.repo import Repository
+
+if TYPE_CHECKING:
+    from lvegit.judge.replay import Judging
 
 
 def _cached(cache: VerdictCache, key: str, lve: str) -> LVECheck | None:
@@ -56,12 +59,14 @@ def check_lve(
         cached = _cached(cache, key, repo.relative(lve_dir))
         if cached is not None:
             return cached
-    return _judge(repo, lve_dir, cache, strict, key)
+    from lvegit.judge.replay import judge_alone
+
+    return judge_alone(_judging(repo, lve_dir, cache, strict, key))
 
 
-def _judge(
+def _judging(
     repo: Repository, lve_dir: Path, cache: VerdictCache | None, strict: bool, key: str | None
-) -> LVECheck:
+) -> Judging[LVECheck]:
     """Validate and replay an LVE that the cache holds no record of; store the record under `key`."""
     from lvegit.checkers.registry import CheckerFactory
     from lvegit.judge import replay, validate  # the checkers load only when an LVE is judged
@@ -71,7 +76,7 @@ def _judge(
     lve = loaded[0]
     with CheckerFactory(lve) if lve is not None else contextlib.nullcontext() as factory:
         report = validate.validate_lve(repo, lve_dir, strict, loaded, factory)
-        results, depends = replay.judge_lve(repo, lve_dir, cache, loaded, factory)
+        results, depends = yield from replay.judging_lve(repo, lve_dir, cache, loaded, factory)
     check = LVECheck(report, without_repeats(report, results))
     if cache is not None and key is not None and depends != "never":
         stamp = cache.machine_stamp(repo.relative(lve_dir)) if depends == "machine" else None
@@ -96,8 +101,10 @@ def check_stream(
     start_launcher_for(d for d in lve_dirs if d not in settled)  # before the checkers' code loads
     from lvegit.judge import replay, validate
 
-    def here(lve_dir: Path) -> LVECheck:
-        return settled.get(lve_dir) or _judge(repo, lve_dir, cache, strict, keys.get(lve_dir))
+    def here(lve_dir: Path) -> Judging[LVECheck]:
+        if lve_dir in settled:
+            return settled[lve_dir]
+        return (yield from _judging(repo, lve_dir, cache, strict, keys.get(lve_dir)))
 
     def read(document: Any) -> dict[str, LVECheck]:
         return {entry["path"]: LVECheck.from_json(entry) for entry in document["lves"]}

@@ -17,6 +17,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from lvegit import __version__
 from lvegit.base import processes
+from lvegit.base.collector import collecting_less
 from lvegit.base.errors import CheckerUnavailable, LvegitError
 from lvegit.base.settings import CacheSettings, current
 from lvegit.checkers.custom import read_checker_sources
@@ -36,7 +37,13 @@ from lvegit.lve.repo import Repository, named_checker
 from lvegit.lve.spec import LVE, Loaded, blocking_errors, load_lve
 
 Judged = TypeVar("Judged")
-LAMBDA_LVES_PER_THREAD = 50
+Result = TypeVar("Result")
+# LVEs whose lambda verdicts go to the lambda worker together: one round trip for all, the replies read
+# while the worker is still judging (a round trip per LVE waited 0.4 ms for 10 verdicts)
+LAMBDA_LVES_PER_BATCH = 32
+# An LVE's judging: it yields the lambda verdicts it asks for (judge_batched gives them), is sent each one's
+# value or exception, and returns what it came to. Its other verdicts it gives itself.
+Judging = Generator[list[Callable[[], bool]], list[bool | BaseException], Result]
 
 
 @dataclass(frozen=True)
@@ -49,7 +56,7 @@ class Elsewhere(Generic[Judged]):
     failed: Callable[[Path, str], Judged]
 
 
-Depends = Literal["files", "machine", "never"]  # what replay results follow from (see judge_lve)
+Depends = Literal["files", "machine", "never"]  # what replay results follow from (see judging_lve)
 DEPENDS: tuple[Depends, ...] = ("files", "machine", "never")
 
 
@@ -106,7 +113,7 @@ Replaying = Generator[Callable[[], bool], bool, Replayed]
 def _replaying(
     lve: LVE, factory: CheckerFactory, instance: Instance, unprepared: dict[int, BaseException]
 ) -> Replaying:
-    """The result, the checker's outcome and what it follows from (see judge_lve). `unprepared`: how
+    """The result, the checker's outcome and what it follows from (see judging_lve). `unprepared`: how
     `prepare` failed, by checker: each of that checker's instances ends with it."""
 
     def failed(status: Status, reason: str) -> Replayed:
@@ -166,9 +173,9 @@ def _given(replaying: Replaying, verdict: bool | BaseException) -> Callable[[], 
 
 def _replay_instances(
     lve: LVE, factory: CheckerFactory, instances: list[Instance], unprepared: dict[int, BaseException]
-) -> list[Replayed]:
-    """Each instance's replay, its verdict given where it is asked; a lambda checker's verdicts are asked
-    of the lambda worker in one batch (judge_batched)."""
+) -> Judging[list[Replayed]]:
+    """Each instance's replay, its verdict given where it is asked; a lambda checker's verdicts are yielded
+    together, for the lambda worker (see Judging)."""
     batched = needs_of(lve.checker_name).lambda_batches
     replays = [_replaying(lve, factory, instance, unprepared) for instance in instances]
     done: dict[int, Replayed] = {}
@@ -180,9 +187,7 @@ def _replay_instances(
             done[number] = ended.value
     while asked:
         numbers = list(asked)
-        verdicts = (
-            judge_batched([asked[n] for n in numbers]) if batched else [_verdict(asked[n]) for n in numbers]
-        )
+        verdicts = (yield [asked[n] for n in numbers]) if batched else [_verdict(asked[n]) for n in numbers]
         asked = {}
         for number, verdict in zip(numbers, verdicts, strict=True):
             step = _given(replays[number], verdict)
@@ -219,19 +224,54 @@ def _prepare(factory: CheckerFactory, instances: list[Instance]) -> dict[int, Ba
     return failed
 
 
+def judge_together(judgings: list[Judging[Result]]) -> list[Result]:
+    """What each judging comes to, run side by side: each round, the lambda verdicts all of them ask for go
+    to the lambda worker in one batch."""
+    done: dict[int, Result] = {}
+    asked: dict[int, list[Callable[[], bool]]] = {}
+
+    def step(number: int, given: list[bool | BaseException] | None) -> None:
+        try:
+            asked[number] = judgings[number].send(given)  # type: ignore[arg-type]  # None starts it
+        except StopIteration as ended:
+            done[number] = ended.value
+
+    for number in range(len(judgings)):
+        step(number, None)
+    while asked:
+        this_round = list(asked.items())
+        asked.clear()
+        given = iter(judge_batched([verdict for _number, verdicts in this_round for verdict in verdicts]))
+        for number, verdicts in this_round:
+            step(number, [next(given) for _verdict in verdicts])
+    return [done[number] for number in range(len(judgings))]
+
+
+def judge_alone(judging: Judging[Result]) -> Result:
+    """What one judging comes to."""
+    return judge_together([judging])[0]
+
+
 def replay_lve(repo: Repository, lve_dir: Path, cache: VerdictCache | None = None) -> list[ReplayResult]:
     """Replay one LVE's instances. With a cache, an instance whose checker and stored response are
     unchanged gets its verdict from there, and the checker is built only for the others."""
-    return judge_lve(repo, lve_dir, cache)[0]
+    return judge_alone(replaying_lve(repo, lve_dir, cache))
 
 
-def judge_lve(
+def replaying_lve(
+    repo: Repository, lve_dir: Path, cache: VerdictCache | None = None
+) -> Judging[list[ReplayResult]]:
+    """replay_lve as a Judging, to be judged together with others."""
+    return (yield from judging_lve(repo, lve_dir, cache))[0]
+
+
+def judging_lve(
     repo: Repository,
     lve_dir: Path,
     cache: VerdictCache | None = None,
     loaded: Loaded | None = None,
     factory: CheckerFactory | None = None,
-) -> tuple[list[ReplayResult], Depends]:
+) -> Judging[tuple[list[ReplayResult], Depends]]:
     """replay_lve's results, and what they follow from, for the verdict cache: "files" when from the
     LVE's files alone; "machine" when some are skips for a checker that cannot run here (a package or a
     model missing), which stand while the machine does; "never" after a checker failure.
@@ -272,7 +312,9 @@ def judge_lve(
         on_this_machine: list[tuple[str, Outcome]] = []
         with contextlib.nullcontext(factory) if factory else CheckerFactory(lve) as judging:
             unprepared = _prepare(judging, [instance for instance, _key in to_judge])
-            replayed = _replay_instances(lve, judging, [instance for instance, _key in to_judge], unprepared)
+            replayed = yield from _replay_instances(
+                lve, judging, [instance for instance, _key in to_judge], unprepared
+            )
             for (_instance, key), (result, outcome, this) in zip(to_judge, replayed, strict=True):
                 results.append(result)
                 unkeyed = keyed and key is None  # what decides its verdict could not be hashed
@@ -365,7 +407,7 @@ def judge_stream(
     repo: Repository,
     lve_dirs: list[Path],
     cache: VerdictCache | None,
-    here: Callable[[Path], Judged],
+    here: Callable[[Path], Judging[Judged]],
     elsewhere: Elsewhere[Judged],
     settled: Callable[[Path], bool] = lambda _lve_dir: False,
     threads: int = 8,
@@ -375,33 +417,47 @@ def judge_stream(
     so that Presidio and torch load side by side while `here` judges the others; `elsewhere` says what that
     process runs and how its outcomes are read (they are used as they come: nothing is loaded or judged
     again here). LVEs with a custom checker or an environment are judged on up to `threads` threads, since
-    they mostly wait for their sandboxed workers, and so are LVEs with a lambda checker, a thread for every
-    LAMBDA_LVES_PER_THREAD of them (each thread has a lambda worker of its own: while one waits for its
-    worker's answers, another prepares its next batch); the others are judged on this thread (threads
-    would only contend for the interpreter), ahead of their turn while a threaded LVE is not done yet.
+    they mostly wait for their sandboxed workers; the others on this thread (threads would only contend
+    for the interpreter: lambda LVEs on threads of their own were 50% slower), ahead of their turn while a
+    threaded LVE is not done yet, those with a lambda checker LAMBDA_LVES_PER_BATCH together
+    (judge_together).
     The LVEs come in the order given, warm cache or cold: one judged elsewhere holds back those after it
     (which are judged meanwhile) until its process answers."""
     found = _judge_stream(repo, lve_dirs, cache, here, elsewhere, settled, threads)
     done: dict[Path, Judged] = {}
     position = 0
-    for lve_dir, judged in found:
-        done[lve_dir] = judged
-        while position < len(lve_dirs) and lve_dirs[position] in done:
-            yield lve_dirs[position], done.pop(lve_dirs[position])
-            position += 1
+    with collecting_less():
+        for lve_dir, judged in found:
+            done[lve_dir] = judged
+            while position < len(lve_dirs) and lve_dirs[position] in done:
+                yield lve_dirs[position], done.pop(lve_dirs[position])
+                position += 1
+
+
+def _needs_launcher(checker_name: str) -> bool:
+    """Whether the checker's verdicts are judged in sandboxed workers, which the launcher starts."""
+    needs = needs_of(checker_name)
+    return needs.runs == "sandbox" or needs.lambda_batches
 
 
 def _judge_stream(
     repo: Repository,
     lve_dirs: list[Path],
     cache: VerdictCache | None,
-    here: Callable[[Path], Judged],
+    here: Callable[[Path], Judging[Judged]],
     elsewhere: Elsewhere[Judged],
     settled: Callable[[Path], bool],
     threads: int,
 ) -> Iterator[tuple[Path, Judged]]:
     """judge_stream's outcomes as they come: the LVEs judged here in the order given, then the others."""
-    checkers = {d: named_checker(repo, d) for d in lve_dirs if not settled(d)}  # (name, checker_args) or None
+    checkers: dict[Path, tuple[str, dict[str, Any]] | None] = {}  # (name, checker_args) or None
+    launching = False
+    for lve_dir in lve_dirs:
+        if not settled(lve_dir):
+            checkers[lve_dir] = named = named_checker(repo, lve_dir)
+            if not launching and named is not None and _needs_launcher(named[0]):
+                start_launcher_soon()  # now, not once every test.json is read: the first LVE may need it
+                launching = True
     by_stack: dict[str, list[Path]] = {}
     if len(lve_dirs) > 1:
         for lve_dir, named in checkers.items():
@@ -414,21 +470,27 @@ def _judge_stream(
     processes = [(_judge_elsewhere(repo, dirs, cache, elsewhere.command), dirs) for dirs in by_stack.values()]
     local = [d for d in lve_dirs if d not in away]
     needs = {d: needs_of(named[0]) for d in local if (named := checkers.get(d)) is not None}
-    custom = [  # an environment's replay waits on its worker too
+    custom = {  # an environment's replay waits on its worker too (sets: 10,000s of LVEs are looked up)
         d for d in local if (d in needs and needs[d].runs == "sandbox") or environment_folder(d).is_dir()
-    ]
-    lambdas = [d for d in local if d in needs and needs[d].lambda_batches]
-    if custom or lambdas:
+    }
+    lambdas = deque(d for d in local if d in needs and needs[d].lambda_batches and d not in custom)
+    if (custom or lambdas) and not launching:
         start_launcher_soon()
-    lambda_threads = -(-len(lambdas) // LAMBDA_LVES_PER_THREAD)  # a worker's start costs some 30 LVEs' waits
-    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(custom) + lambda_threads))) as pool:
-        waiting = {d: pool.submit(here, d) for d in local if d in custom or d in lambdas}
+    batched = set(lambdas)
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(custom)))) as pool:
+        waiting = {d: pool.submit(lambda d: judge_alone(here(d)), d) for d in local if d in custom}
         in_process = deque(d for d in local if d not in waiting)
         judged: dict[Path, Judged] = {}
 
         def judge_next() -> None:
             lve_dir = in_process.popleft()
-            judged[lve_dir] = here(lve_dir)
+            if lve_dir in judged:  # with the lambda LVEs before it
+                return
+            if lve_dir in batched:  # the first of those left: its lambda verdicts go with the next ones'
+                group = [lambdas.popleft() for _lve in range(min(LAMBDA_LVES_PER_BATCH, len(lambdas)))]
+                judged.update(zip(group, judge_together([here(d) for d in group]), strict=True))
+            else:
+                judged[lve_dir] = judge_alone(here(lve_dir))
 
         for lve_dir in local:
             if lve_dir in waiting:
@@ -436,7 +498,7 @@ def _judge_stream(
                     judge_next()
                 yield lve_dir, waiting[lve_dir].result()
             else:
-                if lve_dir not in judged:  # it is the next of in_process
+                while lve_dir not in judged:  # it is in in_process, the next not judged
                     judge_next()
                 yield lve_dir, judged.pop(lve_dir)
     for process, dirs in processes:
@@ -456,7 +518,7 @@ def replay_stream(
         return per_lve
 
     elsewhere = Elsewhere(["replay"], read, lambda lve_dir, reason: [replay_error(repo, lve_dir, reason)])
-    return judge_stream(repo, lve_dirs, cache, lambda lve_dir: replay_lve(repo, lve_dir, cache), elsewhere)
+    return judge_stream(repo, lve_dirs, cache, lambda lve_dir: replaying_lve(repo, lve_dir, cache), elsewhere)
 
 
 def replay_all(

@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from lvegit.base.loop import RUN_GC_THRESHOLD, run_loop
+from lvegit.base.collector import RUN_GC_THRESHOLD
+from lvegit.base.loop import run_loop
 
 
 async def loop_and_threshold() -> tuple[str, tuple[int, int, int]]:

@@ -33,18 +33,18 @@ MISSING_MODEL = {
 def judged(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The LVEs the pipeline validated and replayed itself (not from the cache), by folder name."""
     calls: list[str] = []
-    validate, judge = validate_module.validate_lve, replay_module.judge_lve
+    validate, judging = validate_module.validate_lve, replay_module.judging_lve
 
     def counting_validate(repo: Repository, lve_dir: Path, *args: Any) -> Any:
         calls.append(lve_dir.parent.name)
         return validate(repo, lve_dir, *args)
 
-    def counting_judge(repo: Repository, lve_dir: Path, *args: Any) -> Any:
+    def counting_judging(repo: Repository, lve_dir: Path, *args: Any) -> Any:
         calls.append(lve_dir.parent.name)
-        return judge(repo, lve_dir, *args)
+        return (yield from judging(repo, lve_dir, *args))
 
     monkeypatch.setattr(validate_module, "validate_lve", counting_validate)
-    monkeypatch.setattr(replay_module, "judge_lve", counting_judge)
+    monkeypatch.setattr(replay_module, "judging_lve", counting_judging)
     return calls
 
 

@@ -214,27 +214,48 @@ def test_an_instance_line_fills_a_regex_only_literally(repo: RepoBuilder) -> Non
     ]
 
 
-def test_lambda_lves_are_judged_on_threads_in_the_order_asked(repo: RepoBuilder) -> None:
-    """An LVE whose lambda verdicts wait for the lambda worker is judged on a thread of its own (with a
-    worker of its own), so that the next LVE is judged meanwhile; the results come in the order asked."""
-    from lvegit.judge.replay import Elsewhere, judge_stream
+def test_lambda_lves_are_judged_together_in_one_batch_in_the_order_asked(
+    repo: RepoBuilder, monkeypatch: Any
+) -> None:
+    """The lambda verdicts of several LVEs go to the lambda worker in one batch (a round trip per LVE
+    made replay 50% slower); every LVE is judged on this thread, collecting garbage less often, and the
+    results come in the order asked."""
+    import gc
+
+    import lvegit.judge.replay as replay
+    from lvegit.base.collector import RUN_GC_THRESHOLD
+    from lvegit.judge.replay import Elsewhere, judge_stream, replaying_lve
 
     regex = {"checker_args": {"checker_name": "RegexChecker", "pattern": "3", "match_safe": True}}
     dirs = [
         repo.lve("a/lambda", instances={"i.jsonl": [instance("3", True, a=1, b=2)]}),
         repo.lve("b/regex", regex, instances={"i.jsonl": [instance("3", True, a=1, b=2)]}),
-        repo.lve("c/lambda", instances={"i.jsonl": [instance("4", True, a=1, b=2)]}),
+        repo.lve(
+            "c/lambda", instances={"i.jsonl": [instance("4", True, a=1, b=2), instance("3", True, a=1, b=2)]}
+        ),
     ]
     root = Repository(repo.root.resolve())
-    judged_on: dict[Path, str] = {}
+    batches: list[int] = []
+    judge_batched = replay.judge_batched
 
-    def here(lve_dir: Path) -> list[ReplayResult]:
-        judged_on[lve_dir] = threading.current_thread().name
-        return replay_lve(root, lve_dir)
+    def counted(verdicts: list[Any]) -> list[Any]:
+        batches.append(len(verdicts))
+        return judge_batched(verdicts)
+
+    monkeypatch.setattr(replay, "judge_batched", counted)
+    judged_on: set[tuple[str, tuple[int, int, int]]] = set()
+    before = gc.get_threshold()
+
+    def here(lve_dir: Path) -> Any:
+        judged_on.add((threading.current_thread().name, gc.get_threshold()))
+        return (yield from replaying_lve(root, lve_dir))
 
     nowhere: Elsewhere[list[ReplayResult]] = Elsewhere([], dict, lambda _lve_dir, _reason: [])
     streamed = list(judge_stream(root, dirs, None, here, nowhere))
     assert [lve_dir for lve_dir, _results in streamed] == dirs
-    assert [r.status for _d, results in streamed for r in results] == ["reproduced", "reproduced", "mismatch"]
-    main = threading.main_thread().name
-    assert [judged_on[d] == main for d in dirs] == [False, True, False]
+    assert [r.status for _d, results in streamed for r in results] == [
+        "reproduced", "reproduced", "mismatch", "reproduced"
+    ]  # fmt: skip
+    assert batches == [3]  # both lambda LVEs' verdicts, in one
+    assert judged_on == {(threading.main_thread().name, RUN_GC_THRESHOLD)}
+    assert gc.get_threshold() == before

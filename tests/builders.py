@@ -193,10 +193,15 @@ def reference_schema_accepts(document: Any, file: str) -> None:
 
 
 def history_run(
-    folder: Path, when: str, runs: dict[tuple[str, str, str], tuple[int, int]], failed: int = 0
+    folder: Path,
+    when: str,
+    runs: dict[tuple[str, str, str], tuple[int, int]],
+    failed: int = 0,
+    invalid: int = 0,
 ) -> Path:
     """Write one run to the history `folder` (through lvegit's own writer): for each (LVE, model, version),
-    (unsafe, safe) attempts, and `failed` attempts of each that ended in an error. `when`: ISO 8601."""
+    (unsafe, safe) attempts, `failed` attempts of each that ended in an error and `invalid` ones that
+    completed with an invalid verdict. `when`: ISO 8601."""
     from datetime import datetime
 
     from lvegit.history.store import write_run
@@ -205,7 +210,7 @@ def history_run(
     started = datetime.fromisoformat(when)
     attempts = []
     for (lve, model, version), (unsafe, safe) in runs.items():
-        verdicts = [False] * unsafe + [True] * safe + [None] * failed
+        verdicts = [False] * unsafe + [True] * safe + [None] * (failed + invalid)
         for number, verdict in enumerate(verdicts):
             attempts.append(
                 Attempt(
@@ -214,7 +219,7 @@ def history_run(
                     model=model,
                     args={},
                     repetition=number,
-                    status="complete" if verdict is not None else "error",
+                    status="complete" if verdict is not None or number >= unsafe + safe + failed else "error",
                     resolved_model=version,
                     verdict=verdict,
                     started_at=started.timestamp(),

@@ -80,7 +80,8 @@ def add_command(
     added = add_run(folder, list(reports), started)
     models = ", ".join(console(model) for model in added.models)
     versions = ", ".join(console(version) for version in added.versions)
-    attempts = f"{count(added.attempts, 'attempt')} ({added.failed} failed)"
+    invalid = f", {added.invalid} invalid" if added.invalid else ""  # verdicts that could not be judged
+    attempts = f"{count(added.attempts, 'attempt')} ({added.failed} failed{invalid})"
     line(f"added {attempts} of {models} ({versions}) to {added.path}")
     return 0
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lvegit.base.output import count
-from lvegit.judge.results import FORMS, LVEReport, ReplayResult, summarize
+from lvegit.judge.results import FORMS, LVEReport, ReplayResult, invalid_verdicts, summarize
 from lvegit.lve.problems import alike, location, placed
 
 
@@ -22,13 +22,6 @@ def finding_lines(report: LVEReport) -> list[str]:
         f"  {problem.severity}: {placed(problem, lines)}: {problem.what}"
         for problem, lines in alike([*report.errors, *report.warnings])
     ]
-
-
-def invalid_verdicts(results: list[ReplayResult]) -> str:
-    """` (1 of them invalid)`: the reproduced verdicts that are invalid (the output could not be judged),
-    counted apart from safe and unsafe; nothing where there are none."""
-    invalid = sum(r.status == "reproduced" and r.replayed is None for r in results)
-    return f" ({invalid} of them invalid)" if invalid else ""
 
 
 def replay_status(results: list[ReplayResult], valid: bool = True) -> str:

@@ -100,6 +100,8 @@ def _print(statuses: list[LVEStatus], severity: dict[str, Severity]) -> None:
                 f"  {status.current.unsafe}/{status.current.attempts} unsafe "
                 f"[{low:.0%}, {high:.0%}] on {escaped(status.current.version)}"
             )
+        if status.invalid:  # neither safe nor unsafe: outside the rate
+            rate += f", {status.invalid} invalid"
         lines.append(f"  {escaped(status.model).ljust(width)}  {escaped(status.summary)}{rate}")
     _severity_line(lines, severity.get(previous or ""), width)
     if lines:

@@ -2,7 +2,8 @@
 
 A row holds what the status of an LVE needs and no more (no prompts, no responses: those stay in the
 run's report): the run and when it started, the LVE, the model as requested and the version that
-answered, the instance and repetition, and whether the attempt was unsafe (null when it ended in an error).
+answered, the instance and repetition, whether the attempt was unsafe (null when it ended in an error or
+its verdict is invalid), and whether its verdict is invalid (the output could not be judged).
 Files are written once, named `<start, UTC>-<run key>.parquet` where the run key is a hash of the attempts,
 so that the same report is never added twice. A pull request may commit anything under the folder: only
 plain files with such names are read, never links, and a file that is no history file is an error naming it.
@@ -10,6 +11,7 @@ plain files with such names are read, never links, and a file that is no history
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
@@ -34,10 +36,14 @@ ROW_GROUP: Final = 16_384  # rows
 # rows compresses to almost nothing, so its row count is checked before anything is read.
 MAX_RUN_ROWS: Final = 5_000_000
 MAX_HISTORY_ROWS: Final = 50_000_000
-# null unsafe: the attempt ended in an error; null file and line: an attempt of no recorded instance (a
-# prompt run anew); every other column is always set
+# null unsafe: the attempt ended in an error or its verdict is invalid; null file and line: an attempt of no
+# recorded instance (a prompt run anew); every other column is always set
 NULLABLE: Final = ("file", "line", "unsafe")
-FORMAT_VERSION: Final = "1"  # in each file's metadata: what a reader of another layout can refuse
+# In each file's metadata: what a reader of another layout can refuse. Layout 2 adds the column `invalid`;
+# a run with no invalid verdict is still written in layout 1 (without it), so that a history without
+# environment LVEs stays byte for byte what earlier versions wrote, and they can read it. Both are read.
+FORMAT_VERSION: Final = "2"
+WITHOUT_INVALID: Final = "1"
 COLUMNS: Final = (
     "run",
     "run_at",
@@ -48,6 +54,7 @@ COLUMNS: Final = (
     "line",
     "repetition",
     "unsafe",
+    "invalid",  # layout 2 only
 )
 
 
@@ -71,7 +78,8 @@ def attempt_fields() -> list[tuple[str, pyarrow.DataType]]:
     ]
 
 
-def arrow_schema() -> pyarrow.Schema:
+def arrow_schema(invalid: bool = True) -> pyarrow.Schema:
+    """A run file's layout: FORMAT_VERSION's, or without `invalid` the first one's."""
     import pyarrow as pa
 
     return pa.schema(
@@ -80,8 +88,9 @@ def arrow_schema() -> pyarrow.Schema:
             ("run_at", pa.timestamp("ms", tz="UTC")),
             *attempt_fields(),
             ("unsafe", pa.bool_()),
+            *([("invalid", pa.bool_())] if invalid else []),
         ],
-        metadata={"lvegit_history": FORMAT_VERSION},
+        metadata={"lvegit_history": FORMAT_VERSION if invalid else WITHOUT_INVALID},
     )
 
 
@@ -90,6 +99,7 @@ class HistoryFile:
     path: Path
     started: str  # as in the name: 2026-11-24T031700Z
     key: str
+    counts_invalid: bool = False  # of layout 2: its invalid verdicts are told from errors (once checked)
 
 
 def history_dir(root: Path, given: Path | None, configured: str | None) -> Path:
@@ -137,7 +147,8 @@ def run_key(attempts: Iterable[Attempt]) -> str:
 class AddedRun:
     path: Path
     attempts: int
-    failed: int
+    failed: int  # ended in an error
+    invalid: int  # complete, with an invalid verdict
     models: list[str]
     versions: list[str]
     started: datetime
@@ -172,7 +183,8 @@ def write_run(folder: Path, attempts: list[Attempt], when: datetime) -> AddedRun
     return AddedRun(
         folder / f"{run_id}.parquet",
         len(attempts),
-        sum(attempt.verdict is None for attempt in attempts),
+        sum(attempt.status == "error" for attempt in attempts),
+        sum(_invalid(attempt) for attempt in attempts),
         sorted({attempt.model for attempt in attempts}),
         sorted({_version(attempt) for attempt in attempts}),
         when,
@@ -191,6 +203,11 @@ def _version(attempt: Attempt) -> str:
     return attempt.resolved_model or attempt.model
 
 
+def _invalid(attempt: Attempt) -> bool:
+    """Whether the attempt finished with an invalid verdict: its output could not be judged."""
+    return attempt.status == "complete" and attempt.verdict is None
+
+
 def _rows(attempts: list[Attempt], run_id: str, when: datetime) -> dict[str, list[Any]]:
     ordered = sorted(
         attempts, key=lambda a: (a.lve, a.model, a.source_file or "", a.source_line or 0, a.repetition)
@@ -205,6 +222,7 @@ def _rows(attempts: list[Attempt], run_id: str, when: datetime) -> dict[str, lis
         "line": [a.source_line for a in ordered],
         "repetition": [a.repetition for a in ordered],
         "unsafe": [None if a.verdict is None else not a.verdict for a in ordered],
+        **({"invalid": [_invalid(a) for a in ordered]} if any(map(_invalid, ordered)) else {}),
     }
 
 
@@ -214,7 +232,7 @@ def _parquet(columns: dict[str, list[Any]]) -> bytes:
     except ImportError as exc:
         raise needs_data_extra(exc) from None
     sink = pa.BufferOutputStream()
-    write_table(pa.table(columns, schema=arrow_schema()), sink)
+    write_table(pa.table(columns, schema=arrow_schema("invalid" in columns)), sink)
     return bytes(sink.getvalue().to_pybytes())
 
 
@@ -232,8 +250,8 @@ def _empty_column(path: Path, metadata: Any) -> str | None:
     or from the column itself where a file has none."""
     import pyarrow.parquet as pq
 
-    names = [name for name in COLUMNS if name not in NULLABLE]
     index = {metadata.schema.column(i).name: i for i in range(metadata.num_columns)}
+    names = [name for name in COLUMNS if name not in NULLABLE and name in index]
     for name in names:
         counts = []
         for group in range(metadata.num_row_groups):
@@ -272,12 +290,13 @@ def _problem(file: HistoryFile, schema: Any, metadata: Any) -> str | None:
     if metadata.num_rows > MAX_RUN_ROWS:
         return f"{file.path}: {metadata.num_rows:,} rows, over the {MAX_RUN_ROWS:,} a run may hold"
     found = (schema.metadata or {}).get(b"lvegit_history")
-    if found != FORMAT_VERSION.encode() or not schema.remove_metadata().equals(
-        arrow_schema().remove_metadata()
+    layouts = {version.encode(): version == FORMAT_VERSION for version in (FORMAT_VERSION, WITHOUT_INVALID)}
+    if found not in layouts or not schema.remove_metadata().equals(
+        arrow_schema(layouts[found]).remove_metadata()
     ):
         return (
-            f"{file.path}: not a run file of lvegit's history (version {FORMAT_VERSION}); "
-            "write them with lvegit history add"
+            f"{file.path}: not a run file of lvegit's history (version {WITHOUT_INVALID} or "
+            f"{FORMAT_VERSION}); write them with lvegit history add"
         )
     empty = _empty_column(file.path, metadata)
     if empty is not None:
@@ -310,5 +329,5 @@ def check_files(files: list[HistoryFile]) -> tuple[list[HistoryFile], list[str]]
         total += metadata.num_rows
         if total > MAX_HISTORY_ROWS:
             raise UsageError(f"{file.path}: the history holds over {MAX_HISTORY_ROWS:,} rows up to this file")
-        readable.append(file)
+        readable.append(dataclasses.replace(file, counts_invalid="invalid" in schema.names))
     return readable, problems

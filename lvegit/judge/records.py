@@ -4,12 +4,12 @@ parts (findings, replay results and their counts) are the ones the Action's resu
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field
 
 from lvegit.base.records import Record, write_schemas
-from lvegit.judge.results import LVECheck, LVEReport, ReplayResult, summarize
+from lvegit.judge.results import LVECheck, LVEReport, ReplayResult, invalid_count, summarize
 from lvegit.lve.problems import Problem
 
 VERSION: Final = 1
@@ -52,13 +52,18 @@ class ValidateDocument(Record):
     summary: ValidationSummary
 
 
+class ReplaySummary(ReplayCounts):
+    # the reproduced verdicts that are invalid (the output could not be judged); printed where there are any
+    invalid: int = 0
+
+
 class ReplayDocument(Record):
     """What `lvegit replay --format json` prints."""
 
     schema_name: Literal["lvegit-replay"] = Field(alias="schema")
     version: Literal[1]
     instances: list[ReplayResult]
-    summary: ReplayCounts
+    summary: ReplaySummary
 
 
 class CheckSummary(Record):
@@ -99,9 +104,13 @@ def validate_document(reports: list[LVEReport]) -> ValidateDocument:
     )
 
 
-def replay_document(results: list[ReplayResult]) -> ReplayDocument:
-    return ReplayDocument(
-        schema="lvegit-replay", version=VERSION, instances=results, summary=ReplayCounts(**summarize(results))
+def replay_document(results: list[ReplayResult]) -> dict[str, Any]:
+    """The document as JSON; its summary's invalid count only where there are any."""
+    invalid = invalid_count(results)
+    summary = ReplaySummary(**summarize(results), invalid=invalid)
+    document = ReplayDocument(schema="lvegit-replay", version=VERSION, instances=results, summary=summary)
+    return document.model_dump(
+        mode="json", by_alias=True, exclude=None if invalid else {"summary": {"invalid"}}
     )
 
 

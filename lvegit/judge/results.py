@@ -55,6 +55,18 @@ def summarize(results: list[ReplayResult]) -> dict[str, int]:
     return {status: sum(r.status == status for r in results) for status in STATUSES}
 
 
+def invalid_count(results: list[ReplayResult]) -> int:
+    """The reproduced verdicts that are invalid (the output could not be judged): neither safe nor unsafe."""
+    return sum(r.status == "reproduced" and r.replayed is None for r in results)
+
+
+def invalid_verdicts(results: list[ReplayResult]) -> str:
+    """` (1 of them invalid)`: the reproduced verdicts that are invalid (the output could not be judged),
+    counted apart from safe and unsafe; nothing where there are none."""
+    invalid = invalid_count(results)
+    return f" ({invalid} of them invalid)" if invalid else ""
+
+
 @dataclass
 class LVEReport:
     path: str

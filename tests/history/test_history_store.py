@@ -238,3 +238,90 @@ def test_the_scheduled_workflow_adds_each_run_to_the_history_branch(
     again, files = job(2)
     assert again.returncode != 0 and "in the history already" in again.stderr
     assert len(files) == 2
+
+
+def test_invalid_verdicts_are_counted_apart_from_errors_and_verdicts(
+    repo: RepoBuilder, cli: Any, tmp_path: Path
+) -> None:
+    import pyarrow.parquet as pq
+
+    from lvegit.history.status import History
+
+    repo.lve("cat/env", instances={"i.jsonl": []})
+    repo.lve("cat/plain", instances={"i.jsonl": []})
+    env, plain = "repository/cat/env/openai--gpt-4o-mini", "repository/cat/plain/openai--gpt-4o-mini"
+    folder = repo.root / "history"
+    # an earlier run, without invalid verdicts: written in the first layout, as earlier versions wrote it
+    old = history_run(
+        folder, "2026-01-05T03:00:00Z", {(env, "m", "v1"): (1, 1), (plain, "m", "v1"): (0, 2)}, 1
+    )
+    assert (
+        pq.read_schema(old).metadata[b"lvegit_history"] == b"1" and "invalid" not in pq.read_schema(old).names
+    )
+    new = history_run(folder, "2026-01-12T03:00:00Z", {(env, "m", "v2"): (1, 0)}, failed=1, invalid=2)
+    schema = pq.read_schema(new)
+    assert schema.metadata[b"lvegit_history"] == b"2"
+    assert pq.read_table(new).column("invalid").to_pylist() == [False, False, True, True]
+
+    found = History.open(folder).status()
+    status = found[(env, "m")]
+    # attempts: 3 then 4; failed: 1 in each run; invalid: 2, in no rate (the current one: 1 unsafe of 1)
+    assert (status.attempts, status.failed, status.invalid) == (7, 2, 2)
+    assert status.current is not None and (status.current.unsafe, status.current.attempts) == (1, 1)
+    assert status.as_json()["invalid"] == 2
+    assert "invalid" not in found[(plain, "m")].as_json()  # where there are none, as before
+    document = cli("status", "--format", "json", "--model", "m", cwd=repo.root).json()
+    shipped_schema_accepts(document, "status")
+    text = cli("status", "--model", "m", cwd=repo.root)
+    assert text.code == 0, text.err
+    assert "reproduces  1/1 unsafe [21%, 100%] on v2, 2 invalid" in text.out
+    assert "0/2 unsafe [0%, 66%] on v1\n" in text.out
+
+
+def test_a_run_of_only_invalid_verdicts_gives_no_verdict_and_says_why(repo: RepoBuilder) -> None:
+    from lvegit.history.severity import lve_severity
+    from lvegit.history.status import History
+
+    lve = "repository/cat/env/openai--gpt-4o-mini"
+    history_run(repo.root / "history", "2026-01-05T03:00:00Z", {(lve, "m", "v"): (0, 0)}, invalid=3)
+    status = History.open(repo.root / "history").status()[(lve, "m")]
+    assert (status.state, status.attempts, status.failed, status.invalid) == ("no-verdict", 3, 0, 3)
+    assert status.summary == "no verdict: every attempt failed or could not be judged"
+    assert status.current is None and status.last_verdict is None
+    assert lve_severity([status]).level == "unknown"  # invalid verdicts are no evidence either way
+
+
+def test_history_add_counts_invalid_verdicts_apart(repo: RepoBuilder) -> None:
+    from datetime import UTC, datetime
+
+    from lvegit.history.store import write_run
+    from lvegit.run.attempt import Attempt
+
+    def attempt(number: int, status: Any, verdict: bool | None) -> Attempt:
+        return Attempt(id=str(number), lve="l", model="m", args={}, status=status, verdict=verdict)
+
+    attempts = [attempt(0, "complete", True), attempt(1, "complete", None), attempt(2, "error", None)]
+    added = write_run(repo.root / "history", attempts, datetime(2026, 1, 5, tzinfo=UTC))
+    assert (added.attempts, added.failed, added.invalid) == (3, 1, 1)
+
+
+def test_a_run_file_of_layout_2_without_its_column_or_with_empty_values_is_refused(
+    repo: RepoBuilder, cli: Any
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    lve = "repository/cat/x/openai--gpt-4o-mini"
+    repo.lve("cat/x", instances={"i.jsonl": []})
+    written = history_run(repo.root / "history", "2026-01-05T03:00:00Z", {(lve, "m", "v"): (1, 0)}, invalid=1)
+    table = pq.read_table(written)
+    claimed = table.drop_columns(["invalid"]).replace_schema_metadata({"lvegit_history": "2"})
+    pq.write_table(claimed, written)
+    refused = cli("status", cwd=repo.root)
+    assert refused.code == 1 and "not a run file of lvegit's history (version 1 or 2)" in refused.err
+    emptied = table.set_column(
+        table.schema.get_field_index("invalid"), "invalid", pa.array([None, True], pa.bool_())
+    )
+    pq.write_table(emptied, written)
+    refused = cli("status", cwd=repo.root)
+    assert refused.code == 1 and "the column 'invalid' is empty in some rows" in refused.err

@@ -149,6 +149,14 @@ def test_a_check_that_cannot_judge_is_an_invalid_verdict(
     )
     [row] = cli("run", str(bank), "--format", "json", cwd=repo.root).json()["instances"]
     assert (row["invalid"], row["verdicts"], row["agree"]) == (1, [], True)
+    document = cli("replay", str(bank), "--format", "json", cwd=repo.root).json()
+    shipped_schema_accepts(document, "replay")
+    assert document["summary"] == {"reproduced": 1, "mismatch": 0, "skipped": 0, "error": 0, "invalid": 1}
+    # the history counts it apart too: no failure, no verdict
+    added = cli("history", "add", "run.jsonl", cwd=repo.root)
+    assert "added 1 attempt (0 failed, 1 invalid)" in added.out, added.err
+    status = cli("status", str(bank), cwd=repo.root).out
+    assert "no verdict: every attempt failed or could not be judged, 1 invalid" in status
     from junitparser import JUnitXml, Skipped
 
     assert cli("export", "--format", "junit", "run.jsonl", "--output", "junit.xml", cwd=repo.root).code == 0

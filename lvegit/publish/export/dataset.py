@@ -357,6 +357,8 @@ COLUMNS: Final[dict[str, str]] = {
 TABLE_COLUMNS: Final[dict[str, dict[str, str]]] = {
     "runs": {
         "unsafe": "whether the attempt was unsafe (null: it ended in an error)",
+        "invalid": "whether its verdict is invalid, the output could not be judged (then unsafe is null too; "
+        "null: a run stored before lvegit told these from errors)",
         "model": "the model asked",
     },
     "attempts": {"passed": "the verdict (null: no verdict)", "model": "the model asked"},
@@ -416,9 +418,11 @@ def _history_table(folder: Path) -> pyarrow.Table:
     history = History.open(folder)
     if not history.files:
         raise UsageError(f"--history: no runs in {folder}")
-    table = pa.concat_tables([pq.read_table(file.path) for file in history.files])
+    # a run of the first layout has no `invalid`: null there (it did not tell invalid verdicts from errors)
+    table = pa.concat_tables([pq.read_table(file.path) for file in history.files], promote_options="default")
     keys = [(name, "ascending") for name in ("run_at", "lve", "model", "file", "line", "repetition")]
-    return table.cast(arrow_schema()).sort_by(keys).replace_schema_metadata(None)
+    schema = arrow_schema(any(file.counts_invalid for file in history.files))
+    return table.cast(schema).sort_by(keys).replace_schema_metadata(None)
 
 
 def _parquet(table: pyarrow.Table) -> bytes:

@@ -167,3 +167,30 @@ def test_dataset_needs_a_folder_and_other_formats_need_reports(repo: RepoBuilder
     assert no_folder.code == 2 and "give it with --output" in no_folder.err
     no_reports = cli("export", "--format", "junit", cwd=repo.root)
     assert no_reports.code == 2 and "give one or more" in no_reports.err
+
+
+def test_the_runs_table_tells_invalid_verdicts_where_its_runs_did(
+    repo: RepoBuilder, cli: Any, tmp_path: Path
+) -> None:
+    import pyarrow.parquet as pq
+
+    repo.lve("cat/a", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    lve = "repository/cat/a/openai--gpt-4o-mini"
+    history_run(repo.root / "history", "2026-01-05T03:00:00Z", {(lve, "m", "v"): (1, 0)})
+    plain = cli(
+        "export", "--format", "dataset", "-o", str(tmp_path / "plain"), "--with-history", cwd=repo.root
+    )
+    assert plain.code == 0, plain.err
+    assert "invalid" not in pq.read_schema(tmp_path / "plain" / "data" / "runs.parquet").names  # as before
+    history_run(repo.root / "history", "2026-01-12T03:00:00Z", {(lve, "m", "v"): (0, 1)}, invalid=1)
+    result = cli(
+        "export", "--format", "dataset", "-o", str(tmp_path / "out"), "--with-history", cwd=repo.root
+    )
+    assert result.code == 0, result.err
+    runs = pq.read_table(tmp_path / "out" / "data" / "runs.parquet")
+    # the first run's layout did not tell invalid verdicts from errors: null there
+    assert runs.column("invalid").to_pylist() == [None, False, True]
+    assert runs.column("unsafe").to_pylist() == [True, False, None]
+    assert (
+        "| `invalid` | bool | whether its verdict is invalid" in (tmp_path / "out" / "README.md").read_text()
+    )

@@ -18,7 +18,15 @@ from lvegit.base.output import count
 from lvegit.github.results import LVERecord, ResultsDocument
 from lvegit.history.status import STATE_MARKS
 from lvegit.judge.records import ReplayCounts
-from lvegit.judge.results import FORMS, STATUSES, LVEChange, ReplayResult, unsafe_rate, verdict_word
+from lvegit.judge.results import (
+    FORMS,
+    STATUSES,
+    LVEChange,
+    ReplayResult,
+    invalid_verdicts,
+    unsafe_rate,
+    verdict_word,
+)
 from lvegit.lve.problems import Problem, alike, line_ranges, location, placed
 from lvegit.lve.prompt import response_text
 from lvegit.run.records import LiveRecord
@@ -32,8 +40,12 @@ MAX_RESPONSE_CHARS = 2_000
 MAX_PROMPT_CHARS = 1_500
 
 
-def _replay_counts(counts: ReplayCounts) -> list[str]:
-    return [count(getattr(counts, s), *FORMS[s]) for s in STATUSES if getattr(counts, s)]
+def _replay_counts(counts: ReplayCounts, results: list[ReplayResult]) -> list[str]:
+    """`2 reproduced (1 of them invalid), 1 skipped`: the invalid verdicts counted apart."""
+    parts = {s: count(getattr(counts, s), *FORMS[s]) for s in STATUSES if getattr(counts, s)}
+    if "reproduced" in parts:
+        parts["reproduced"] += invalid_verdicts(results)
+    return list(parts.values())
 
 
 def _instance_counts(change: LVEChange) -> list[str]:

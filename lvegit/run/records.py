@@ -28,14 +28,14 @@ class LiveRecord(Record):
     interval_95: list[float]
     agree: bool | None
     errors: list[str]
+    invalid: int = 0  # the verdicts that are invalid (the output could not be judged): not in `runs`
 
 
 class InstanceRecord(LiveRecord):
     lve: str
     unsafe_rate: float | None
-    # where there are any: the verdicts that are invalid (the output could not be judged), and an environment
-    # LVE's utility checks (the user's task done), an attempt each
-    invalid: int | None = None
+    # where there are any (and `invalid` likewise): an environment LVE's utility checks (the user's task
+    # done), an attempt each
     utility: list[bool] | None = None
 
 
@@ -104,7 +104,7 @@ def record_document(attempt: Attempt) -> dict[str, Any]:
 
 
 def live_record(result: InstanceResult) -> LiveRecord:
-    return LiveRecord(**_live_fields(result))
+    return LiveRecord(**_live_fields(result), invalid=result.invalid)
 
 
 def instance_row(result: InstanceResult) -> dict[str, Any]:

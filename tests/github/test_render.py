@@ -34,3 +34,31 @@ def test_an_annotation_of_a_finding_without_a_field_is_its_message_alone() -> No
     assert render._annotated(prompt, [1])[2] == "still holds the placeholder: write the prompt"
     field = Problem("error", "repository/c/x/m/test.json", "description", "still holds the placeholder", 2)
     assert render._annotated(field, [2, 3])[2] == "description: still holds the placeholder (2 lines: 2-3)"
+
+
+def test_invalid_verdicts_are_counted_apart_in_the_replay_and_live_columns() -> None:
+    """An environment LVE's check that cannot judge gives an invalid verdict: neither safe nor unsafe, so
+    the comment says how many of the reproduced and re-run verdicts were invalid."""
+    from types import SimpleNamespace
+
+    from lvegit.judge.records import ReplayCounts
+    from lvegit.judge.results import ReplayResult
+    from lvegit.run.records import LiveRecord
+
+    file = "repository/a/b/m/instances/i.jsonl"
+    replayed = [
+        ReplayResult("repository/a/b/m", file, 1, None, None, "reproduced"),
+        ReplayResult("repository/a/b/m", file, 2, False, False, "reproduced"),
+    ]
+    counts = ReplayCounts(reproduced=2, mismatch=0, skipped=0, error=0)
+    comment = render._comment()
+    lve = SimpleNamespace(replay=counts, replayed=replayed, valid=True)
+    assert str(comment.replay(lve)).strip() == "2 reproduced (1 of them invalid)"
+    assert str(comment.replayed(replayed[0])).strip() == "✅ reproduced (invalid)"
+    assert str(comment.replayed(replayed[1])).strip() == "✅ reproduced"
+    live = LiveRecord(
+        file=file, line=1, recorded=None, verdicts=[False], unsafe=1, runs=1, interval_95=[0.0, 1.0],
+        agree=None, errors=[], invalid=2,
+    )  # fmt: skip
+    assert str(comment.live_run(live)).strip() == "1/1 unsafe, 2 invalid"
+    assert str(comment.live(SimpleNamespace(live=[live]), True)).strip() == "1/1 unsafe, 2 invalid"

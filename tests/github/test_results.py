@@ -61,6 +61,7 @@ DOCUMENT: dict[str, Any] = {
                     "interval_95": [0, 0.79],
                     "agree": True,
                     "errors": [],
+                    "invalid": 0,
                 }
             ],
             "appended": [{"file": "instances/i.jsonl", "passed": True, "response": ["a", {"b": 1}]}],
@@ -90,6 +91,7 @@ DOCUMENT: dict[str, Any] = {
                     "state": "fixed",
                     "attempts": 90,
                     "failed": 0,
+                    "invalid": 0,
                     "first_reproduced": {"at": "2026-09-07T03:17:00Z", "version": "gpt-4o-mini-v1"},
                     "last_reproduced": {"at": "2026-09-14T03:17:00Z", "version": "gpt-4o-mini-v1"},
                     "fixed_in": {"at": "2026-09-21T03:17:00Z", "version": "gpt-4o-mini-v2"},

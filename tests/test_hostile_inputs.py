@@ -1336,6 +1336,7 @@ def history_table(rows: int, **columns: Any) -> Any:
         "line": 1,
         "repetition": 0,
         "unsafe": True,
+        "invalid": False,
         **columns,
     }
     arrays = [

@@ -479,18 +479,17 @@ def _judge_stream(
     batched = set(lambdas)
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(custom)))) as pool:
         waiting = {d: pool.submit(lambda d: judge_alone(here(d)), d) for d in local if d in custom}
-        in_process = deque(d for d in local if d not in waiting)
+        in_process = deque(d for d in local if d not in waiting)  # lambdas: the same order
         judged: dict[Path, Judged] = {}
 
         def judge_next() -> None:
             lve_dir = in_process.popleft()
-            if lve_dir in judged:  # with the lambda LVEs before it
-                return
-            if lve_dir in batched:  # the first of those left: its lambda verdicts go with the next ones'
+            if lve_dir not in batched:
+                judged[lve_dir] = judge_alone(here(lve_dir))
+            elif lambdas and lambdas[0] == lve_dir:  # the first lambda LVE left: judged with the next ones
                 group = [lambdas.popleft() for _lve in range(min(LAMBDA_LVES_PER_BATCH, len(lambdas)))]
                 judged.update(zip(group, judge_together([here(d) for d in group]), strict=True))
-            else:
-                judged[lve_dir] = judge_alone(here(lve_dir))
+            # else: judged already, with the lambda LVEs before it
 
         for lve_dir in local:
             if lve_dir in waiting:

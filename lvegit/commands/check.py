@@ -9,7 +9,6 @@ from lvegit.base.output import count, line, note, print_json
 from lvegit.commands.catalog import short_help
 from lvegit.commands.lines import (
     finding_lines,
-    replay_counts,
     replay_lines,
     replay_status,
     validation_status,
@@ -23,7 +22,7 @@ from lvegit.commands.options import (
 )
 from lvegit.judge.cache import open_cache
 from lvegit.judge.check import check_all, check_stream
-from lvegit.judge.results import summarize
+from lvegit.judge.results import replay_counts, summarize
 
 
 @click.command("check", short_help=short_help("check"))

@@ -3,13 +3,8 @@
 from __future__ import annotations
 
 from lvegit.base.output import count
-from lvegit.judge.results import FORMS, LVEReport, ReplayResult, invalid_verdicts, summarize
+from lvegit.judge.results import LVEReport, ReplayResult, invalid_verdicts, replay_counts, summarize
 from lvegit.lve.problems import alike, location, placed
-
-
-def replay_counts(summary: dict[str, int], every: bool = False) -> str:
-    """`3 reproduced, 1 mismatch`: the statuses that occur (all of them with `every`)."""
-    return ", ".join(count(number, *FORMS[status]) for status, number in summary.items() if number or every)
 
 
 def validation_status(report: LVEReport) -> str:

@@ -7,7 +7,7 @@ import click
 from lvegit.base.errors import EXIT_FINDINGS, EXIT_OK
 from lvegit.base.output import count, line, note, print_json
 from lvegit.commands.catalog import short_help
-from lvegit.commands.lines import replay_counts, replay_lines, replay_status
+from lvegit.commands.lines import replay_lines, replay_status
 from lvegit.commands.options import (
     Selection,
     current_settings,
@@ -16,7 +16,7 @@ from lvegit.commands.options import (
 )
 from lvegit.judge.cache import open_cache
 from lvegit.judge.replay import replay_all, replay_stream
-from lvegit.judge.results import ReplayResult, invalid_verdicts, summarize
+from lvegit.judge.results import ReplayResult, invalid_verdicts, replay_counts, summarize
 
 
 @click.command("replay", short_help=short_help("replay"))

@@ -19,11 +19,11 @@ from lvegit.github.results import LVERecord, ResultsDocument
 from lvegit.history.status import STATE_MARKS
 from lvegit.judge.records import ReplayCounts
 from lvegit.judge.results import (
-    FORMS,
     STATUSES,
     LVEChange,
     ReplayResult,
     invalid_verdicts,
+    replay_counts,
     unsafe_rate,
     verdict_word,
 )
@@ -40,12 +40,9 @@ MAX_RESPONSE_CHARS = 2_000
 MAX_PROMPT_CHARS = 1_500
 
 
-def _replay_counts(counts: ReplayCounts, results: list[ReplayResult]) -> list[str]:
-    """`2 reproduced (1 of them invalid), 1 skipped`: the invalid verdicts counted apart."""
-    parts = {s: count(getattr(counts, s), *FORMS[s]) for s in STATUSES if getattr(counts, s)}
-    if "reproduced" in parts:
-        parts["reproduced"] += invalid_verdicts(results)
-    return list(parts.values())
+def _replay_counts(counts: ReplayCounts, results: list[ReplayResult]) -> str:
+    """`2 reproduced, 1 skipped (1 of them invalid)`, as `lvegit replay` says it."""
+    return replay_counts(counts.model_dump()) + invalid_verdicts(results)
 
 
 def _instance_counts(change: LVEChange) -> list[str]:

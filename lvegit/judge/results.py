@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from lvegit.base.output import count
 from lvegit.lve.problems import RECORD_CONFIG, Problem, Severity
 
 Status = Literal["reproduced", "mismatch", "skipped", "error"]
@@ -53,6 +54,11 @@ def unsafe_rate(unsafe: int, runs: int, interval: Sequence[float] | None) -> str
 
 def summarize(results: list[ReplayResult]) -> dict[str, int]:
     return {status: sum(r.status == status for r in results) for status in STATUSES}
+
+
+def replay_counts(summary: Mapping[str, int], every: bool = False) -> str:
+    """`3 reproduced, 1 mismatch`: the statuses that occur (all of them with `every`)."""
+    return ", ".join(count(number, *FORMS[status]) for status, number in summary.items() if number or every)
 
 
 def invalid_count(results: list[ReplayResult]) -> int:

@@ -27,7 +27,7 @@ from typing import Any
 
 from lvegit.base.errors import LVEError, UsageError
 from lvegit.base.escape import markdown_lines
-from lvegit.base.files import FileProblem, ensure_inside, write_inside
+from lvegit.base.files import FileProblem, ensure_inside, read_bytes, write_inside
 from lvegit.lve.instances import Instance, read_instances
 from lvegit.lve.problems import PLACEHOLDER, Problems
 from lvegit.lve.repo import REPOSITORY_DIR, TEST_FILE, Repository, model_folder
@@ -306,17 +306,20 @@ def _imported_already(repo: Repository, draft: Draft, author: str | None) -> boo
         return False
     if not draft.instances:
         written = {TEST_FILE: _test_json(draft, author), **draft.files}
-        return all(_text(lve_dir / relative) == content for relative, content in written.items())
+        return all(_holds(lve_dir, relative, content) for relative, content in written.items())
     held = {instance.idempotency_key for instance in read_instances(path, draft.rel, Problems(draft.rel))}
     wanted = {Instance("", 0, line).idempotency_key for line in _instance_lines(draft, None)}
     return wanted <= held  # a bad line of its own is not ours to judge here: validate reports it
 
 
-def _text(path: Path) -> str | None:
+def _holds(lve_dir: Path, relative: str, content: str) -> bool:
+    """Whether the LVE's file holds exactly `content`, read as every file of an LVE is (one that leads out
+    of the LVE through a link, anywhere on its path, holds nothing)."""
+    data = content.encode()
     try:
-        return path.read_text(encoding="utf-8") if path.is_file() and not path.is_symlink() else None
-    except (OSError, UnicodeDecodeError):
-        return None
+        return read_bytes(lve_dir / relative, len(data), within=lve_dir) == data
+    except FileProblem:
+        return False
 
 
 def _remove(created: list[Path]) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,15 @@ def test_importing_again_leaves_the_lves_and_a_changed_one_refuses_the_import(
     assert (
         refused.code == 2 and f"{rel} exists already: import never writes into an existing LVE" in refused.err
     )
+    # an LVE whose environment/ is a link out of the repository is no earlier import, even where the files
+    # there are the import's own: they are not read
+    other = LVE.format(suite="banking", pair="user_task_4-injection_task_1")
+    outside = repo.root.parent / "outside-environment"
+    shutil.copytree(repo.root / other / "environment", outside)
+    shutil.rmtree(repo.root / other / "environment")
+    (repo.root / other / "environment").symlink_to(outside)
+    linked = cli(*command, "--injection-task", "injection_task_1", cwd=repo.root)
+    assert linked.code == 2 and f"{other} exists already" in linked.err, linked.err
 
 
 @pytest.mark.parametrize(

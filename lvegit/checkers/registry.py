@@ -161,6 +161,7 @@ class CheckerFactory:
             and filled_by_instances(lve.checker_name, name)
             for name, value in lve.checker_args.items()
         )
+        self._shared: BaseChecker | None = None  # where it does not depend on them, the checker once built
         self._worker: CheckerWorker | None = None
         self._environment: EnvironmentWorker | None = None
         self._hub_models: list[str] = []
@@ -195,9 +196,13 @@ class CheckerFactory:
             self._worker = None
 
     def for_args(self, instance_args: dict[str, Any]) -> BaseChecker:
-        if not self._depends_on_args:  # the same checker for every instance
-            instance_args = {}
-        args = substitute_args(self.lve, instance_args)
+        if not self._depends_on_args:  # the same checker for every instance: its arguments filled once
+            if self._shared is None:
+                self._shared = self._built_for(substitute_args(self.lve, {}))
+            return self._shared
+        return self._built_for(substitute_args(self.lve, instance_args))
+
+    def _built_for(self, args: dict[str, Any]) -> BaseChecker:
         key = json.dumps(args, sort_keys=True, default=repr)
         if key not in self._built:
             self._built[key] = self._build(args)

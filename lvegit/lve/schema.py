@@ -480,17 +480,23 @@ def _unknown_key(key: str, model: type[BaseModel], path: str, problems: Problems
     problems.warning(join_path(path, key), f"unknown key '{key}'{hint}", line)
 
 
+_NESTED = (list, Contributed)  # values that may hold unknown keys
+
+
 def _warn_unknown(value: Any, path: str, problems: Problems, line: int | None) -> None:
     """Warn about the unknown keys of a validated value, a typo named with the key it may stand for."""
     if isinstance(value, list):
         for index, item in enumerate(value):
-            _warn_unknown(item, join_path(path, index), problems, line)
+            if isinstance(item, _NESTED):  # a path is joined only where keys may be: once per instance line
+                _warn_unknown(item, join_path(path, index), problems, line)
     elif isinstance(value, Contributed):
         if value.warn_unknown:
             for key in value.model_extra or {}:
                 _unknown_key(key, type(value), path, problems, line)
         for name in type(value).model_fields:
-            _warn_unknown(getattr(value, name), join_path(path, name), problems, line)
+            field = getattr(value, name)
+            if isinstance(field, _NESTED):
+                _warn_unknown(field, join_path(path, name), problems, line)
 
 
 @cache

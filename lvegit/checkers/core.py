@@ -35,13 +35,14 @@ def _call(field: str, function: Any, *args: Any, **kwargs: Any) -> Any:
 LAMBDAS: Final = replace(INLINE, lambda_batches=True)
 
 
-def worker_lambda(source: str, reduce: Reduce) -> WorkerLambda:
+def worker_lambda(source: str, reduce: Reduce, decides: bool = False) -> WorkerLambda:
     """A lambda string checked against the allow-list here (an error names the construct), evaluated only
-    in the lambda worker (whose module this one's importer, the worker process, need not load)."""
+    in the lambda worker (whose module this one's importer, the worker process, need not load). `decides`:
+    is_safe returns its value as it is (see WorkerLambda)."""
     from lvegit.checkers.lambda_worker import WorkerLambda
 
     compile_lambda(source)
-    return WorkerLambda(source, reduce)
+    return WorkerLambda(source, reduce, decides)
 
 
 class _FuncVerdict(BaseChecker):
@@ -53,7 +54,7 @@ class _FuncVerdict(BaseChecker):
 
     def __init__(self, func: str) -> None:
         super().__init__()
-        self.func = worker_lambda(func, "truth")
+        self.func = worker_lambda(func, "truth", decides=True)
 
     def is_safe(self, prompt: Any, response: Any, param_values: dict[str, Any] | None = None) -> bool:
         return bool(_call("func", self.func, response, **(param_values or {})))

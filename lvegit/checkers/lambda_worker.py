@@ -11,8 +11,10 @@ VERDICT_SECONDS or what is left of its LVE's budget, then starts another for the
 Verdicts go in batches, one JSON line each way per verdict in a batch, so that the process hop costs
 microseconds per verdict: replay sends an LVE's instances together, the live run the verdicts that are
 ready in one turn of its event loop (judge_batched). A verdict judged on its own is a batch of one.
-The checkers call a WorkerLambda like the function it stands for; judge_batched runs each verdict twice,
-once to collect the lambda's arguments and once, with the worker's answers, to finish it.
+The checkers call a WorkerLambda like the function it stands for; judge_batched runs each verdict up to its
+lambda call to collect the arguments, and again, with the worker's answers, to finish it, unless the lambda
+decides the verdict (its value is what is_safe returns) and the verdict is what is_safe returned (replay's):
+then the answer is the verdict.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class Call:
     kwargs: dict[str, Any]
     lve: str | None
     charged_here: bool
+    decides: bool = False  # its value is the verdict (WorkerLambda.decides)
 
     def as_json(self) -> dict[str, Any]:
         return {"f": self.source, "r": self.reduce, "a": self.args, "k": self.kwargs}
@@ -323,14 +326,18 @@ class _Collected(BaseException):
 class WorkerLambda:
     """A checker lambda, called like the function it stands for, evaluated in the lambda worker."""
 
-    def __init__(self, source: str, reduce: Reduce) -> None:
+    def __init__(self, source: str, reduce: Reduce, decides: bool = False) -> None:
         self.source = source
         self.reduce = reduce
+        # Its checker's is_safe returns its value as it is, and judging leaves a boolean as it is: in a batch
+        # its answer is the verdict, and the checker is not run a second time to finish it.
+        self.decides = decides
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         collecting, prepared = _workers.collecting, _workers.prepared
         if collecting is not None:
-            collecting.append(Call(self.source, self.reduce, list(args), kwargs, verdict_lve(), True))
+            lve = verdict_lve()
+            collecting.append(Call(self.source, self.reduce, list(args), kwargs, lve, True, self.decides))
             raise _Collected
         if prepared:
             outcome = prepared.pop(0)
@@ -344,10 +351,12 @@ class WorkerLambda:
         return value
 
 
-def judge_batched(verdicts: list[Callable[[], T]]) -> list[T | Exception]:
+def judge_batched(verdicts: list[Callable[[], T]], are_checkers: bool = False) -> list[T | Exception]:
     """Each verdict's value or the exception it raised, with the lambda calls of all of them evaluated in one
     batch: a first pass collects each verdict's call (up to it), a second finishes each with its outcome.
-    A verdict that failed before its call fails again the same way in the second pass."""
+    A verdict that failed before its call fails again the same way in the second pass. `are_checkers`:
+    each verdict's value is its checker's is_safe as it returned it, so that a verdict decided by its one
+    call's answer (WorkerLambda.decides) needs no second pass."""
     calls_of: list[list[Call]] = []
     for verdict in verdicts:
         calls: list[Call] = []
@@ -364,6 +373,9 @@ def judge_batched(verdicts: list[Callable[[], T]]) -> list[T | Exception]:
     results: list[T | Exception] = []
     for verdict, calls in zip(verdicts, calls_of, strict=True):
         _workers.prepared = [next(outcomes) for _call in calls]
+        if are_checkers and len(calls) == 1 and calls[0].decides and _workers.prepared[0][1] is None:
+            results.append(bool(_workers.prepared[0][0]))  # type: ignore[arg-type]  # T is bool here
+            continue
         try:
             results.append(verdict())
         except Exception as exc:

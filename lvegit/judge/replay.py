@@ -241,7 +241,9 @@ def judge_together(judgings: list[Judging[Result]]) -> list[Result]:
     while asked:
         this_round = list(asked.items())
         asked.clear()
-        given = iter(judge_batched([verdict for _number, verdicts in this_round for verdict in verdicts]))
+        asking = [verdict for _number, verdicts in this_round for verdict in verdicts]
+        answers: list[bool | Exception] = judge_batched(asking, are_checkers=True)  # conversation.judge's
+        given = iter(answers)
         for number, verdicts in this_round:
             step(number, [next(given) for _verdict in verdicts])
     return [done[number] for number in range(len(judgings))]

@@ -4,11 +4,13 @@ the worker killed by lvegit (time) or stopped by the kernel (memory), and the LV
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
 from lvegit.base.settings import configure, current
 from lvegit.checkers import lambda_worker
+from lvegit.checkers.core import LambdaChecker
 from lvegit.judge.replay import replay_lve
 from lvegit.judge.results import ReplayResult
 from lvegit.lve.repo import Repository
@@ -96,3 +98,34 @@ def test_an_lves_verdicts_stop_at_its_budget_with_one_kill(repo: RepoBuilder) ->
     budget = "not judged: its checker used up its time budget (1 s for each LVE, LVEGIT_CHECKER_LVE_BUDGET)"
     assert [r.reason for r in results] == [budget] * 3
     assert lambda_worker.worker().killed == killed + 1
+
+
+def test_a_lambda_that_decides_its_verdict_is_answered_in_one_pass() -> None:
+    """Replay's verdicts are the checker's (are_checkers): the worker's answer to a LambdaChecker's lambda is
+    the verdict, with no second pass through the checker. A live run's verdicts record what they judged, so
+    theirs run again; and a lambda that failed goes through the checker again, which names its argument."""
+    checker, failing = LambdaChecker("lambda r: r == 'yes'"), LambdaChecker("lambda r: r + 1")
+    passes: list[str] = []
+
+    def verdict(judging: LambdaChecker, response: str) -> Any:
+        def judged() -> bool:
+            passes.append(response)
+            return judging.is_safe(None, response)
+
+        return judged
+
+    assert lambda_worker.judge_batched([verdict(checker, "yes"), verdict(checker, "no")], True) == [
+        True,
+        False,
+    ]
+    assert passes == ["yes", "no"]
+    passes.clear()
+    assert lambda_worker.judge_batched([verdict(checker, "yes"), verdict(checker, "no")]) == [True, False]
+    assert passes == ["yes", "no", "yes", "no"]
+    passes.clear()
+    [error] = lambda_worker.judge_batched([verdict(failing, "x")], True)
+    assert passes == ["x", "x"]
+    assert str(error) == (
+        "checker_args.func: the lambda cannot be called with the response and parameters: "
+        'can only concatenate str (not "int") to str'
+    )

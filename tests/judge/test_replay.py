@@ -238,9 +238,9 @@ def test_lambda_lves_are_judged_together_in_one_batch_in_the_order_asked(
     batches: list[int] = []
     judge_batched = replay.judge_batched
 
-    def counted(verdicts: list[Any]) -> list[Any]:
+    def counted(verdicts: list[Any], **options: Any) -> list[Any]:
         batches.append(len(verdicts))
-        return judge_batched(verdicts)
+        return judge_batched(verdicts, **options)
 
     monkeypatch.setattr(replay, "judge_batched", counted)
     judged_on: set[tuple[str, tuple[int, int, int]]] = set()

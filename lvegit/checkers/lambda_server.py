@@ -26,17 +26,23 @@ def _reduced(value: Any, reduce: str) -> Any:
     return None if number is None else str(number)
 
 
-def _evaluate(call: dict[str, Any]) -> dict[str, Any]:
+_TRUTHS = {True: "true", False: "false"}
+
+
+def _evaluate(call: dict[str, Any]) -> str:
+    """The call's reply line (without its newline)."""
     started = time.perf_counter()
     try:
         value = _reduced(compile_lambda(call["f"])(*call["a"], **call["k"]), call["r"])
-        reply: dict[str, Any] = {"ok": True, "v": value}
     except MemoryError:
-        reply = {"ok": False, "type": "MemoryError", "message": ""}
+        reply: dict[str, Any] = {"ok": False, "type": "MemoryError", "message": ""}
     except Exception as exc:  # the lambda's failure, reported; the worker lives on
         reply = {"ok": False, "type": type(exc).__name__, "message": str(exc)[:2000]}
+    else:  # the common reply written directly: json.dumps took a quarter of a verdict's time here
+        shown = _TRUTHS[value] if type(value) is bool else json.dumps(value)
+        return f'{{"ok": true, "v": {shown}, "s": {time.perf_counter() - started!r}}}'
     reply["s"] = time.perf_counter() - started
-    return reply
+    return json.dumps(reply)
 
 
 def serve(isolation: list[str], may_run: bool) -> None:
@@ -52,7 +58,7 @@ def serve(isolation: list[str], may_run: bool) -> None:
         flushed = time.perf_counter()
         for call in json.loads(line):
             try:
-                reply = json.dumps(_evaluate(call))
+                reply = _evaluate(call)
             except MemoryError:  # a reply too large to write
                 reply = json.dumps({"ok": False, "type": "MemoryError", "message": "", "s": 0.0})
             replies.write(reply + "\n")

@@ -44,7 +44,7 @@ MEMORY_BYTES = 1024**3  # a verdict reads copies of a response of at most a few 
 START_SECONDS = 30.0
 CPU_SECONDS = 3600  # a worker lives for many verdicts: lvegit bounds each one, the command's budget them all
 MAX_REPLY_BYTES = 64 * 1024**2
-MAX_BATCH_CHARS = 16 * 1024**2  # a batch's arguments as JSON, give or take the last call's
+MAX_BATCH_CHARS = 16 * 1024**2  # a batch's calls as JSON (a batch of one call may be larger)
 
 Reduce = Literal["truth", "number"]  # what the worker sends back: bool(value), or the number it is
 T = TypeVar("T")
@@ -188,20 +188,18 @@ class LambdaWorker:
 
     def _round(self, calls: list[Call], waiting: list[int], outcomes: dict[int, Outcome]) -> list[int]:
         """Send the waiting calls, read their outcomes; the calls left to send again."""
-        sendable, encoded, size = [], [], 0
-        for position, index in enumerate(waiting):
-            if size > MAX_BATCH_CHARS:  # the worker reads a batch whole: the rest go in the next
-                later = waiting[position:]
-                break
+        sendable: list[int] = []
+        for index in waiting:
             refusal = _refusal(calls[index])
             if refusal is None:
                 sendable.append(index)
-                encoded.append(json.dumps(calls[index].as_json()))
-                size += len(encoded[-1])
             else:
                 outcomes[index] = (None, refusal)
-        else:
-            later = []
+        later: list[int] = []
+        batch = _batch(calls, sendable)  # one encoding for all: one per call took 5 us each
+        while len(batch) > MAX_BATCH_CHARS and len(sendable) > 1:  # the worker reads a batch whole
+            sendable, later = sendable[: len(sendable) // 2], sendable[len(sendable) // 2 :] + later
+            batch = _batch(calls, sendable)
         if not sendable:
             return later
         if self.pid is not None and not self._launcher.alive:  # the worker ended with its launcher
@@ -213,7 +211,7 @@ class LambdaWorker:
                 outcomes.update((index, (None, exc)) for index in sendable)
                 return later
         try:
-            self._stdin.write(f"[{','.join(encoded)}]\n".encode())
+            self._stdin.write(f"{batch}\n".encode())
             self._stdin.flush()
         except OSError:
             pass  # the worker is gone: its first outcome says so
@@ -240,6 +238,10 @@ class LambdaWorker:
             outcomes[index] = (reply.get("v"), None) if reply.get("ok") is True else (None, _error(reply))
         charges.apply()
         return later
+
+
+def _batch(calls: list[Call], indices: list[int]) -> str:
+    return json.dumps([calls[index].as_json() for index in indices])
 
 
 class _Charges:

@@ -129,3 +129,27 @@ def test_a_lambda_that_decides_its_verdict_is_answered_in_one_pass() -> None:
         "checker_args.func: the lambda cannot be called with the response and parameters: "
         'can only concatenate str (not "int") to str'
     )
+
+
+def test_a_batch_larger_than_the_worker_reads_at_once_is_sent_in_parts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Long responses in one batch: it is halved until each part is within MAX_BATCH_CHARS, a call larger
+    than that alone; every call gets its own outcome, in order."""
+    monkeypatch.setattr(lambda_worker, "MAX_BATCH_CHARS", 1000)
+    rounds = []
+    sent = lambda_worker.LambdaWorker._round
+
+    def counted(self: Any, calls: Any, waiting: list[int], outcomes: Any) -> list[int]:
+        rounds.append(len(waiting))
+        return sent(self, calls, waiting, outcomes)
+
+    monkeypatch.setattr(lambda_worker.LambdaWorker, "_round", counted)
+    calls = [
+        lambda_worker.Call("lambda r: len(r)", "number", [text * size], {}, None, False)
+        for text, size in [("a", 300), ("b", 300), ("c", 300), ("d", 300), ("e", 3000), ("f", 1)]
+    ]
+    outcomes = lambda_worker.worker().evaluate(calls)
+    assert outcomes == [("300", None)] * 4 + [("3000", None), ("1", None)]
+    # the calls waiting in each round: [a, b, c] is too long, so [a]; then [b, c] of 5; [d] of 3; [e]; [f]
+    assert rounds == [6, 5, 3, 2, 1]

@@ -9,8 +9,9 @@ a verdict that builds too much ends in MemoryError), and lvegit kills it when a 
 VERDICT_SECONDS or what is left of its LVE's budget, then starts another for the verdicts after it.
 
 Verdicts go in batches, one JSON line each way per verdict in a batch, so that the process hop costs
-microseconds per verdict: replay sends an LVE's instances together, the live run the verdicts that are
-ready in one turn of its event loop (judge_batched). A verdict judged on its own is a batch of one.
+microseconds per verdict: replay sends an LVE's instances together (judge_batched), the live run the verdicts
+that became ready while the last batch was judged, and its event loop serves requests while the worker
+judges (judge_batched_async). A verdict judged on its own is a batch of one.
 The checkers call a WorkerLambda like the function it stands for; judge_batched runs each verdict up to its
 lambda call to collect the arguments, and again, with the worker's answers, to finish it, unless the lambda
 decides the verdict (its value is what is_safe returns) and the verdict is what is_safe returned (replay's):
@@ -19,6 +20,7 @@ then the answer is the verdict.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import json
@@ -28,7 +30,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -68,6 +70,10 @@ class Call:
 
 
 Outcome = tuple[Any, BaseException | None]  # the reduced value, or what the evaluation raised
+# Reading the worker's replies, as a generator: it yields a deadline (time.monotonic) when it must wait for
+# the worker's output and is sent whether the output became readable before it; a blocking driver selects,
+# the live run's event loop awaits (so that it serves requests meanwhile).
+Reading = Generator[float, bool, T]
 
 
 def _error(reply: dict[str, Any]) -> BaseException:
@@ -127,7 +133,7 @@ class LambdaWorker:
         self._buffer, self._read_to = b"", 0
         self._selector = selectors.DefaultSelector()
         self._selector.register(stdout_read, selectors.EVENT_READ)
-        hello = _reply(self._line(time.monotonic() + START_SECONDS)) or {}
+        hello = _reply(self._waited(self._line(time.monotonic() + START_SECONDS))) or {}
         self.isolation = [str(line) for line in hello.get("isolation") or []]
         if hello.get("confined") is not True:
             self.close()
@@ -162,13 +168,12 @@ class LambdaWorker:
         line, self._read_to = self._buffer[self._read_to : end], end + 1
         return line
 
-    def _line(self, deadline: float) -> bytes | None:
+    def _line(self, deadline: float) -> Reading[bytes | None]:
         """The next reply line; None when none came before the deadline, b"" when the worker ended."""
-        assert self._selector is not None
         line = self._buffered()
         while line is None:
             self._buffer, self._read_to = self._buffer[self._read_to :], 0
-            if not self._selector.select(max(0.0, deadline - time.monotonic())):
+            if not (yield deadline):
                 return None
             chunk = os.read(self._stdout, 1 << 20)
             if not chunk or len(self._buffer) > MAX_REPLY_BYTES:
@@ -180,13 +185,39 @@ class LambdaWorker:
     def evaluate(self, calls: list[Call]) -> list[Outcome]:
         """Each call's outcome, in order. A call past its limit ends the worker; the calls after it go to
         a new one."""
+        return self._waited(self._evaluating(calls))
+
+    async def evaluate_async(self, calls: list[Call]) -> list[Outcome]:
+        """evaluate, awaiting the worker's replies on the running event loop."""
+        loop = asyncio.get_running_loop()
+        evaluating = self._evaluating(calls)
+        try:
+            deadline = next(evaluating)
+            while True:
+                deadline = evaluating.send(await _readable(loop, self._stdout, deadline))
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+    def _waited(self, reading: Reading[T]) -> T:
+        """What the reading comes to, waiting here (blocking) whenever it waits for the worker."""
+        try:
+            deadline = next(reading)
+            while True:
+                assert self._selector is not None  # a worker is running: reading waits for its output
+                deadline = reading.send(bool(self._selector.select(max(0.0, deadline - time.monotonic()))))
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+    def _evaluating(self, calls: list[Call]) -> Reading[list[Outcome]]:
         outcomes: dict[int, Outcome] = {}
         waiting = list(range(len(calls)))
         while waiting:
-            waiting = self._round(calls, waiting, outcomes)
+            waiting = yield from self._round(calls, waiting, outcomes)
         return [outcomes[index] for index in range(len(calls))]
 
-    def _round(self, calls: list[Call], waiting: list[int], outcomes: dict[int, Outcome]) -> list[int]:
+    def _round(
+        self, calls: list[Call], waiting: list[int], outcomes: dict[int, Outcome]
+    ) -> Reading[list[int]]:
         """Send the waiting calls, read their outcomes; the calls left to send again."""
         sendable: list[int] = []
         for index in waiting:
@@ -223,7 +254,7 @@ class LambdaWorker:
             if line is None:
                 charges.apply()
                 limit, why = _limit(call)
-                line = self._line(started + limit)
+                line = yield from self._line(started + limit)
             reply = _reply(line)
             if reply is None:  # past its limit, or the worker ended: it is not asked again
                 charges.add(call, time.monotonic() - started)
@@ -238,6 +269,23 @@ class LambdaWorker:
             outcomes[index] = (reply.get("v"), None) if reply.get("ok") is True else (None, _error(reply))
         charges.apply()
         return later
+
+
+async def _readable(loop: asyncio.AbstractEventLoop, descriptor: int, deadline: float) -> bool:
+    """Whether the descriptor became readable before the deadline (the loop serves others meanwhile)."""
+    ready: asyncio.Future[bool] = loop.create_future()
+
+    def settle(readable: bool) -> None:
+        if not ready.done():
+            ready.set_result(readable)
+
+    loop.add_reader(descriptor, settle, True)
+    timer = loop.call_later(max(0.0, deadline - time.monotonic()), settle, False)
+    try:
+        return await ready
+    finally:
+        timer.cancel()
+        loop.remove_reader(descriptor)
 
 
 def _batch(calls: list[Call], indices: list[int]) -> str:
@@ -359,6 +407,23 @@ def judge_batched(verdicts: list[Callable[[], T]], are_checkers: bool = False) -
     A verdict that failed before its call fails again the same way in the second pass. `are_checkers`:
     each verdict's value is its checker's is_safe as it returned it, so that a verdict decided by its one
     call's answer (WorkerLambda.decides) needs no second pass."""
+    calls_of = _collected(verdicts)
+    flat = [call for calls in calls_of for call in calls]
+    return _finished(verdicts, calls_of, worker().evaluate(flat) if flat else [], are_checkers)
+
+
+async def judge_batched_async(
+    verdicts: list[Callable[[], T]], are_checkers: bool = False
+) -> list[T | Exception]:
+    """judge_batched, the worker's replies awaited on the running event loop."""
+    calls_of = _collected(verdicts)
+    flat = [call for calls in calls_of for call in calls]
+    outcomes = await worker().evaluate_async(flat) if flat else []
+    return _finished(verdicts, calls_of, outcomes, are_checkers)
+
+
+def _collected(verdicts: list[Callable[[], Any]]) -> list[list[Call]]:
+    """Each verdict's lambda calls, found by running it up to its call."""
     calls_of: list[list[Call]] = []
     for verdict in verdicts:
         calls: list[Call] = []
@@ -370,14 +435,21 @@ def judge_batched(verdicts: list[Callable[[], T]], are_checkers: bool = False) -
         finally:
             _workers.collecting = None
         calls_of.append(calls)
-    flat = [call for calls in calls_of for call in calls]
-    outcomes = iter(worker().evaluate(flat) if flat else [])
+    return calls_of
+
+
+def _finished(
+    verdicts: list[Callable[[], T]], calls_of: list[list[Call]], outcomes: list[Outcome], are_checkers: bool
+) -> list[T | Exception]:
+    """Each verdict finished with its calls' outcomes (see judge_batched)."""
+    given = iter(outcomes)
     results: list[T | Exception] = []
     for verdict, calls in zip(verdicts, calls_of, strict=True):
-        _workers.prepared = [next(outcomes) for _call in calls]
-        if are_checkers and len(calls) == 1 and calls[0].decides and _workers.prepared[0][1] is None:
-            results.append(bool(_workers.prepared[0][0]))  # type: ignore[arg-type]  # T is bool here
+        prepared = [next(given) for _call in calls]
+        if are_checkers and len(calls) == 1 and calls[0].decides and prepared[0][1] is None:
+            results.append(bool(prepared[0][0]))  # type: ignore[arg-type]  # T is bool here
             continue
+        _workers.prepared = prepared
         try:
             results.append(verdict())
         except Exception as exc:

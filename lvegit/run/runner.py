@@ -115,17 +115,27 @@ class Recorder:
         self.checker(task)  # the LVE's factory, which holds its environment
         return AttemptEnvironment(self._factories[task.lve.rel].environment, params)
 
-    def judge(self, task: Task, pairs: list[Pair], judgement: Judgement | None = None) -> None:
-        """The verdict on the filled conversations (an LLM judge's `judgement`, where one was asked), and
-        the (postprocessed) response to store. Blocking: a custom checker answers in its sandboxed worker,
-        an environment's checks in the environment's."""
+    def verdict(self, task: Task, pairs: list[Pair]) -> bool:
+        """The checker's verdict on the filled conversations. Blocking (see judge)."""
+        params, _model_args = task.lve.split_args(task.attempt.args)
+        return judge(task.lve, self.checker(task), pairs, params)
+
+    def judge(
+        self, task: Task, pairs: list[Pair], judgement: Judgement | None = None, verdict: bool | None = None
+    ) -> None:
+        """The verdict on the filled conversations (an LLM judge's `judgement`, where one was asked; the
+        checker's `verdict`, where it was judged already), and the (postprocessed) response to store.
+        Blocking: a custom checker answers in its sandboxed worker, an environment's checks in the
+        environment's."""
         lve, attempt = task.lve, task.attempt
         params, _model_args = lve.split_args(attempt.args)
         checker = self.checker(task)
         if judgement is not None:
             attempt.verdict, attempt.judgement = judgement.verdict, judgement.as_json()
+        elif verdict is not None:
+            attempt.verdict = verdict
         elif lve.environment is None or not needs_of(lve.checker_name).environment:
-            attempt.verdict = judge(lve, checker, pairs, params)
+            attempt.verdict = self.verdict(task, pairs)
         if lve.environment is not None and attempt.environment is not None:
             environment = self._factories[lve.rel].environment
             verdicts = judge_environment(lve, environment, pairs[0][1], attempt.environment, attempt.verdict)
@@ -319,9 +329,10 @@ class Runner:
             seconds = None
             try:
                 if needs.lambda_batches:
-                    seconds = await self._lambda_verdicts.judge(
-                        lve, lambda: self.recorder.judge(task, pairs, judgement)
+                    verdict, seconds = await self._lambda_verdicts.judge(
+                        lve, lambda: self.recorder.verdict(task, pairs)
                     )
+                    self.recorder.judge(task, pairs, judgement, verdict)
                 else:
                     self.recorder.judge(task, pairs, judgement)
             finally:

@@ -3,6 +3,7 @@ the worker killed by lvegit (time) or stopped by the kernel (memory), and the LV
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import Any
 
@@ -153,3 +154,28 @@ def test_a_batch_larger_than_the_worker_reads_at_once_is_sent_in_parts(
     assert outcomes == [("300", None)] * 4 + [("3000", None), ("1", None)]
     # the calls waiting in each round: [a, b, c] is too long, so [a]; then [b, c] of 5; [d] of 3; [e]; [f]
     assert rounds == [6, 5, 3, 2, 1]
+
+
+def test_the_live_runs_event_loop_serves_others_while_the_worker_judges() -> None:
+    """judge_batched_async awaits the worker's replies: a coroutine beside it runs meanwhile (a blocking
+    wait held the loop, and every request in flight, for each batch)."""
+    slow = LambdaChecker("lambda r: sum(1 for i in range(300000)) > 0")  # about 0.2 s in the worker
+    judging, ticks = asyncio.Event(), []
+
+    async def ticker() -> None:
+        while True:
+            await asyncio.sleep(0.001)
+            if judging.is_set():
+                ticks.append(1)
+
+    async def run() -> list[Any]:
+        beside = asyncio.create_task(ticker())
+        await asyncio.sleep(0)
+        judging.set()
+        results = await lambda_worker.judge_batched_async([lambda: slow.is_safe(None, "x")], True)
+        judging.clear()
+        beside.cancel()
+        return results
+
+    assert asyncio.run(run()) == [True]
+    assert ticks

@@ -20,7 +20,6 @@ then the answer is the verdict.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import json
@@ -32,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from lvegit.base import settings
 from lvegit.base.errors import CheckerError, InvalidValue
@@ -40,6 +39,9 @@ from lvegit.checkers.budget import command_budget, exhausted, verdict_lve
 from lvegit.checkers.launcher import Launcher, launcher
 from lvegit.sandbox.privileges import Limits
 from lvegit.sandbox.refusal import unconfined_refusal
+
+if TYPE_CHECKING:  # asyncio only where a live run awaits the worker: replay and check do not load it
+    import asyncio
 
 VERDICT_SECONDS = 5.0  # one verdict at most (legitimate lambdas take microseconds)
 MEMORY_BYTES = 1024**3  # a verdict reads copies of a response of at most a few MiB
@@ -189,6 +191,8 @@ class LambdaWorker:
 
     async def evaluate_async(self, calls: list[Call]) -> list[Outcome]:
         """evaluate, awaiting the worker's replies on the running event loop."""
+        import asyncio
+
         loop = asyncio.get_running_loop()
         evaluating = self._evaluating(calls)
         try:

@@ -317,6 +317,7 @@ def test_a_cold_check_of_core_checkers_loads_only_the_libraries_it_uses(repo: Re
         "loaded = {name.split('.')[0] for name, module in list(sys.modules.items())\n"
         "          if name not in before and (getattr(module, '__file__', None) or '').startswith(installed)}\n"
         "print('LIBRARIES', json.dumps(sorted(loaded - {'lvegit'})), file=sys.stderr)\n"
+        "print('ASYNCIO', 'asyncio' in sys.modules, file=sys.stderr)\n"
     )
     process = subprocess.run(
         [sys.executable, "-I", "-c", script, "check", "--all", "--no-cache"],
@@ -335,3 +336,4 @@ def test_a_cold_check_of_core_checkers_loads_only_the_libraries_it_uses(repo: Re
     ]
     assert "pydantic" in json.loads(libraries)  # what is listed is what was loaded
     assert set(json.loads(libraries)) <= CHECK_LIBRARIES
+    assert "ASYNCIO False" in process.stderr  # a live run's (18 ms of a cold start): not the check's

@@ -36,10 +36,11 @@ class LambdaVerdicts:
                 waiting, self._waiting = self._waiting, []
                 try:
                     await self._judge(waiting)
-                except BaseException as exc:  # lvegit's own failure: each verdict's attempt reports it
-                    for _lve, _verdict, future in waiting:
-                        if not future.done():
-                            future.set_exception(exc)
+                except Exception as exc:  # lvegit's own failure: each verdict's attempt reports it
+                    _fail(waiting, exc)  # and the verdicts that became ready meanwhile go on
+                except BaseException as exc:  # cancelled with the run: no verdict is left waiting
+                    _fail(waiting + self._waiting, exc)
+                    self._waiting = []
                     raise
         finally:
             self._judging = None
@@ -57,3 +58,9 @@ class LambdaVerdicts:
                 future.set_exception(result)
             else:
                 future.set_result((result, spent.get(lve, 0.0) - before[lve]))
+
+
+def _fail(waiting: list[Waiting], exc: BaseException) -> None:
+    for _lve, _verdict, future in waiting:
+        if not future.done():
+            future.set_exception(exc)

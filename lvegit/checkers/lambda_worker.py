@@ -411,8 +411,7 @@ def judge_batched(verdicts: list[Callable[[], T]], are_checkers: bool = False) -
     A verdict that failed before its call fails again the same way in the second pass. `are_checkers`:
     each verdict's value is its checker's is_safe as it returned it, so that a verdict decided by its one
     call's answer (WorkerLambda.decides) needs no second pass."""
-    calls_of = _collected(verdicts)
-    flat = [call for calls in calls_of for call in calls]
+    calls_of, flat = _collected(verdicts)
     return _finished(verdicts, calls_of, worker().evaluate(flat) if flat else [], are_checkers)
 
 
@@ -420,14 +419,13 @@ async def judge_batched_async(
     verdicts: list[Callable[[], T]], are_checkers: bool = False
 ) -> list[T | Exception]:
     """judge_batched, the worker's replies awaited on the running event loop."""
-    calls_of = _collected(verdicts)
-    flat = [call for calls in calls_of for call in calls]
+    calls_of, flat = _collected(verdicts)
     outcomes = await worker().evaluate_async(flat) if flat else []
     return _finished(verdicts, calls_of, outcomes, are_checkers)
 
 
-def _collected(verdicts: list[Callable[[], Any]]) -> list[list[Call]]:
-    """Each verdict's lambda calls, found by running it up to its call."""
+def _collected(verdicts: list[Callable[[], Any]]) -> tuple[list[list[Call]], list[Call]]:
+    """Each verdict's lambda calls, found by running it up to its call; and all of them in order."""
     calls_of: list[list[Call]] = []
     for verdict in verdicts:
         calls: list[Call] = []
@@ -439,7 +437,7 @@ def _collected(verdicts: list[Callable[[], Any]]) -> list[list[Call]]:
         finally:
             _workers.collecting = None
         calls_of.append(calls)
-    return calls_of
+    return calls_of, [call for calls in calls_of for call in calls]
 
 
 def _finished(

@@ -2,11 +2,16 @@
 prompt, parameters, and an example safe and an example unsafe instance, rendered from the LVE's data.
 
 Three kinds of README are refreshed, and every byte outside the generated part is kept:
-- with lvegit's markers: what lies between them is replaced;
+- with lvegit's markers (where they stand as HTML comments, not quoted in the author's code): what lies
+  between them is replaced;
 - written by lve-tools (no markers, its fields `**Description**`, `**Model**`, `**Checker name**`,
   `**Checker description**`, `**Prompt**`, `**Prompt parameters**` and the example instances, mixed with
   hand-written text): each field is refreshed where it stands; nothing is added and no line is dropped;
 - neither: the marked section is appended (a missing README gets a title and the section).
+
+Where blocks begin and end is read as CommonMark does (markdown-it-py, lvegit.publish.markdown_layout):
+the author's code and HTML blocks are copied whole. lve-tools' own quirk is kept: an example whose response
+holds a fence of its own ends at its verdict line, not where that fence closes it early.
 
 A custom checker's docstring is read from its syntax tree: contributed code is never run here.
 """
@@ -29,6 +34,7 @@ from lvegit.checkers.custom import read_custom_classes
 from lvegit.lve.prompt import is_turn, response_text, transcript
 from lvegit.lve.repo import Repository, canonical_model
 from lvegit.lve.spec import LVE, load_lve
+from lvegit.publish.markdown_layout import Layout, html_markers, layout, opens_fence, split_lines
 
 README = "README.md"
 MAX_README_BYTES = 1024 * 1024
@@ -47,7 +53,6 @@ BLOCK_FIELDS = (
     "Example of an unsafe instance",
 )
 _LABEL = re.compile(r"^\*\*(" + "|".join(map(re.escape, LINE_FIELDS + BLOCK_FIELDS)) + r")\*\*:(.*)$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
 class ReadmeError(LVEError):
@@ -262,18 +267,6 @@ def _newline(line: str) -> str:
     return line[len(line.rstrip("\r\n")) :] or "\n"
 
 
-def _fence_end(lines: list[str], start: int) -> int:
-    """The index of the line closing the fence opened at `start` (the last line when it never closes)."""
-    opening = _FENCE.match(lines[start])
-    assert opening is not None
-    marker = opening.group(1)
-    for index in range(start + 1, len(lines)):
-        text = lines[index].strip()
-        if text and set(text) == {marker[0]} and len(text) >= len(marker):
-            return index
-    return len(lines) - 1
-
-
 def _old_example_end(lines: list[str], start: int) -> int | None:
     """lve-tools' unfenced example (four lines, the response possibly spanning several, or a line saying
     there is none): its last line."""
@@ -287,10 +280,10 @@ def _old_example_end(lines: list[str], start: int) -> int | None:
     return None
 
 
-def _example_fence_end(lines: list[str], start: int) -> int:
-    """The line closing a fenced example: after its verdict line, for a response holding a code fence of
-    its own closes lve-tools' fence early (lve-tools never made its fence longer than the response's)."""
-    end = _fence_end(lines, start)
+def _example_fence_end(lines: list[str], start: int, end: int) -> int:
+    """The line closing a fenced example (`end`: where CommonMark closes it): after its verdict line, for a
+    response holding a code fence of its own closes lve-tools' fence early (lve-tools never made its fence
+    longer than the response's)."""
     if start + 1 >= len(lines) or not lines[start + 1].startswith("Parameter values:"):
         return end
     for index in range(start + 1, len(lines)):
@@ -299,29 +292,31 @@ def _example_fence_end(lines: list[str], start: int) -> int:
             return end
         if _VERDICT.match(text):
             following = next((i for i in range(index + 1, len(lines)) if lines[i].strip()), None)
-            return following if following is not None and _FENCE.match(lines[following]) else end
+            return following if following is not None and opens_fence(lines[following]) else end
     return end
 
 
 def refresh_fields(text: str, values: Fields, lenient: bool = False) -> str:
     """A README in lve-tools' form with each of its fields refreshed where it stands; `lenient`: a block
     that says what the LVE holds in lve-tools' words is kept (see says_the_same)."""
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text)
     out: list[str] = []
     index = 0
+    blocks = layout(lines)
     while index < len(lines):
         line = lines[index]
-        label = _LABEL.match(line.rstrip("\r\n"))
-        if label is None:  # the author's own text, or a code block of theirs, whole: copied as it is
-            end = _fence_end(lines, index) if _FENCE.match(line) else index
+        label = _LABEL.match(line.rstrip("\r\n")) if index in blocks.paragraphs else None
+        if label is None:  # the author's own text, or a code or HTML block of theirs, whole: copied as it is
+            _kind, end = blocks.verbatim.get(index, ("", index))
             out += lines[index : end + 1]
             index = end + 1
         elif label.group(1) in LINE_FIELDS:
             out.append(_line_field(label.group(1), label.group(2), line, values, lenient))
             index += 1
         else:
-            written, index = _block_field(lines, index, label.group(1), values, lenient)
+            written, index = _block_field(lines, index, label.group(1), values, lenient, blocks)
             out += written
+            blocks = layout(lines, index)  # lve-tools' block may end where CommonMark's does not: read on
     return "".join(out)
 
 
@@ -332,18 +327,21 @@ def _line_field(name: str, rest: str, line: str, values: Fields, lenient: bool) 
     return line if same else f"**{name}**: {values.inline(name, code)}{_newline(line)}"
 
 
-def _block_end(lines: list[str], start: int, name: str) -> int:
-    """The last line of the block of field `name` that starts at `start` (before it: there is none)."""
-    if start < len(lines) and _FENCE.match(lines[start]):
-        return (_example_fence_end if name.startswith("Example") else _fence_end)(lines, start)
+def _block_end(lines: list[str], start: int, name: str, blocks: Layout) -> tuple[int, bool]:
+    """The last line of the block of field `name` that starts at `start` (before it: there is none), and
+    whether it is fenced."""
+    kind, end = blocks.verbatim.get(start, ("", start))
+    if kind == "fence":
+        end = _example_fence_end(lines, start, end) if name.startswith("Example") else end
+        return end, end > start
     if start < len(lines) and name.startswith("Example"):
         found = _old_example_end(lines, start)
-        return found if found is not None else start - 1
-    return start - 1
+        return (found if found is not None else start - 1), False
+    return start - 1, False
 
 
 def _block_field(
-    lines: list[str], index: int, name: str, values: Fields, lenient: bool
+    lines: list[str], index: int, name: str, values: Fields, lenient: bool, blocks: Layout
 ) -> tuple[list[str], int]:
     """A block field's label line, the blank lines after it and its block refreshed; and the index of the
     line after them."""
@@ -354,11 +352,10 @@ def _block_field(
     while blank_end < len(lines) and not lines[blank_end].strip():
         blank_end += 1
     block = _block(values.values[name]).replace("\n", newline) + newline
-    end = _block_end(lines, blank_end, name)
+    end, fenced = _block_end(lines, blank_end, name, blocks)
     if end < blank_end:  # no block where one belongs: it goes right after the label's blank lines
         return [*out, *(lines[index:blank_end] or [newline]), block], blank_end
     old = "".join(lines[blank_end : end + 1])
-    fenced = _FENCE.match(lines[blank_end]) is not None and end > blank_end
     inner = "".join(lines[blank_end + 1 : end] if fenced else lines[blank_end : end + 1]).replace(
         "\r\n", "\n"
     )
@@ -367,7 +364,9 @@ def _block_field(
 
 
 def has_fields(text: str) -> bool:
-    return any(_LABEL.match(line) for line in text.splitlines())
+    """Whether the README has a field of lve-tools' form in its text (not quoted in a code block)."""
+    lines = split_lines(text)
+    return any(_LABEL.match(lines[index].rstrip("\r\n")) for index in sorted(layout(lines).paragraphs))
 
 
 def refreshed(text: str | None, title: str, values: Fields) -> str:
@@ -375,16 +374,15 @@ def refreshed(text: str | None, title: str, values: Fields) -> str:
     generated = section(values)
     if text is None:
         return f"# {title}\n\n{generated}\n"
-    start = text.find(START)
-    if start >= 0:
-        end = text.find(END, start)
-        if end < 0:
-            line = text.count("\n", 0, start) + 1
+    starts, ends = html_markers(text, START), html_markers(text, END)
+    if starts:
+        start, line = starts[0]
+        end = next((offset for offset, _line in ends if offset > start), None)
+        if end is None:
             raise ReadmeError(f"{README}:{line}: {START} has no {END} after it; add it or remove both")
         return text[:start] + generated + text[end + len(END) :]
-    if END in text:
-        line = text.count("\n", 0, text.find(END)) + 1
-        raise ReadmeError(f"{README}:{line}: {END} has no {START} before it; add it or remove both")
+    if ends:
+        raise ReadmeError(f"{README}:{ends[0][1]}: {END} has no {START} before it; add it or remove both")
     if has_fields(text):
         # Up to date while it says what the LVE holds, in whatever words; once something really differs,
         # every field is written anew.

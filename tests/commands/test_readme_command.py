@@ -308,6 +308,59 @@ def test_a_marker_in_the_lves_own_text_cannot_end_the_section(repo: RepoBuilder,
     assert cli("readme", "--all", "--check", cwd=repo.root).code == 0  # and it stays one section
 
 
+# A README that documents lvegit itself: the markers quoted in the author's code, not standing in the text.
+QUOTED_MARKERS = """# Adds
+
+How the generated part is marked:
+
+```
+<!-- lvegit:readme:start -->
+never replaced
+<!-- lvegit:readme:end -->
+```
+
+    <!-- lvegit:readme:end --> (indented: code as well)
+"""
+
+
+def test_markers_quoted_in_the_authors_code_are_text_not_markers(repo: RepoBuilder, cli: Any) -> None:
+    lve_dir = lve(repo, QUOTED_MARKERS)
+    assert cli("readme", LVE, cwd=repo.root).code == 0
+    assert (lve_dir / "README.md").read_text() == f"{QUOTED_MARKERS}\n{SECTION}\n"
+    # and where the real markers follow, only what lies between them is refreshed
+    (lve_dir / "README.md").write_text(
+        f"{QUOTED_MARKERS}\n<!-- lvegit:readme:start -->\nold\n<!-- lvegit:readme:end -->\n"
+    )
+    assert cli("readme", LVE, cwd=repo.root).code == 0
+    assert (lve_dir / "README.md").read_text() == f"{QUOTED_MARKERS}\n{SECTION}\n"
+    assert cli("readme", LVE, "--check", cwd=repo.root).code == 0
+
+
+# The author's blocks as CommonMark reads them: a fence that a four-space-indented fence does not close,
+# an HTML block and an indented code block, each showing a field label that is not a field.
+AUTHORS_BLOCKS = """**Model**: `gpt-3.5-turbo`
+
+```
+    ```
+**Model**: in my code block
+```
+
+<details>
+**Model**: in my HTML
+</details>
+
+    **Model**: in my indented code
+"""
+
+
+def test_field_labels_in_the_authors_code_and_html_are_left_alone(repo: RepoBuilder, cli: Any) -> None:
+    lve_dir = lve(repo, AUTHORS_BLOCKS)
+    assert cli("readme", LVE, cwd=repo.root).code == 0
+    assert (lve_dir / "README.md").read_text() == AUTHORS_BLOCKS.replace(
+        "`gpt-3.5-turbo`", "`openai/gpt-4o-mini`", 1
+    )
+
+
 # What lve-tools 0.1.x wrote for the same LVE: its own checker docstring, a multi-variable hole as
 # `assistant: None`, parameters as JSON, `Safety:` for the verdict, and no example it had no instance for.
 LVE_TOOLS_WORDING = """### adds

@@ -1,37 +1,26 @@
-"""test.json and instance lines described once: pydantic models that validate them, report what is wrong as
-problems naming the field, and generate their JSON Schemas (lvegit schema test|instance).
+"""test.json and instance lines described once: pydantic-core schemas that validate them, report what is
+wrong as problems naming the field, and generate their JSON Schemas (lvegit schema test|instance).
 
-The models take a contributed file as written: no coercion (a string is no number, true is no 1), unknown keys
-kept and warned about. test.json is validated field by field, so that one bad field neither hides another
-nor makes the LVE's other fields unusable (an error in its description does not stop a replay).
+The schemas take a contributed file as written: no coercion (a string is no number, true is no 1), unknown
+keys kept and warned about. test.json is validated field by field, so that one bad field neither hides
+another nor makes the LVE's other fields unusable (an error in its description does not stop a replay).
 
-pydantic takes about 0.15 s to import and build these models: the modules that read files import this one in
-the functions that validate, so that a command which reads no LVE (a warm check) does not pay for it.
+They are written with pydantic-core's schema functions and validated by its validator, not declared as
+pydantic models: importing pydantic and building models took half of a cold `lvegit check`. Each part of a
+file is a plain class that pydantic-core fills (its fields as attributes, its unknown keys in `model_extra`).
+pydantic itself is imported only to write the JSON Schemas (json_schema).
 """
 
 from __future__ import annotations
 
-from functools import cache
-from typing import Annotated, Any, ClassVar, Final, Literal
+from collections.abc import Callable
+from typing import Any, ClassVar, Final
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    StringConstraints,
-    TypeAdapter,
-    ValidationError,
-    ValidationInfo,
-    WithJsonSchema,
-    field_validator,
-    model_validator,
-)
-from pydantic.config import JsonValue
-from pydantic_core import ErrorDetails, PydanticCustomError
+from pydantic_core import CoreSchema, ErrorDetails, PydanticCustomError, SchemaValidator, ValidationError
+from pydantic_core import core_schema as cs
 
 from lvegit.lve import taxonomy
-from lvegit.lve.impact import ImpactLevel
+from lvegit.lve.impact import IMPACT_LEVELS
 from lvegit.lve.problems import PLACEHOLDER, Problems, join_path, json_type, suggestion
 from lvegit.lve.prompt import Message, Role, ToolCall
 from lvegit.lve.tools import DEFAULT_TOOL_STEPS, MAX_TOOL_STEPS, ReturnCase, Tool
@@ -65,10 +54,47 @@ EXPECTED: Final = {
     "dict_type": "an object",
     "model_type": "an object",
 }
+_REQUIRED: Final = object()  # a field without a default
 
-Text = Annotated[str, StringConstraints(pattern=TEXT_PATTERN)]
-ParameterName = Annotated[str, StringConstraints(pattern=PARAMETER_PATTERN)]
-PromptFile = Annotated[str, Field(description="a prompt file, relative to the LVE folder (test.prompt)")]
+# The shapes of values, as pydantic-core takes them.
+TEXT: Final = cs.str_schema(pattern=TEXT_PATTERN)
+PARAMETER_NAME: Final = cs.str_schema(pattern=PARAMETER_PATTERN)
+TOOL_NAME: Final = cs.str_schema(pattern=TOOL_NAME_PATTERN)
+STRING: Final = cs.str_schema()
+OBJECT: Final = cs.dict_schema(cs.str_schema(), cs.any_schema())
+
+
+def _described(schema: CoreSchema, description: str | None) -> CoreSchema:
+    """`schema` with the description its JSON Schema shows."""
+    if description is None:
+        return schema
+    return {**schema, "metadata": {"pydantic_js_updates": {"description": description}}}
+
+
+def field(
+    schema: CoreSchema,
+    default: Any = _REQUIRED,
+    *,
+    factory: Callable[[], Any] | None = None,
+    description: str | None = None,
+    validate_default: bool = False,
+) -> cs.ModelField:
+    """A field of a part: its value's schema, its default (none: required) or the factory that makes it."""
+    if factory is not None:
+        schema = cs.with_default_schema(schema, default_factory=factory)
+    elif default is not _REQUIRED:
+        schema = cs.with_default_schema(schema, default=default, validate_default=validate_default or None)
+    described = {"pydantic_js_updates": {"description": description}} if description else None
+    return cs.model_field(schema, metadata=described)
+
+
+def optional(schema: CoreSchema, description: str | None = None) -> cs.ModelField:
+    """A field that may be left out or null (None)."""
+    return field(cs.nullable_schema(schema), None, description=description)
+
+
+def listed(items: CoreSchema, min_length: int | None = None) -> CoreSchema:
+    return cs.list_schema(items, min_length=min_length)
 
 
 def exactly_one(forms: tuple[str, ...]) -> dict[str, Any]:
@@ -78,32 +104,125 @@ def exactly_one(forms: tuple[str, ...]) -> dict[str, Any]:
     }
 
 
-def given(model: BaseModel, forms: tuple[str, ...]) -> list[str]:
-    return [name for name in forms if getattr(model, name, None) is not None]
+def given(part: Contributed, forms: tuple[str, ...]) -> list[str]:
+    return [name for name in forms if getattr(part, name, None) is not None]
 
 
-class Contributed(BaseModel):
-    """A part of a contributed file. Its unknown keys are kept; `warn_unknown` says whether lvegit warns
-    about them (a checker's arguments and an instance's extra keys are no typos)."""
+class Contributed:
+    """A part of a contributed file, validated: its fields as attributes, its unknown keys kept in
+    `model_extra` (pydantic-core fills the slots); `warn_unknown` says whether lvegit warns about them
+    (a checker's arguments and an instance's extra keys are no typos). A subclass declares its `fields`
+    and is made a part by `part`."""
 
-    model_config = ConfigDict(strict=True, extra="allow")
+    __slots__ = ("__dict__", "__pydantic_extra__", "__pydantic_fields_set__", "__pydantic_private__")
+    __pydantic_extra__: dict[str, Any] | None
+    __pydantic_fields_set__: set[str]
     warn_unknown: ClassVar[bool] = True
+    # What its JSON Schema says of it (read by pydantic's generator): title, extra keys, json_schema_extra.
+    model_config: ClassVar[dict[str, Any]] = {}
+    model_fields: ClassVar[dict[str, cs.ModelField]] = {}
+    schema: ClassVar[CoreSchema]
+    ref: ClassVar[str]
+
+    @property
+    def model_extra(self) -> dict[str, Any]:
+        return dict(self.__pydantic_extra__ or {})
+
+    def as_dict(self) -> dict[str, Any]:
+        """Its fields and its unknown keys (as pydantic's model_dump, one level)."""
+        return {**self.__dict__, **self.model_extra}
+
+    @classmethod
+    def required(cls) -> list[str]:
+        return [name for name, spec in cls.model_fields.items() if spec["schema"]["type"] != "default"]
+
+    @classmethod
+    def validate(cls, value: Any) -> Any:
+        """`value` validated whole (a ValidationError says what is wrong)."""
+        return validator(cls).validate_python(value)
 
 
-ToolName = Annotated[str, StringConstraints(pattern=TOOL_NAME_PATTERN)]
+def part(
+    cls: type[Contributed],
+    fields: dict[str, cs.ModelField],
+    after: Callable[[Any], Any] | None = None,
+    title: str | None = None,
+    json_schema_extra: dict[str, Any] | None = None,
+    definitions: list[CoreSchema] | None = None,
+) -> type[Contributed]:
+    """Make `cls` the part with these fields (in this order), checked whole by `after` where given;
+    `definitions`: the parts its fields name by reference."""
+    cls.model_fields = fields
+    cls.ref = f"{cls.__module__}.{cls.__qualname__}"
+    cls.model_config = {"title": title or cls.__name__, "extra": "allow", "strict": True}
+    if json_schema_extra is not None:
+        cls.model_config["json_schema_extra"] = json_schema_extra
+    schema: CoreSchema = cs.model_schema(
+        cls,
+        cs.model_fields_schema(fields, model_name=cls.__name__),
+        config=cs.CoreConfig(title=title or cls.__name__, strict=True, extra_fields_behavior="allow"),
+        ref=cls.ref,
+    )
+    if after is not None:
+        schema = cs.no_info_after_validator_function(after, schema)
+    cls.schema = cs.definitions_schema(schema, definitions) if definitions else schema
+    return cls
+
+
+class Shape:
+    """A validated value that is no part of its own (a list of parts): its schema."""
+
+    def __init__(self, schema: CoreSchema) -> None:
+        self.schema = schema
+
+
+_VALIDATORS: dict[type[Contributed] | Shape, SchemaValidator] = {}
+
+
+def validator(kind: type[Contributed] | Shape) -> SchemaValidator:
+    """The validator of a part or shape, built on first use."""
+    made = _VALIDATORS.get(kind)
+    if made is None:
+        made = _VALIDATORS[kind] = SchemaValidator(kind.schema)
+    return made
+
+
+def _custom(kind: str, message: str, context: dict[str, Any] | None = None) -> PydanticCustomError:
+    return PydanticCustomError(kind, message, context)
 
 
 class FunctionCallSpec(Contributed):
+    __slots__ = ()
     name: str
-    arguments: Annotated[str, Field(description="the arguments as the model wrote them (JSON text)")]
+    arguments: str
+
+
+part(
+    FunctionCallSpec,
+    {
+        "name": field(STRING),
+        "arguments": field(STRING, description="the arguments as the model wrote them (JSON text)"),
+    },
+)
 
 
 class ToolCallSpec(Contributed):
     """A tool call an assistant message of a prompt made, in the chat-completions format."""
 
-    id: Text
-    type: Literal["function"] = "function"
+    __slots__ = ()
+    id: str
+    type: str
     function: FunctionCallSpec
+
+
+part(
+    ToolCallSpec,
+    {
+        "id": field(TEXT),
+        "type": field(cs.literal_schema(["function"]), "function"),
+        "function": field(FunctionCallSpec.schema),
+    },
+)
 
 
 class MessageSpec(Contributed):
@@ -111,20 +230,14 @@ class MessageSpec(Contributed):
     hole for the model to fill. An assistant message may carry tool calls; a tool message (role `tool`)
     answers one of them (`tool_call_id`)."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "if": {"required": ["role"], "properties": {"role": {"const": "assistant"}}},
-            "else": {"required": ["content"], "properties": {"content": {"type": "string"}}},
-        }
-    )
-
-    role: Annotated[Role, Field(strict=False)] = Role.user
-    content: str | None = Field(default=None, validate_default=True)
-    variable: str | None = None
-    image_url: str | None = None
-    tool_calls: Annotated[list[ToolCallSpec], Field(min_length=1)] | None = None
-    tool_call_id: str | None = None
-    name: Annotated[str | None, Field(description="a tool message's tool, sent as written")] = None
+    __slots__ = ()
+    role: Role
+    content: str | None
+    variable: str | None
+    image_url: str | None
+    tool_calls: list[ToolCallSpec] | None
+    tool_call_id: str | None
+    name: str | None
 
     def as_message(self, line: int | None = None) -> Message:
         calls = tuple(ToolCall(c.id, c.function.name, c.function.arguments) for c in self.tool_calls or ())
@@ -139,62 +252,99 @@ class MessageSpec(Contributed):
             tool_name=self.name,
         )
 
-    @model_validator(mode="after")
-    def _tool_fields(self) -> MessageSpec:
-        if self.tool_calls is not None and self.role != Role.assistant:
-            raise PydanticCustomError("tool_calls_role", "only an assistant message may carry tool_calls")
-        if self.name is not None and self.role != Role.tool:
-            raise PydanticCustomError("tool_name", "only a tool message names a tool (name)")
-        if (self.role == Role.tool) != (self.tool_call_id is not None):
-            raise PydanticCustomError(
-                "tool_call_id",
-                "a tool message, and only a tool message, names the call it answers (tool_call_id)",
-            )
-        return self
 
-    @field_validator("content")
-    @classmethod
-    def _content_unless_assistant(cls, content: str | None, info: ValidationInfo) -> str | None:
-        role = info.data.get("role")
-        if content is None and role is not None and role != Role.assistant:
-            raise PydanticCustomError("needs_content", "a {role} message needs content", {"role": str(role)})
-        return content
+def _tool_fields(message: MessageSpec) -> MessageSpec:
+    if message.tool_calls is not None and message.role != Role.assistant:
+        raise _custom("tool_calls_role", "only an assistant message may carry tool_calls")
+    if message.name is not None and message.role != Role.tool:
+        raise _custom("tool_name", "only a tool message names a tool (name)")
+    if (message.role == Role.tool) != (message.tool_call_id is not None):
+        raise _custom(
+            "tool_call_id",
+            "a tool message, and only a tool message, names the call it answers (tool_call_id)",
+        )
+    return message
 
 
-Messages = Annotated[list[MessageSpec], Field(min_length=1)]
+def _content_unless_assistant(content: str | None, info: cs.ValidationInfo) -> str | None:
+    role = info.data.get("role")
+    if content is None and role is not None and role != Role.assistant:
+        raise _custom("needs_content", "a {role} message needs content", {"role": str(role)})
+    return content
+
+
+ROLE: Final = cs.enum_schema(Role, list(Role), sub_type="str", strict=False, ref="lvegit.lve.prompt.Role")
+part(
+    MessageSpec,
+    {
+        "role": field(ROLE, Role.user),
+        "content": field(
+            cs.with_info_after_validator_function(_content_unless_assistant, cs.nullable_schema(STRING)),
+            None,
+            validate_default=True,
+        ),
+        "variable": optional(STRING),
+        "image_url": optional(STRING),
+        "tool_calls": optional(listed(ToolCallSpec.schema, 1)),
+        "tool_call_id": optional(STRING),
+        "name": optional(STRING, "a tool message's tool, sent as written"),
+    },
+    after=_tool_fields,
+    json_schema_extra={
+        "if": {"required": ["role"], "properties": {"role": {"const": "assistant"}}},
+        "else": {"required": ["content"], "properties": {"content": {"type": "string"}}},
+    },
+)
+Messages: Final = Shape(listed(MessageSpec.schema, 1))
 RUN_FORMS: Final = ("prompt", "prompt_file")
+PROMPT_FILE: Final = "a prompt file, relative to the LVE folder (test.prompt)"
 
 
 class RunSpec(Contributed):
     """One entry of multi_run_prompt: a prompt run `repetitions` times."""
 
-    model_config = ConfigDict(json_schema_extra=exactly_one(RUN_FORMS))
+    __slots__ = ()
+    name: str | None
+    repetitions: int
+    prompt: list[MessageSpec] | None
+    prompt_file: str | None
 
-    name: str | None = None
-    repetitions: int = Field(default=1, ge=1)
-    prompt: Messages | None = None
-    prompt_file: PromptFile | None = None
 
-    @model_validator(mode="after")
-    def _one_prompt(self) -> RunSpec:
-        if len(given(self, RUN_FORMS)) != 1:
-            raise PydanticCustomError("prompt_forms", "needs exactly one of prompt or prompt_file")
-        return self
+def _one_prompt(run: RunSpec) -> RunSpec:
+    if len(given(run, RUN_FORMS)) != 1:
+        raise _custom("prompt_forms", "needs exactly one of prompt or prompt_file")
+    return run
+
+
+part(
+    RunSpec,
+    {
+        "name": optional(STRING),
+        "repetitions": field(cs.int_schema(ge=1), 1),
+        "prompt": optional(Messages.schema),
+        "prompt_file": optional(_described(STRING, PROMPT_FILE)),
+    },
+    after=_one_prompt,
+    json_schema_extra=exactly_one(RUN_FORMS),
+)
 
 
 class CheckerArgs(Contributed):
     """The checker's name and its arguments (every other key)."""
 
+    __slots__ = ()
     warn_unknown = False
-
-    checker_name: Text
+    checker_name: str
 
     @property
     def arguments(self) -> dict[str, Any]:
-        return dict(self.model_extra or {})
+        return self.model_extra
 
 
-def _tag_rules() -> list[JsonValue]:
+part(CheckerArgs, {"checker_name": field(TEXT)})
+
+
+def _tag_rules() -> list[Any]:
     return [
         {
             "if": {"properties": {"name": {"const": name}}, "required": ["name"]},
@@ -205,83 +355,81 @@ def _tag_rules() -> list[JsonValue]:
 
 
 class Tag(Contributed):
-    model_config = ConfigDict(json_schema_extra={"allOf": _tag_rules()})
+    __slots__ = ()
 
-    name: str
-    value: Any
 
-    @field_validator("value")
-    @classmethod
-    def _known_values(cls, value: Any, info: ValidationInfo) -> Any:
-        name = info.data.get("name")
-        allowed = TAG_VALUES.get(name, ()) if isinstance(name, str) else ()
-        if allowed is None and not isinstance(value, str):
-            raise PydanticCustomError("tag_text", "{name} must be text", {"name": name})
-        wrong = taxonomy.problem(name, value) if name in taxonomy.SCHEMES else None
-        if wrong is not None:
-            raise PydanticCustomError("tag_taxonomy", "{message}", {"message": wrong})
-        if name in taxonomy.SCHEMES:
-            return taxonomy.normalised(name, value)  # as lvegit writes it: LLM01:2025 is 2025:LLM01
-        if allowed and value not in allowed:
-            raise PydanticCustomError(
-                "tag_value",
-                "{name} must be one of {allowed}, not {value}",
-                {"name": name, "allowed": ", ".join(allowed), "value": repr(value)},
-            )
-        return value
+def _known_values(value: Any, info: cs.ValidationInfo) -> Any:
+    name = info.data.get("name")
+    allowed = TAG_VALUES.get(name, ()) if isinstance(name, str) else ()
+    if allowed is None and not isinstance(value, str):
+        raise _custom("tag_text", "{name} must be text", {"name": name})
+    wrong = taxonomy.problem(name, value) if name in taxonomy.SCHEMES else None
+    if wrong is not None:
+        raise _custom("tag_taxonomy", "{message}", {"message": wrong})
+    if name in taxonomy.SCHEMES:
+        return taxonomy.normalised(name, value)  # as lvegit writes it: LLM01:2025 is 2025:LLM01
+    if allowed and value not in allowed:
+        raise _custom(
+            "tag_value",
+            "{name} must be one of {allowed}, not {value}",
+            {"name": name, "allowed": ", ".join(allowed), "value": repr(value)},
+        )
+    return value
+
+
+part(
+    Tag,
+    {
+        "name": field(STRING),
+        "value": field(cs.with_info_after_validator_function(_known_values, cs.any_schema())),
+    },
+    json_schema_extra={"allOf": _tag_rules()},
+)
 
 
 def _listed_once(names: list[str]) -> list[str]:
     for index, name in enumerate(names):
         if name in names[:index]:
-            raise PydanticCustomError("listed_twice", "'{name}' is listed twice", {"name": name})
+            raise _custom("listed_twice", "'{name}' is listed twice", {"name": name})
     return names
 
 
-ParameterNames = Annotated[
-    list[ParameterName], AfterValidator(_listed_once), Field(json_schema_extra={"uniqueItems": True})
-]
+PARAMETER_NAMES: Final = {
+    **cs.no_info_after_validator_function(_listed_once, listed(PARAMETER_NAME)),
+    "metadata": {"pydantic_js_updates": {"uniqueItems": True}},
+}
 PROMPT_FORMS: Final = ("prompt", "prompt_file", "multi_run_prompt")
 
 
 class ReturnCaseSpec(Contributed):
     """One case of a tool's returns: chosen for a call whose arguments match `when`."""
 
-    when: Annotated[
-        dict[str, str] | None,
-        Field(
-            description="argument names and the patterns (regular expressions) their values must contain; "
-            "left out: any call (the default, last)"
+    __slots__ = ()
+    when: dict[str, str] | None
+    returns: str
+
+
+part(
+    ReturnCaseSpec,
+    {
+        "when": optional(
+            cs.dict_schema(STRING, STRING),
+            "argument names and the patterns (regular expressions) their values must contain; "
+            "left out: any call (the default, last)",
         ),
-    ] = None
-    returns: Annotated[str, Field(description="what such a call returns, filled like a tool's returns")]
+        "returns": field(STRING, description="what such a call returns, filled like a tool's returns"),
+    },
+)
 
 
 class ToolSpec(Contributed):
     """A tool the model is offered. It does nothing: a call is answered with `returns`."""
 
-    name: ToolName
-    description: str = ""
-    parameters: Annotated[
-        dict[str, Any], Field(description="JSON Schema of the arguments: an object schema")
-    ] = Field(default_factory=lambda: {"type": "object", "properties": {}})
-    returns: Annotated[
-        str | list[ReturnCaseSpec] | None,
-        Field(
-            description="what a call returns: text, with {name} filled from the call's arguments and the "
-            "LVE's prompt parameters, or a list of cases chosen by the call's arguments, the first that "
-            "matches (required unless max_tool_steps is 0)"
-        ),
-    ] = None
-
-    @field_validator("parameters")
-    @classmethod
-    def _object_schema(cls, parameters: dict[str, Any]) -> dict[str, Any]:
-        if parameters.get("type") != "object":
-            raise PydanticCustomError("tool_parameters", 'must be a JSON Schema with "type": "object"')
-        if not isinstance(parameters.get("properties", {}), dict):
-            raise PydanticCustomError("tool_parameters", "properties must be an object")
-        return parameters
+    __slots__ = ()
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    returns: str | list[ReturnCaseSpec] | None
 
     def as_tool(self) -> Tool:
         returns = self.returns
@@ -295,6 +443,38 @@ class ToolSpec(Contributed):
         return Tool(self.name, self.description, self.parameters, returns)
 
 
+def _object_schema(parameters: dict[str, Any]) -> dict[str, Any]:
+    if parameters.get("type") != "object":
+        raise _custom("tool_parameters", 'must be a JSON Schema with "type": "object"')
+    if not isinstance(parameters.get("properties", {}), dict):
+        raise _custom("tool_parameters", "properties must be an object")
+    return parameters
+
+
+def _empty_object_schema() -> dict[str, Any]:
+    return {"type": "object", "properties": {}}
+
+
+part(
+    ToolSpec,
+    {
+        "name": field(TOOL_NAME),
+        "description": field(STRING, ""),
+        "parameters": field(
+            cs.no_info_after_validator_function(_object_schema, OBJECT),
+            factory=_empty_object_schema,
+            description="JSON Schema of the arguments: an object schema",
+        ),
+        "returns": optional(
+            cs.union_schema([STRING, listed(ReturnCaseSpec.schema)]),
+            "what a call returns: text, with {name} filled from the call's arguments and the LVE's prompt "
+            "parameters, or a list of cases chosen by the call's arguments, the first that matches "
+            "(required unless max_tool_steps is 0)",
+        ),
+    },
+)
+
+
 def _tools_named_once(tools: list[ToolSpec]) -> list[ToolSpec]:
     _listed_once([tool.name for tool in tools])
     return tools
@@ -304,82 +484,89 @@ class EnvironmentSpec(Contributed):
     """The environment the LVE's agent acts in: its state (environment/state.json) and the code of its tools
     and checks (environment/*.py), run in the sandbox. Tools without `returns` are its functions."""
 
-    injections: Annotated[
-        dict[ParameterName, str],
-        Field(
+    __slots__ = ()
+    injections: dict[str, str]
+
+
+part(
+    EnvironmentSpec,
+    {
+        "injections": field(
+            cs.dict_schema(PARAMETER_NAME, STRING),
+            factory=dict,
             description="injection vectors: {name: default text}; `{name}` in state.json's strings is "
-            "filled with an instance's value of that name, else the default"
-        ),
-    ] = Field(default_factory=dict)
+            "filled with an instance's value of that name, else the default",
+        )
+    },
+)
 
 
 class TestFile(Contributed):
     """An LVE's test.json."""
 
     __test__ = False  # not a test class, whatever its name
-    model_config = ConfigDict(
-        title="An LVE's test.json",
-        json_schema_extra={
-            "description": "What lvegit validate checks that a schema can say; lvegit validate checks the "
-            "rest (prompt files, parameters against the prompt, custom checkers, the folder's name).",
-            **exactly_one(PROMPT_FORMS),
-        },
-    )
+    __slots__ = ()
 
-    description: Text
-    model: Annotated[Text, Field(description="the model id, e.g. openai/gpt-4o-mini")]
-    checker_args: CheckerArgs
-    prompt: Messages | None = None
-    prompt_file: PromptFile | None = None
-    multi_run_prompt: Annotated[list[RunSpec], Field(min_length=1)] | None = None
-    prompt_parameters: ParameterNames | None = None
-    default_model_args: Annotated[
-        dict[str, Any], Field(description="temperature, top_p, max_tokens, ...")
-    ] = Field(default_factory=dict)
-    tags: list[Tag] = Field(default_factory=list)
-    author: str | None = None
-    impact: (
-        Annotated[
-            ImpactLevel,
-            Field(
-                description="how much harm the LVE does when it reproduces: the weight of its severity "
-                "(default: its severity tag, else medium)"
-            ),
-        ]
-        | None
-    ) = None
-    tools: (
-        Annotated[
-            list[ToolSpec],
-            AfterValidator(_tools_named_once),
-            Field(description="tools the model is offered; their calls are answered with what they return"),
-        ]
-        | None
-    ) = None
-    max_tool_steps: (
-        Annotated[
-            int,
-            Field(
-                ge=0,
-                le=MAX_TOOL_STEPS,
-                description=f"how often one turn's tool calls are answered (default {DEFAULT_TOOL_STEPS}; "
+
+part(
+    TestFile,
+    {
+        "description": field(TEXT),
+        "model": field(TEXT, description="the model id, e.g. openai/gpt-4o-mini"),
+        "checker_args": field(CheckerArgs.schema),
+        "prompt": optional(Messages.schema),
+        "prompt_file": optional(_described(STRING, PROMPT_FILE)),
+        "multi_run_prompt": optional(listed(RunSpec.schema, 1)),
+        "prompt_parameters": optional(PARAMETER_NAMES),
+        "default_model_args": field(OBJECT, factory=dict, description="temperature, top_p, max_tokens, ..."),
+        "tags": field(listed(Tag.schema), factory=list),
+        "author": optional(STRING),
+        "impact": optional(
+            _described(
+                cs.literal_schema(list(IMPACT_LEVELS)),
+                "how much harm the LVE does when it reproduces: the weight of its severity (default: its "
+                "severity tag, else medium)",
+            )
+        ),
+        "tools": optional(
+            _described(
+                cs.no_info_after_validator_function(_tools_named_once, listed(ToolSpec.schema)),
+                "tools the model is offered; their calls are answered with what they return",
+            )
+        ),
+        "max_tool_steps": optional(
+            _described(
+                cs.int_schema(ge=0, le=MAX_TOOL_STEPS),
+                f"how often one turn's tool calls are answered (default {DEFAULT_TOOL_STEPS}; "
                 "0: calls are recorded, never answered)",
-            ),
-        ]
-        | None
-    ) = None
-    environment: (
-        Annotated[
-            EnvironmentSpec,
-            Field(description="the agent's environment: state and tools as code in environment/ (sandboxed)"),
-        ]
-        | None
-    ) = None
+            )
+        ),
+        "environment": optional(
+            # a reference, so that the description is the field's, not the part's
+            cs.definition_reference_schema(
+                EnvironmentSpec.ref,
+                metadata={
+                    "pydantic_js_updates": {
+                        "description": "the agent's environment: state and tools as code in environment/ "
+                        "(sandboxed)"
+                    }
+                },
+            )
+        ),
+    },
+    title="An LVE's test.json",
+    definitions=[EnvironmentSpec.schema],
+    json_schema_extra={
+        "description": "What lvegit validate checks that a schema can say; lvegit validate checks the rest "
+        "(prompt files, parameters against the prompt, custom checkers, the folder's name).",
+        **exactly_one(PROMPT_FORMS),
+    },
+)
 
 
 def _text_object_or_list(value: Any) -> Any:
     if not isinstance(value, str | dict | list):
-        raise PydanticCustomError(
+        raise _custom(
             "response_type", "must be a string, object or list, not {kind}", {"kind": json_type(value)}
         )
     return value
@@ -388,60 +575,79 @@ def _text_object_or_list(value: Any) -> Any:
 class JudgementLine(Contributed):
     """What an LLM judge said about the instance (LLMJudgeChecker): replay reads its answers again."""
 
+    __slots__ = ()
     warn_unknown = False
 
-    judge: str
-    rubric_sha256: str
-    answers: list[str]
-    verdicts: list[bool]
-    categories: list[str] = Field(default_factory=list)
-    verdict: bool
+
+part(
+    JudgementLine,
+    {
+        "judge": field(STRING),
+        "rubric_sha256": field(STRING),
+        "answers": field(listed(STRING)),
+        "verdicts": field(listed(cs.bool_schema())),
+        "categories": field(listed(STRING), factory=list),
+        "verdict": field(cs.bool_schema()),
+    },
+)
 
 
 class EnvironmentRecord(Contributed):
     """An environment LVE's state as an instance records it (JSON, as the environment dumped it)."""
 
-    before: Annotated[dict[str, Any], Field(description="the state before the first tool call")]
-    after: Annotated[dict[str, Any], Field(description="the state after the last tool call")]
+    __slots__ = ()
+
+
+part(
+    EnvironmentRecord,
+    {
+        "before": field(OBJECT, description="the state before the first tool call"),
+        "after": field(OBJECT, description="the state after the last tool call"),
+    },
+)
+RESPONSE_SCHEMA: Final = {
+    "type": ["string", "object", "array"],
+    "description": "the text; {variable: text} for several variables; a list, one per run; in an LVE with "
+    "tools, a turn that used them: {steps: [{content, tool_calls: [{id, name, arguments, result}]}]}",
+}
 
 
 class InstanceLine(Contributed):
     """One line of an LVE's instances/*.jsonl. Keys lvegit does not know are kept as they are."""
 
+    __slots__ = ()
     warn_unknown = False
-    model_config = ConfigDict(title="One line of an LVE's instances/*.jsonl")
 
-    args: Annotated[dict[str, Any], Field(description="prompt parameters and model arguments")] = Field(
-        default_factory=dict
-    )
-    response: Annotated[
-        Any,
-        AfterValidator(_text_object_or_list),
-        WithJsonSchema(
+
+part(
+    InstanceLine,
+    {
+        "args": field(OBJECT, factory=dict, description="prompt parameters and model arguments"),
+        "response": field(
             {
-                "type": ["string", "object", "array"],
-                "description": "the text; {variable: text} for several variables; a list, one per run; "
-                "in an LVE with tools, a turn that used them: {steps: [{content, tool_calls: [{id, name, "
-                "arguments, result}]}]}",
+                **cs.no_info_after_validator_function(_text_object_or_list, cs.any_schema()),
+                "metadata": {"pydantic_js_annotation_functions": [lambda _schema, _handler: RESPONSE_SCHEMA]},
             }
         ),
-    ]
-    passed: Annotated[
-        bool | None,
-        Field(description="the checker's verdict (is_safe); null: invalid (cannot be judged); missing: true"),
-    ] = True
-    environment: Annotated[
-        EnvironmentRecord | None,
-        Field(description="an environment LVE's state before the first tool call and after the last"),
-    ] = None
-    utility: Annotated[
-        bool | None,
-        Field(description="an environment LVE's utility check: the user's task done; null: invalid"),
-    ] = None
-    author: str | None = None
-    judgement: JudgementLine | None = None
-    run_info: dict[str, Any] | None = None
-    prompt_out: Annotated[Any, Field(description="the whole conversation, as recorded")] = None
+        "passed": field(
+            cs.nullable_schema(cs.bool_schema()),
+            True,
+            description="the checker's verdict (is_safe); null: invalid (cannot be judged); missing: true",
+        ),
+        "environment": optional(
+            EnvironmentRecord.schema,
+            "an environment LVE's state before the first tool call and after the last",
+        ),
+        "utility": optional(
+            cs.bool_schema(), "an environment LVE's utility check: the user's task done; null: invalid"
+        ),
+        "author": optional(STRING),
+        "judgement": optional(JudgementLine.schema),
+        "run_info": optional(OBJECT),
+        "prompt_out": field(cs.any_schema(), None, description="the whole conversation, as recorded"),
+    },
+    title="One line of an LVE's instances/*.jsonl",
+)
 
 
 def describe(error: ErrorDetails) -> str:
@@ -474,9 +680,9 @@ def _report(exc: ValidationError, path: str, problems: Problems, line: int | Non
         problems.error(where, describe(error), line)
 
 
-def _unknown_key(key: str, model: type[BaseModel], path: str, problems: Problems, line: int | None) -> None:
-    """A warning for a key `model` does not know, naming the field it may be a typo of."""
-    hint = suggestion(key, list(model.model_fields))
+def _unknown_key(key: str, kind: type[Contributed], path: str, problems: Problems, line: int | None) -> None:
+    """A warning for a key `kind` does not know, naming the field it may be a typo of."""
+    hint = suggestion(key, list(kind.model_fields))
     problems.warning(join_path(path, key), f"unknown key '{key}'{hint}", line)
 
 
@@ -491,24 +697,20 @@ def _warn_unknown(value: Any, path: str, problems: Problems, line: int | None) -
                 _warn_unknown(item, join_path(path, index), problems, line)
     elif isinstance(value, Contributed):
         if value.warn_unknown:
-            for key in value.model_extra or {}:
+            for key in value.__pydantic_extra__ or {}:
                 _unknown_key(key, type(value), path, problems, line)
-        for name in type(value).model_fields:
-            field = getattr(value, name)
-            if isinstance(field, _NESTED):
-                _warn_unknown(field, join_path(path, name), problems, line)
+        for name, field_value in value.__dict__.items():
+            if isinstance(field_value, _NESTED):
+                _warn_unknown(field_value, join_path(path, name), problems, line)
 
 
-@cache
-def _adapter(kind: Any) -> TypeAdapter[Any]:
-    return TypeAdapter(kind)
-
-
-def validated(kind: Any, value: Any, path: str, problems: Problems, line: int | None = None) -> Any | None:
-    """`value` validated as `kind` (a model or an annotated type): the result, or None with its problems
-    reported at `path` (and `line`, for files of several values)."""
+def validated(
+    kind: type[Contributed] | Shape, value: Any, path: str, problems: Problems, line: int | None = None
+) -> Any | None:
+    """`value` validated as `kind` (a part or a shape): the result, or None with its problems reported at
+    `path` (and `line`, for files of several values)."""
     try:
-        result = _adapter(kind).validate_python(value)
+        result = validator(kind).validate_python(value)
     except ValidationError as exc:
         _report(exc, path, problems, line)
         return None
@@ -525,20 +727,21 @@ def read_test_file(data: dict[str, Any], problems: Problems) -> dict[str, Any]:
             _unknown_key(key, TestFile, "", problems, None)
     _placeholder_problems(data, "", problems)
     values: dict[str, Any] = {}
-    # the defaults made by a factory given here: pydantic inspects a factory's signature on every use
-    test_file = TestFile.model_construct(default_model_args={}, tags=[])
-    for name, info in fields.items():
+    test_file = TestFile.__new__(TestFile)
+    test_file.__pydantic_extra__, test_file.__pydantic_fields_set__ = None, set()
+    required = TestFile.required()
+    for name in fields:
         if name not in data:
-            if info.is_required():
+            if name in required:
                 problems.error(name, "required field is missing")
             continue
         try:
-            # The model's own validation of this one field (as when a field of a model is assigned).
-            TestFile.__pydantic_validator__.validate_assignment(test_file, name, data[name])
+            # The part's own validation of this one field (as when a field of a model is assigned).
+            validator(TestFile).validate_assignment(test_file, name, data[name])
         except ValidationError as exc:
             _report(exc, "", problems, None)
             continue
-        values[name] = getattr(test_file, name)
+        values[name] = test_file.__dict__[name]
         _warn_unknown(values[name], name, problems, None)
     tags = data.get("tags")
     for index, tag in enumerate(tags if isinstance(tags, list) else []):
@@ -565,9 +768,12 @@ def _placeholder_problems(value: Any, path: str, problems: Problems) -> None:
             _placeholder_problems(child, join_path(path, index), problems)
 
 
-def json_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """A model's JSON Schema (draft 2020-12), as `lvegit schema` prints it."""
-    return {"$schema": DRAFT, **model.model_json_schema()}
+def json_schema(kind: type[Contributed]) -> dict[str, Any]:
+    """A part's JSON Schema (draft 2020-12), as `lvegit schema` prints it (written by pydantic's generator,
+    imported here only)."""
+    from pydantic.json_schema import GenerateJsonSchema
+
+    return {"$schema": DRAFT, **GenerateJsonSchema(by_alias=True).generate(kind.schema)}
 
 
 def parse_message(value: Any, path: str, problems: Problems, line: int | None = None) -> Message | None:

@@ -248,7 +248,7 @@ def _build(repo: Repository, lve_dir: Path, rel: str, data: dict[str, Any], prob
         checker_args=checker.arguments if checker else {},
         prompt_parameters=values.get("prompt_parameters") or [],
         default_model_args=values.get("default_model_args", {}),
-        tags=[tag.model_dump() for tag in values.get("tags", [])],
+        tags=[tag.as_dict() for tag in values.get("tags", [])],
         author=values.get("author"),
         impact=values.get("impact"),
         tools={spec.name: spec.as_tool() for spec in values.get("tools") or []},

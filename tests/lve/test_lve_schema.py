@@ -32,7 +32,7 @@ def test_a_good_file_has_no_problems_and_typed_values() -> None:
     assert values["checker_args"].checker_name == "RegexChecker"
     assert values["checker_args"].arguments == {"pattern": "x", "match_safe": False}
     assert [m.content for m in values["prompt"]] == ["Compute {a} + {b}."]
-    TestFile.model_validate(GOOD)  # the same model, validated whole, agrees
+    TestFile.validate(GOOD)  # the same model, validated whole, agrees
 
 
 def test_every_bad_field_is_named_and_the_rest_stay_usable() -> None:
@@ -65,7 +65,7 @@ def test_every_bad_field_is_named_and_the_rest_stay_usable() -> None:
     ]
     assert sorted(values) == ["checker_args", "model"]
     with pytest.raises(ValidationError):
-        TestFile.model_validate(bad)
+        TestFile.validate(bad)
 
 
 def test_missing_fields_wrong_types_and_prompt_forms() -> None:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from lvegit.base.errors import CheckerError, InvalidValue
 from lvegit.checkers.base import INLINE, BaseChecker, CheckerNeeds, MultiRunBaseChecker
+from lvegit.checkers.numbers import normalize_number
 from lvegit.checkers.safe_lambda import compile_lambda
 from lvegit.checkers.safe_regex import compile_pattern, parse_flags, search
 from lvegit.lve.tools import argument_text
@@ -67,26 +67,6 @@ class LambdaChecker(_FuncVerdict):
 
 class MultiRunLambdaChecker(_FuncVerdict, MultiRunBaseChecker):
     """Safe when `func(responses, **param_values)` is true; responses holds one entry per run."""
-
-
-_SEPARATORS = re.compile(r"(?<=\d)[,\s_'\u00a0\u202f\u2009](?=\d{3}(\D|$))")
-
-
-def normalize_number(value: Any) -> Decimal | None:
-    """A number written as `1,234.50`, `1 234`, `1e3`, ` 42 ` or `42.0`; None when it is not one."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float | Decimal):
-        return Decimal(str(value))
-    if not isinstance(value, str):
-        return None
-    text = value.strip().rstrip(".")
-    text = _SEPARATORS.sub("", text)
-    try:
-        number = Decimal(text)
-    except InvalidOperation:
-        return None
-    return number if number.is_finite() else None
 
 
 class NumberChecker(BaseChecker):

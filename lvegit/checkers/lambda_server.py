@@ -13,7 +13,7 @@ from typing import Any
 
 import regex  # noqa: F401  # imported before the launcher forks a worker: lambdas' `re` is regex (see safe_regex)
 
-from lvegit.checkers.core import normalize_number
+from lvegit.checkers.numbers import normalize_number
 from lvegit.checkers.safe_lambda import compile_lambda
 
 FLUSH_SECONDS = 0.001

@@ -41,19 +41,27 @@ from typing import IO, TYPE_CHECKING, Any
 
 from lvegit.base.errors import CheckerError, CheckerUnavailable
 from lvegit.checkers import lambda_server
-from lvegit.checkers.base import BaseChecker, MultiRunBaseChecker
 from lvegit.checkers.channel import receive, send
-from lvegit.checkers.custom import load_custom_checker
-from lvegit.checkers.hub import HubRequests
-from lvegit.lve.prompt import Message
 from lvegit.sandbox import landlock, privileges, probe, seccomp, view
 from lvegit.sandbox.privileges import Limits
 
 if TYPE_CHECKING:
     from lvegit.checkers import environment_server
+    from lvegit.checkers.base import BaseChecker
+    from lvegit.lve.prompt import Message
+
+
+def load_checker_machinery() -> None:
+    """What a custom checker's worker runs on (loading checker code, the hub's guard), imported by the
+    launcher when it forks the first such worker, for it and every later one: a run of lvegit's own
+    checkers (lambda workers only) never pays for it. A forked worker finds it loaded (what it may import
+    once confined is not for it to find out)."""
+    from lvegit.checkers import base, custom, hub  # noqa: F401
 
 
 def _messages(data: list[dict[str, Any]]) -> list[Message]:
+    from lvegit.lve.prompt import Message  # loaded: load_checker_machinery
+
     return [Message.from_json(message) for message in data]
 
 
@@ -78,6 +86,8 @@ class Server:
         self.refusal = refusal
         self.checkers: list[BaseChecker] = []
         self.world: environment_server.Environment | None = None
+        from lvegit.checkers.hub import HubRequests  # the launcher loaded it (load_checker_machinery)
+
         self.hub = HubRequests()
         self.hub.install()  # before any contributed code runs
 
@@ -85,8 +95,12 @@ class Server:
         if self.refusal is not None:
             raise CheckerError(self.refusal)
         sources = {str(name): str(text) for name, text in dict(request["sources"]).items()}
+        from lvegit.checkers.custom import load_custom_checker  # loaded: load_checker_machinery
+
         cls = load_custom_checker(self.lve_dir, request["class_name"], sources)
         self.checkers.append(cls(**request["args"]))
+        from lvegit.checkers.base import MultiRunBaseChecker  # loaded: load_checker_machinery
+
         return {"id": len(self.checkers) - 1, "multi_run": isinstance(self.checkers[-1], MultiRunBaseChecker)}
 
     def environment(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -126,6 +140,8 @@ class Server:
     def check(self, request: dict[str, Any]) -> dict[str, Any]:
         checker = self.checkers[request["id"]]
         if request.get("runs"):
+            from lvegit.checkers.base import MultiRunBaseChecker  # loaded: load_checker_machinery
+
             assert isinstance(checker, MultiRunBaseChecker)
             prompts_in = [_messages(p) for p in request["prompt_in"]]
             prompts_out = [_messages(p) for p in request["prompt_out"]]
@@ -363,6 +379,8 @@ def launch(namespaces: bool) -> None:
                 elif len(descriptors) != 3:
                     send(control, {"error": f"expected 3 descriptors, got {len(descriptors)}"})
                 else:
+                    if message.get("server") != "lambdas":
+                        load_checker_machinery()
                     keep_out = [control.fileno(), wake_read, wake_write, selector.fileno()]
                     pid = _fork_worker(message, descriptors, keep_out, namespaces, seccomp_filter)
                     children.add(pid)

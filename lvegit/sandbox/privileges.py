@@ -8,7 +8,6 @@ from __future__ import annotations
 import ctypes
 import os
 import resource
-import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -78,7 +77,8 @@ def set_dumpable(dumpable: bool) -> None:
 
 
 def new_worker_uid() -> int:
-    return WORKER_UID_BASE + secrets.randbelow(WORKER_UID_SPAN)
+    # os.urandom, not secrets: secrets loads OpenSSL (through hmac) into every launcher for this one number
+    return WORKER_UID_BASE + int.from_bytes(os.urandom(8), "big") % WORKER_UID_SPAN
 
 
 def become(uid: int, scratch: str) -> None:

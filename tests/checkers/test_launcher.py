@@ -81,3 +81,22 @@ def test_a_worker_nobody_closed_leaves_no_scratch_folder(tmp_path: Path) -> None
     del worker
     gc.collect()
     assert not scratch.exists()
+
+
+def test_a_launcher_for_lambdas_loads_no_custom_checker_machinery() -> None:
+    """The launcher's own code (what every worker it forks starts with) leaves out what custom checkers run
+    on; it loads that when it forks the first custom checker's worker (worker.load_checker_machinery)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "import lvegit.checkers.worker as worker\n"
+        "machinery = ('lvegit.checkers.custom', 'lvegit.checkers.hub', 'lvegit.checkers.base')\n"
+        "print([name in sys.modules for name in machinery])\n"
+        "worker.load_checker_machinery()\n"
+        "print([name in sys.modules for name in machinery])\n"
+    )
+    result = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, check=True)
+    assert result.stdout.splitlines() == ["[False, False, False]", "[True, True, True]"]
+

@@ -27,15 +27,12 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from lvegit.base import processes
 from lvegit.base.errors import CheckerError
 from lvegit.checkers.channel import receive, send
 from lvegit.checkers.model_stack import hub_cache
-from lvegit.lve.repo import CHECKER_DIR
 from lvegit.sandbox import bwrap, privileges, view
 
 # Hub libraries stay offline inside the sandbox (it has no network; a checker loads only cached models).
@@ -206,23 +203,30 @@ def launcher() -> Launcher:
         return _LAUNCHERS[key]
 
 
+def launcher_ready() -> bool:
+    """Whether a launcher has said hello and serves (one still starting is not ready): whoever would wait
+    for it may do other work first."""
+    return any(running.alive for running in list(_LAUNCHERS.values()))
+
+
+_SOON: list[threading.Thread] = []  # the thread that starts the launcher, once asked
+_SOON_LOCK = threading.Lock()  # not _STARTING: a start holds that until the launcher says hello
+
+
 def start_launcher_soon() -> None:
-    """Start the launcher on a thread of its own, so that its start overlaps with other work. A failure
-    to start is not reported here: the first worker asked for tries again and reports it."""
+    """Start the launcher on a thread of its own, so that its start overlaps with other work (once: a start
+    under way or done is not repeated). A failure to start is not reported here: the first worker asked
+    for tries again and reports it."""
 
     def start() -> None:
         with contextlib.suppress(Exception):
             launcher()
 
-    threading.Thread(target=start, name="lvegit-launcher-start", daemon=True).start()
-
-
-def start_launcher_for(lve_dirs: Iterable[Path]) -> None:
-    """Start the launcher now when one of these LVEs has a checker folder, where a custom checker lives:
-    it then starts while lvegit loads the rest of its code, instead of after. A folder whose test.json
-    names one of lvegit's own checkers only costs a process that nobody asks for a worker."""
-    if any((lve_dir / CHECKER_DIR).is_dir() for lve_dir in lve_dirs):
-        start_launcher_soon()
+    with _SOON_LOCK:
+        if _SOON and (_SOON[0].is_alive() or _LAUNCHERS):
+            return
+        _SOON[:] = [threading.Thread(target=start, name="lvegit-launcher-start", daemon=True)]
+    _SOON[0].start()
 
 
 def close_launchers() -> None:

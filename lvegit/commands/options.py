@@ -257,9 +257,12 @@ class Selection:
             return [repo.root / path for path in changes.changed if (repo.root / path).is_dir()]
         if self.base is not None or self.head is not None:
             raise UsageError("--base and --head choose what --changed compares: add --changed")
-        from lvegit.lve.ids import resolve_ids
+        paths = list(self.paths)
+        if paths:  # an LVE id (LVE-2026-0042) names its folder
+            from lvegit.lve.ids import resolve_ids
 
-        return repo.select(resolve_ids(repo, list(self.paths)), self.all_lves, self.skip_other_files)
+            paths = resolve_ids(repo, paths)
+        return repo.select(paths, self.all_lves, self.skip_other_files)
 
 
 def current_settings() -> Settings:

@@ -96,9 +96,9 @@ def check_stream(
     if len(settled) == len(lve_dirs):  # nothing to judge: no checker, not even its code, is loaded
         yield from settled.items()
         return
-    from lvegit.checkers.launcher import start_launcher_for
+    from lvegit.judge.launching import start_launcher_for
 
-    start_launcher_for(d for d in lve_dirs if d not in settled)  # before the checkers' code loads
+    start_launcher_for(repo, (d for d in lve_dirs if d not in settled))  # before the checkers' code loads
     from lvegit.judge import replay, validate
 
     def here(lve_dir: Path) -> Judging[LVECheck]:

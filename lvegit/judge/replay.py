@@ -20,16 +20,14 @@ from lvegit.base import processes
 from lvegit.base.collector import collecting_less
 from lvegit.base.errors import CheckerUnavailable, LvegitError
 from lvegit.base.settings import CacheSettings, current
-from lvegit.checkers.custom import read_checker_sources
 from lvegit.checkers.lambda_worker import judge_batched
-from lvegit.checkers.launcher import start_launcher_soon
+from lvegit.checkers.launcher import launcher_ready, start_launcher_soon
 from lvegit.checkers.llm_judge import ModelJudge
 from lvegit.checkers.model_stack import classifier_missing, model_identity, stack_environment
 from lvegit.checkers.registry import CheckerFactory, needs_of, substitute_args
-from lvegit.git.vcs import git_passing
 from lvegit.judge.cache import Outcome, VerdictCache
 from lvegit.judge.conversation import judge, prompts_to_send, recorded_pairs
-from lvegit.judge.environment import replay_environment
+from lvegit.judge.launching import needs_launcher
 from lvegit.judge.results import ReplayResult, Status
 from lvegit.lve.environment import environment_folder
 from lvegit.lve.instances import Instance
@@ -64,6 +62,8 @@ def checker_identity(lve: LVE) -> str:
     """Everything about an LVE's checker that decides verdicts and is the same for all its instances."""
     identity: dict[str, Any] = {"lvegit": __version__, "checker": lve.checker_name}
     if needs_of(lve.checker_name).runs == "sandbox":
+        from lvegit.checkers.custom import read_checker_sources  # custom checkers' code: where there is one
+
         identity["sources"] = read_checker_sources(lve.dir)
     else:
         identity["model"] = model_identity(lve.checker_name, lve.checker_args)
@@ -139,6 +139,8 @@ def _replaying(
                 if lve.environment is None or not needs_of(lve.checker_name).environment:
                     verdict = yield partial(judge, lve, checker, pairs, params)
             if lve.environment is not None:
+                from lvegit.judge.environment import replay_environment  # environment LVEs' only
+
                 conversation = (pairs or recorded_pairs(lve, params, instance.response))[0][1]
                 verdict, differs = replay_environment(
                     lve, factory.environment, params, conversation, instance.data, verdict
@@ -377,6 +379,8 @@ def _judge_elsewhere(
         str(repo.root),
     ]
     arguments += [os.path.abspath(lve_dir) for lve_dir in lve_dirs]
+    from lvegit.git.vcs import git_passing  # only where LVEs are judged in other processes
+
     environment = processes.environment([*stack_environment(), *git_passing()])
     return processes.start(
         processes.lvegit_command("lvegit", *arguments),
@@ -436,12 +440,6 @@ def judge_stream(
                 position += 1
 
 
-def _needs_launcher(checker_name: str) -> bool:
-    """Whether the checker's verdicts are judged in sandboxed workers, which the launcher starts."""
-    needs = needs_of(checker_name)
-    return needs.runs == "sandbox" or needs.lambda_batches
-
-
 def _judge_stream(
     repo: Repository,
     lve_dirs: list[Path],
@@ -457,7 +455,7 @@ def _judge_stream(
     for lve_dir in lve_dirs:
         if not settled(lve_dir):
             checkers[lve_dir] = named = named_checker(repo, lve_dir)
-            if not launching and named is not None and _needs_launcher(named[0]):
+            if not launching and needs_launcher(lve_dir, named):
                 start_launcher_soon()  # now, not once every test.json is read: the first LVE may need it
                 launching = True
     by_stack: dict[str, list[Path]] = {}
@@ -476,8 +474,6 @@ def _judge_stream(
         d for d in local if (d in needs and needs[d].runs == "sandbox") or environment_folder(d).is_dir()
     }
     lambdas = deque(d for d in local if d in needs and needs[d].lambda_batches and d not in custom)
-    if (custom or lambdas) and not launching:
-        start_launcher_soon()
     batched = set(lambdas)
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(custom)))) as pool:
         waiting = {d: pool.submit(lambda d: judge_alone(here(d)), d) for d in local if d in custom}
@@ -485,6 +481,13 @@ def _judge_stream(
         judged: dict[Path, Judged] = {}
 
         def judge_next() -> None:
+            if lambdas and in_process[0] == lambdas[0] and not launcher_ready():
+                # The lambdas' worker is still starting: an LVE that needs none is judged meanwhile.
+                ahead = next((d for d in in_process if d not in batched), None)
+                if ahead is not None:
+                    in_process.remove(ahead)
+                    judged[ahead] = judge_alone(here(ahead))
+                    return
             lve_dir = in_process.popleft()
             if lve_dir not in batched:
                 judged[lve_dir] = judge_alone(here(lve_dir))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import shutil
 import signal
 import threading
 from pathlib import Path
@@ -100,3 +101,37 @@ def test_a_launcher_for_lambdas_loads_no_custom_checker_machinery() -> None:
     result = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, check=True)
     assert result.stdout.splitlines() == ["[False, False, False]", "[True, True, True]"]
 
+
+def test_asking_for_the_launcher_again_while_it_starts_does_not_wait_for_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """start_launcher_soon is asked by several stages of a check; a start under way is not repeated and
+    does not hold up whoever asks again (it once held the lock the start holds until its hello)."""
+    import lvegit.checkers.launcher as launcher_module
+
+    release, started = threading.Event(), threading.Event()
+    made: list[str] = []
+
+    class SlowLauncher:
+        alive = True
+
+        def __init__(self, executable: str, scratch: str, hub: str) -> None:
+            made.append(scratch)
+            started.set()
+            release.wait(30)
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(launcher_module, "Launcher", SlowLauncher)
+    monkeypatch.setattr(launcher_module, "_LAUNCHERS", {})
+    monkeypatch.setattr(launcher_module, "_SOON", [])
+    launcher_module.start_launcher_soon()
+    assert started.wait(30)
+    launcher_module.start_launcher_soon()  # returns although the first start is still under way
+    assert not launcher_module.launcher_ready() and len(made) == 1
+    release.set()
+    launcher_module._SOON[0].join(30)
+    assert launcher_module.launcher_ready() and len(made) == 1
+    for scratch in made:
+        shutil.rmtree(scratch, ignore_errors=True)

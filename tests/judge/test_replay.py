@@ -214,6 +214,37 @@ def test_an_instance_line_fills_a_regex_only_literally(repo: RepoBuilder) -> Non
     ]
 
 
+def test_while_the_launcher_starts_lves_that_need_no_worker_are_judged_first(
+    repo: RepoBuilder, monkeypatch: Any
+) -> None:
+    """The lambdas' worker comes from the launcher, a process that takes a tenth of a second to start: the
+    LVEs judged in lvegit's own process are judged meanwhile, and the results still come in order."""
+    import lvegit.judge.replay as replay
+    from lvegit.judge.replay import Elsewhere, judge_stream, replaying_lve
+
+    regex = {"checker_args": {"checker_name": "RegexChecker", "pattern": "3", "match_safe": True}}
+    dirs = [
+        repo.lve("a/lambda", instances={"i.jsonl": [instance("3", True, a=1, b=2)]}),
+        repo.lve("b/regex", regex, instances={"i.jsonl": [instance("3", True, a=1, b=2)]}),
+        repo.lve("c/lambda", instances={"i.jsonl": [instance("3", True, a=1, b=2)]}),
+    ]
+    root = Repository(repo.root.resolve())
+    nowhere: Elsewhere[list[ReplayResult]] = Elsewhere([], dict, lambda _lve_dir, _reason: [])
+    judged: list[str] = []
+
+    def here(lve_dir: Path) -> Any:
+        judged.append(root.relative(lve_dir).split("/")[2])
+        return (yield from replaying_lve(root, lve_dir))
+
+    for ready, order in ((False, ["regex", "lambda", "lambda"]), (True, ["lambda", "lambda", "regex"])):
+        monkeypatch.setattr(replay, "launcher_ready", lambda ready=ready: ready)
+        judged.clear()
+        streamed = list(judge_stream(root, dirs, None, here, nowhere))
+        assert judged == order
+        assert [lve_dir for lve_dir, _results in streamed] == dirs
+        assert [r.status for _d, results in streamed for r in results] == ["reproduced"] * 3
+
+
 def test_lambda_lves_are_judged_together_in_one_batch_in_the_order_asked(
     repo: RepoBuilder, monkeypatch: Any
 ) -> None:

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from lvegit.base.errors import CheckerError
 from lvegit.base.files import FileProblem
-from lvegit.checkers.custom import read_custom_classes
 from lvegit.checkers.registry import (
     BUILTIN_NAMES,
     CheckerFactory,
@@ -137,6 +136,8 @@ def _checker_signature(lve: LVE, problems: Problems) -> tuple[Signature, bool | 
     cls = builtin_checker(name)
     if cls is not None:
         return builtin_signature(name), builtin_is_multi_run(cls)
+    from lvegit.checkers.custom import read_custom_classes  # a custom checker's: where one is named
+
     try:
         custom = read_custom_classes(lve.dir)
     except FileProblem as exc:

@@ -5,7 +5,6 @@ routed at all is known here, so that validation can say so without the models la
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -56,6 +55,8 @@ def routing_table(root: Path, read: Reader | None = None) -> tuple[dict[str, Any
 
 
 def _parse(name: str, text: str) -> dict[str, Any]:
+    import tomllib  # only where a routing file or pyproject.toml is there to read
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -203,12 +203,6 @@ def launcher() -> Launcher:
         return _LAUNCHERS[key]
 
 
-def launcher_ready() -> bool:
-    """Whether a launcher has said hello and serves (one still starting is not ready): whoever would wait
-    for it may do other work first."""
-    return any(running.alive for running in list(_LAUNCHERS.values()))
-
-
 _SOON: list[threading.Thread] = []  # the thread that starts the launcher, once asked
 _SOON_LOCK = threading.Lock()  # not _STARTING: a start holds that until the launcher says hello
 
@@ -227,6 +221,12 @@ def start_launcher_soon() -> None:
             return
         _SOON[:] = [threading.Thread(target=start, name="lvegit-launcher-start", daemon=True)]
     _SOON[0].start()
+
+
+def launcher_starting() -> bool:
+    """Whether a start asked for by start_launcher_soon is under way: whoever would wait for the launcher
+    may do other work first (once it has started, or failed to, there is nothing to wait for)."""
+    return bool(_SOON) and _SOON[0].is_alive()
 
 
 def close_launchers() -> None:

@@ -21,7 +21,7 @@ from lvegit.base.collector import collecting_less
 from lvegit.base.errors import CheckerUnavailable, LvegitError
 from lvegit.base.settings import CacheSettings, current
 from lvegit.checkers.lambda_worker import judge_batched
-from lvegit.checkers.launcher import launcher_ready, start_launcher_soon
+from lvegit.checkers.launcher import launcher_starting, start_launcher_soon
 from lvegit.checkers.llm_judge import ModelJudge
 from lvegit.checkers.model_stack import classifier_missing, model_identity, stack_environment
 from lvegit.checkers.registry import CheckerFactory, needs_of, substitute_args
@@ -481,7 +481,7 @@ def _judge_stream(
         judged: dict[Path, Judged] = {}
 
         def judge_next() -> None:
-            if lambdas and in_process[0] == lambdas[0] and not launcher_ready():
+            if lambdas and in_process[0] == lambdas[0] and launcher_starting():
                 # The lambdas' worker is still starting: an LVE that needs none is judged meanwhile.
                 ahead = next((d for d in in_process if d not in batched), None)
                 if ahead is not None:

@@ -129,9 +129,10 @@ def test_asking_for_the_launcher_again_while_it_starts_does_not_wait_for_it(
     launcher_module.start_launcher_soon()
     assert started.wait(30)
     launcher_module.start_launcher_soon()  # returns although the first start is still under way
-    assert not launcher_module.launcher_ready() and len(made) == 1
+    assert launcher_module.launcher_starting() and len(made) == 1
     release.set()
     launcher_module._SOON[0].join(30)
-    assert launcher_module.launcher_ready() and len(made) == 1
+    assert not launcher_module.launcher_starting() and len(made) == 1
+    assert next(iter(launcher_module._LAUNCHERS.values())).alive
     for scratch in made:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -236,8 +236,8 @@ def test_while_the_launcher_starts_lves_that_need_no_worker_are_judged_first(
         judged.append(root.relative(lve_dir).split("/")[2])
         return (yield from replaying_lve(root, lve_dir))
 
-    for ready, order in ((False, ["regex", "lambda", "lambda"]), (True, ["lambda", "lambda", "regex"])):
-        monkeypatch.setattr(replay, "launcher_ready", lambda ready=ready: ready)
+    for starting, order in ((True, ["regex", "lambda", "lambda"]), (False, ["lambda", "lambda", "regex"])):
+        monkeypatch.setattr(replay, "launcher_starting", lambda starting=starting: starting)
         judged.clear()
         streamed = list(judge_stream(root, dirs, None, here, nowhere))
         assert judged == order

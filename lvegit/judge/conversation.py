@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lvegit.base.errors import CheckerError, LVEError, LvegitError
 from lvegit.checkers import BaseChecker, MultiRunBaseChecker
@@ -23,7 +23,9 @@ from lvegit.lve.prompt import (
 )
 from lvegit.lve.spec import LVE
 from lvegit.lve.tools import World, answered_step, unique_calls
-from lvegit.models.base import Completion
+
+if TYPE_CHECKING:
+    from lvegit.models.base import Completion  # the model's answers: only live runs make them
 
 Pair = tuple[list[Message], list[Message]]  # (prompt as sent, conversation with the responses)
 

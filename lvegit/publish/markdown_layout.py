@@ -57,17 +57,20 @@ def layout(lines: list[str], first: int = 0) -> Layout:
     return Layout(verbatim, frozenset(paragraphs), frozenset(html))
 
 
-def html_markers(text: str, marker: str) -> list[tuple[int, int]]:
-    """Where `marker` opens a line of an HTML block (after spaces or a quote's `>`): its offsets in `text`,
-    each with its line number (1-based). A marker in a code block or inside a line of text is the author's
-    text, not a marker."""
+def html_markers(text: str, *markers: str) -> list[list[tuple[int, int]]]:
+    """For each of `markers`, where it opens a line of an HTML block (after spaces or a quote's `>`): its
+    offsets in `text`, each with its line number (1-based); the text is read once for all of them. A marker
+    in a code block or inside a line of text is the author's text, not a marker."""
     lines = split_lines(text)
     html = layout(lines).html
-    found, offset = [], 0
+    found: list[list[tuple[int, int]]] = [[] for _marker in markers]
+    offset = 0
     for number, line in enumerate(lines):
-        column = line.find(marker)
-        if number in html and column >= 0 and not line[:column].strip(" \t>"):
-            found.append((offset + column, number + 1))
+        if number in html:
+            for places, marker in zip(found, markers, strict=True):
+                column = line.find(marker)
+                if column >= 0 and not line[:column].strip(" \t>"):
+                    places.append((offset + column, number + 1))
         offset += len(line)
     return found
 

@@ -374,7 +374,7 @@ def refreshed(text: str | None, title: str, values: Fields) -> str:
     generated = section(values)
     if text is None:
         return f"# {title}\n\n{generated}\n"
-    starts, ends = html_markers(text, START), html_markers(text, END)
+    starts, ends = html_markers(text, START, END)
     if starts:
         start, line = starts[0]
         end = next((offset for offset, _line in ends if offset > start), None)

@@ -64,11 +64,14 @@ STRING: Final = cs.str_schema()
 OBJECT: Final = cs.dict_schema(cs.str_schema(), cs.any_schema())
 
 
-def _described(schema: CoreSchema, description: str | None) -> CoreSchema:
+def _description(text: str | None) -> dict[str, Any] | None:
+    """The metadata that gives a schema or a field the description its JSON Schema shows."""
+    return {"pydantic_js_updates": {"description": text}} if text else None
+
+
+def _described(schema: CoreSchema, description: str) -> CoreSchema:
     """`schema` with the description its JSON Schema shows."""
-    if description is None:
-        return schema
-    return {**schema, "metadata": {"pydantic_js_updates": {"description": description}}}
+    return {**schema, "metadata": _description(description)}
 
 
 def field(
@@ -84,8 +87,7 @@ def field(
         schema = cs.with_default_schema(schema, default_factory=factory)
     elif default is not _REQUIRED:
         schema = cs.with_default_schema(schema, default=default, validate_default=validate_default or None)
-    described = {"pydantic_js_updates": {"description": description}} if description else None
-    return cs.model_field(schema, metadata=described)
+    return cs.model_field(schema, metadata=_description(description))
 
 
 def optional(schema: CoreSchema, description: str | None = None) -> cs.ModelField:
@@ -111,8 +113,8 @@ def given(part: Contributed, forms: tuple[str, ...]) -> list[str]:
 class Contributed:
     """A part of a contributed file, validated: its fields as attributes, its unknown keys kept in
     `model_extra` (pydantic-core fills the slots); `warn_unknown` says whether lvegit warns about them
-    (a checker's arguments and an instance's extra keys are no typos). A subclass declares its `fields`
-    and is made a part by `part`."""
+    (a checker's arguments and an instance's extra keys are no typos). A subclass annotates its fields for
+    the type checker; `part` gives it their schemas."""
 
     __slots__ = ("__dict__", "__pydantic_extra__", "__pydantic_fields_set__", "__pydantic_private__")
     __pydantic_extra__: dict[str, Any] | None
@@ -545,12 +547,9 @@ part(
             # a reference, so that the description is the field's, not the part's
             cs.definition_reference_schema(
                 EnvironmentSpec.ref,
-                metadata={
-                    "pydantic_js_updates": {
-                        "description": "the agent's environment: state and tools as code in environment/ "
-                        "(sandboxed)"
-                    }
-                },
+                metadata=_description(
+                    "the agent's environment: state and tools as code in environment/ (sandboxed)"
+                ),
             )
         ),
     },

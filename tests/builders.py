@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -403,13 +404,16 @@ def nest_folders(folder: Path, depth: int) -> Path:
 
 def remove_nested(top: Path) -> None:
     """Remove `top` and everything below it, deepest first, without recursion."""
-    from lvegit.base.files import walk
+    from lvegit.sandbox.scratch import remove_tree
 
-    found = list(walk(top))
-    for folder, _folders, others in reversed(found):
-        for name in others:
-            (folder / name).unlink()
-        folder.rmdir()
+    assert remove_tree(str(top)) is None
+
+
+def fill(disk: Path) -> None:
+    """Write into `disk` until it is full (a checker's worst)."""
+    with contextlib.suppress(OSError), (disk / "filler").open("ab", buffering=0) as handle:
+        while True:
+            handle.write(b"\0" * 4096)
 
 
 def _write(path: Path, content: str | bytes) -> None:

@@ -25,7 +25,6 @@ import dataclasses
 import json
 import os
 import selectors
-import shutil
 import tempfile
 import threading
 import time
@@ -39,6 +38,7 @@ from lvegit.checkers.budget import command_budget, exhausted, verdict_lve
 from lvegit.checkers.launcher import Launcher, launcher
 from lvegit.sandbox.privileges import Limits
 from lvegit.sandbox.refusal import unconfined_refusal
+from lvegit.sandbox.scratch import remove_tree
 
 if TYPE_CHECKING:  # asyncio only where a live run awaits the worker: replay and check do not load it
     import asyncio
@@ -153,7 +153,7 @@ class LambdaWorker:
         self._launcher.wait(self.pid)
         self.pid = None
         if self._workdir is not None:
-            shutil.rmtree(self._workdir, ignore_errors=True)
+            remove_tree(self._workdir)
             self._workdir = None
         assert self._selector is not None
         self._selector.close()

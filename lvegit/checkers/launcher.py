@@ -21,7 +21,6 @@ import atexit
 import concurrent.futures
 import contextlib
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -33,7 +32,7 @@ from lvegit.base import processes
 from lvegit.base.errors import CheckerError
 from lvegit.checkers.channel import receive, send
 from lvegit.checkers.model_stack import hub_cache
-from lvegit.sandbox import bwrap, privileges, view
+from lvegit.sandbox import bwrap, privileges, scratch, view
 
 # Hub libraries stay offline inside the sandbox (it has no network; a checker loads only cached models).
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
@@ -169,7 +168,7 @@ class Launcher:
     def close(self) -> None:
         """End the launcher at once (its workers die with it), even one that is still starting."""
         self._stop()
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        scratch.remove_root(self.scratch)
 
 
 _LAUNCHERS: dict[tuple[str, str], Launcher] = {}
@@ -191,14 +190,12 @@ def launcher() -> Launcher:
             running.close()
         if not _LAUNCHERS:
             atexit.register(close_launchers)
-        # Every worker's scratch folder lives in it; a worker that becomes a uid of its own must pass.
-        scratch = tempfile.mkdtemp(prefix="lvegit-sandbox-")
-        os.chmod(scratch, 0o711)
+        folder = scratch.make_root()  # every worker's scratch folder lives in it
         try:
             # bwrap's --die-with-parent follows the thread that starts it: one that lives as long as lvegit
-            _LAUNCHERS[key] = _STARTER.submit(Launcher, executable, scratch, key[1]).result()
+            _LAUNCHERS[key] = _STARTER.submit(Launcher, executable, folder, key[1]).result()
         except BaseException:
-            shutil.rmtree(scratch, ignore_errors=True)
+            scratch.remove_root(folder)
             raise
         return _LAUNCHERS[key]
 

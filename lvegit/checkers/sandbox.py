@@ -15,7 +15,6 @@ import importlib.util
 import json
 import os
 import selectors
-import shutil
 import signal
 import tempfile
 import time
@@ -34,6 +33,7 @@ from lvegit.checkers.model_stack import hub_cache
 from lvegit.lve.prompt import Message
 from lvegit.sandbox.privileges import Limits
 from lvegit.sandbox.refusal import unconfined_refusal
+from lvegit.sandbox.scratch import remove_tree
 
 MAX_MESSAGE_CHARS = 2_000
 
@@ -85,7 +85,7 @@ class CheckerWorker:
         self._launcher = launcher()
         self._workdir = tempfile.mkdtemp(prefix="worker-", dir=self._launcher.scratch)
         # Removed by close, or when a worker nobody closed is collected or the process exits.
-        self._remove_workdir = weakref.finalize(self, shutil.rmtree, self._workdir, ignore_errors=True)
+        self._remove_workdir = weakref.finalize(self, remove_tree, self._workdir)
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker
         self._buffer = b""
         try:  # sent with each build: the repository is not in the sandbox's view

@@ -1,0 +1,200 @@
+"""The scratch folders of sandboxed workers: one per launcher under the temporary folder, locked while its
+lvegit process lives, removed whatever a checker left in it, and swept by the next lvegit that starts a
+launcher where a killed one (SIGKILL, a runner that stopped) could not remove its own.
+
+Removal never recurses (a checker nested folders 2,500 deep: Python 3.11's rmtree raised RecursionError,
+which it does not pass to ignore_errors) and is not stopped by the modes a checker gave its folders (made
+with mode 0o300, which its owner cannot list): each folder is made its owner's 0700 before it is read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import stat
+import tempfile
+
+PREFIX = "lvegit-sandbox-"
+LOCK_SUFFIX = ".lock"
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_HELD: dict[str, int] = {}  # this process's scratch folders: their locks' descriptors (flock held)
+
+
+def _open_folder(name: str, parent: int) -> int:
+    """A descriptor of the folder `name` in `parent`, made readable, writable and passable by its owner
+    (root passes every mode). Its mode is changed through a descriptor of the folder itself, never
+    through a name that a link could have taken the place of."""
+    try:
+        descriptor = os.open(name, _FOLDER, dir_fd=parent)
+    except PermissionError:
+        found = os.open(name, os.O_PATH | _FOLDER, dir_fd=parent)
+        try:
+            os.chmod(f"/proc/self/fd/{found}", 0o700)  # fchmod refuses an O_PATH descriptor
+            descriptor = os.open(f"/proc/self/fd/{found}", _FOLDER & ~os.O_NOFOLLOW)
+        finally:
+            os.close(found)
+    os.fchmod(descriptor, 0o700)
+    return descriptor
+
+
+def _clear(folder: int, problems: list[str]) -> list[str]:
+    """Remove every entry of `folder` but its folders; their names."""
+    folders = []
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(entry.name)
+                else:
+                    os.unlink(entry.name, dir_fd=folder)
+            except OSError as exc:
+                problems.append(exc.strerror or str(exc))
+    return folders
+
+
+def remove_tree(top: str) -> str | None:
+    """Remove the folder `top` and everything beneath it, depth-first without recursion and with one folder
+    open at a time (going back up through "..", checked to be the folder it came from); never through a
+    link, never onto another filesystem. None when it is gone, else why not: it never raises."""
+    problems: list[str] = []
+    try:
+        above = os.open(os.path.dirname(os.path.abspath(top)), _FOLDER)
+    except OSError as exc:
+        return f"{top}: {exc.strerror or exc}"
+    current = above
+    try:
+        current = _open_folder(os.path.basename(top), above)
+        device = os.fstat(current).st_dev
+        # Each open level: its name in the level above, its folders still to remove, its identity.
+        levels = [(os.path.basename(top), _clear(current, problems), _identity(current))]
+        while levels:
+            name, folders, _ = levels[-1]
+            if folders:
+                child = folders.pop()
+                try:
+                    opened = _open_folder(child, current)
+                except OSError as exc:
+                    problems.append(exc.strerror or str(exc))
+                    continue
+                if os.fstat(opened).st_dev != device:  # a mount point: nothing beneath it is ours to remove
+                    os.close(opened)
+                    problems.append(f"'{child}' is a mount point")
+                    continue
+                os.close(current)
+                current = opened
+                levels.append((child, _clear(current, problems), _identity(current)))
+                continue
+            levels.pop()
+            up = os.open("..", _FOLDER, dir_fd=current) if levels else os.dup(above)
+            if levels and _identity(up) != levels[-1][2]:
+                os.close(up)
+                raise OSError(f"'{name}' was moved while it was removed")
+            os.close(current)
+            current = up
+            try:
+                os.rmdir(name, dir_fd=current)
+            except OSError as exc:
+                problems.append(exc.strerror or str(exc))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        problems.append(exc.strerror or str(exc))
+    finally:
+        if current != above:
+            os.close(current)
+        os.close(above)
+    return f"{top}: {problems[0]}" if problems and os.path.lexists(top) else None
+
+
+def _identity(descriptor: int) -> tuple[int, int]:
+    info = os.fstat(descriptor)
+    return info.st_dev, info.st_ino
+
+
+def make_root() -> str:
+    """A new scratch folder for one launcher, locked for as long as this process lives or until
+    remove_root. Its lock file (beside it: a worker may write in the folder) is made and locked first,
+    so that a folder without one is a leftover."""
+    sweep()
+    while True:
+        descriptor, lock = tempfile.mkstemp(prefix=PREFIX, suffix=LOCK_SUFFIX)
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        if _same_file(lock, descriptor):  # not removed by a sweep that took it for a dead one's first
+            break
+        os.close(descriptor)
+    folder = lock.removesuffix(LOCK_SUFFIX)
+    os.mkdir(folder, 0o711)  # a worker that becomes a uid of its own must pass it to reach its own folder
+    _HELD[folder] = descriptor
+    return folder
+
+
+def remove_root(folder: str) -> str | None:
+    """Remove a scratch folder of this process, then its lock; None, or why it could not be removed (its
+    lock is kept, so that the next start removes what is left)."""
+    problem = remove_tree(folder)
+    descriptor = _HELD.pop(folder, None)
+    if problem is None and descriptor is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(folder + LOCK_SUFFIX)
+    if descriptor is not None:
+        os.close(descriptor)
+    return problem
+
+
+def _same_file(path: str, descriptor: int) -> bool:
+    try:
+        info = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    return (info.st_dev, info.st_ino) == _identity(descriptor)
+
+
+def _ours(path: str) -> os.stat_result | None:
+    """What lstat says of `path` when it is this user's (another user's is never touched), else None."""
+    try:
+        info = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return info if info.st_uid == os.geteuid() else None
+
+
+def sweep(where: str | None = None) -> None:
+    """Remove the scratch folders (this user's) that no living lvegit holds: their lock is free, or they
+    have none."""
+    where = where or tempfile.gettempdir()
+    try:
+        names = os.listdir(where)
+    except OSError:
+        return
+    for name in names:
+        if not name.startswith(PREFIX):
+            continue
+        path = os.path.join(where, name)
+        info = _ours(path)
+        if info is None:
+            continue
+        if name.endswith(LOCK_SUFFIX) and stat.S_ISREG(info.st_mode):
+            _sweep_locked(path)
+        # Its lock is made first and removed last: a folder without one is a leftover.
+        elif stat.S_ISDIR(info.st_mode) and path not in _HELD and not os.path.lexists(path + LOCK_SUFFIX):
+            remove_tree(path)
+
+
+def _sweep_locked(lock: str) -> None:
+    try:
+        descriptor = os.open(lock, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # held: its lvegit lives
+        os.close(descriptor)
+        return
+    try:
+        if _same_file(lock, descriptor) and remove_tree(lock.removesuffix(LOCK_SUFFIX)) is None:
+            os.unlink(lock)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)

@@ -34,6 +34,9 @@ SCHEMA: Final = "lvegit-results"
 # routing and history came from, and what the pull request changed there (trust)
 VERSION: Final = 4
 MAX_RESULTS_BYTES = 32 * 1024 * 1024
+# Set aside for results.json before contributed code runs: a few thousand LVEs' records (a larger file
+# needs more space when it is written).
+RESERVED_RESULTS_BYTES = 4 * 1024 * 1024
 FAIL_ON = ("invalid", "mismatch", "error", "live-disagree", "live-error")
 
 
@@ -229,7 +232,7 @@ def reserve(path: Path) -> None:
     fills the disk cannot keep it from being written (discard gives back what it did not use)."""
     try:
         folder = output_folder(path.parent, "the results folder")
-        reserve_inside(folder, path, MAX_RESULTS_BYTES, "the results folder")
+        reserve_inside(folder, path, RESERVED_RESULTS_BYTES, "the results folder")
     except FileProblem as exc:
         raise UsageError(f"cannot write {path.name}: {exc}") from None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import random
@@ -410,10 +411,14 @@ def remove_nested(top: Path) -> None:
 
 
 def fill(disk: Path) -> None:
-    """Write into `disk` until it is full (a checker's worst)."""
+    """Write into `disk` until it is full, then make files until it holds no more (a checker's worst)."""
     with contextlib.suppress(OSError), (disk / "filler").open("ab", buffering=0) as handle:
         while True:
             handle.write(b"\0" * 4096)
+    (disk / "fillers").mkdir()
+    with contextlib.suppress(OSError):
+        for number in itertools.count():
+            (disk / "fillers" / str(number)).touch()
 
 
 def _write(path: Path, content: str | bytes) -> None:

@@ -244,7 +244,7 @@ def _open_inside(
             raise FileProblem(f"'{shown}' does not exist") from None
         if isinstance(exc, OSError) and exc.errno == errno.ELOOP and writing:
             raise FileProblem(f"'{shown}' is a link: lvegit does not write through links") from None
-        raise FileProblem(f"'{shown}' cannot be opened: {_reason(exc)}") from None
+        raise FileProblem(f"'{shown}' cannot be opened: {_reason(exc, path)}") from None
     info = os.fstat(descriptor)
     if not stat.S_ISREG(info.st_mode):  # (O_NONBLOCK means nothing to a regular file: it stays)
         os.close(descriptor)

@@ -33,7 +33,7 @@ from lvegit.checkers.model_stack import hub_cache
 from lvegit.lve.prompt import Message
 from lvegit.sandbox.privileges import Limits
 from lvegit.sandbox.refusal import unconfined_refusal
-from lvegit.sandbox.scratch import remove_tree
+from lvegit.sandbox.scratch import remove_tree, worker_folder
 
 MAX_MESSAGE_CHARS = 2_000
 
@@ -83,7 +83,7 @@ class CheckerWorker:
         self.confined = False
         self.hub_models: list[str] = []  # the hub models the checker asked for
         self._launcher = launcher()
-        self._workdir = tempfile.mkdtemp(prefix="worker-", dir=self._launcher.scratch)
+        self._workdir = worker_folder(self._launcher.scratch, "worker-")
         # Removed by close, or when a worker nobody closed is collected or the process exits.
         self._remove_workdir = weakref.finalize(self, remove_tree, self._workdir)
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker

@@ -15,6 +15,8 @@ import os
 import stat
 import tempfile
 
+from lvegit.base.errors import CheckerError
+
 PREFIX = "lvegit-sandbox-"
 LOCK_SUFFIX = ".lock"
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -115,8 +117,28 @@ def _identity(descriptor: int) -> tuple[int, int]:
 def make_root() -> str:
     """A new scratch folder for one launcher, locked for as long as this process lives or until
     remove_root. Its lock file (beside it: a worker may write in the folder) is made and locked first,
-    so that a folder without one is a leftover."""
+    so that a folder without one is a leftover. A CheckerError where the disk is full."""
     sweep()
+    try:
+        return _make_root()
+    except OSError as exc:
+        raise _unmade(tempfile.gettempdir(), exc) from None
+
+
+def worker_folder(root: str, prefix: str) -> str:
+    """A new scratch folder of one worker in its launcher's `root`; a CheckerError where the disk is full
+    (another LVE's checker may have filled it)."""
+    try:
+        return tempfile.mkdtemp(prefix=prefix, dir=root)
+    except OSError as exc:
+        raise _unmade(root, exc) from None
+
+
+def _unmade(where: str, exc: OSError) -> CheckerError:
+    return CheckerError(f"the sandbox's scratch folder cannot be made in {where}: {exc.strerror or exc}")
+
+
+def _make_root() -> str:
     while True:
         descriptor, lock = tempfile.mkstemp(prefix=PREFIX, suffix=LOCK_SUFFIX)
         fcntl.flock(descriptor, fcntl.LOCK_EX)

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 from test_modes import REFUSE_NAMESPACES, ROOT_ONLY, as_nobody
 
+from lvegit.base.errors import CheckerError
 from lvegit.sandbox import scratch
 
-from builders import RepoBuilder, instance
+from builders import RepoBuilder, fill, instance
 
 DEPTH = 2_500  # Python 3.11's rmtree raised RecursionError (exit 3, the other LVE never judged)
 
@@ -201,3 +202,22 @@ def test_a_killed_lvegits_scratch_is_swept_at_the_next_start(mode: str, shared: 
     output, _ = again.communicate(timeout=600)
     assert again.returncode == 0, output
     assert os.listdir(temporary) == []
+
+
+def test_a_full_disk_is_an_error_naming_it_where_a_scratch_folder_is_made(
+    small_disk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lvegit.checkers.launcher import close_launchers, launcher
+
+    fill(small_disk)
+    close_launchers()  # the next launcher makes its scratch folder on the full disk
+    monkeypatch.setattr(tempfile, "tempdir", str(small_disk))
+    try:
+        with pytest.raises(
+            CheckerError, match=f"the sandbox's scratch folder cannot be made in {small_disk}: "
+        ):
+            launcher()
+    finally:
+        close_launchers()
+    with pytest.raises(CheckerError, match=f"cannot be made in {small_disk}: No space left on device"):
+        scratch.worker_folder(str(small_disk), "worker-")

@@ -43,9 +43,10 @@ class Launcher:
     """lvegit's side of one launcher process. `namespaces`: whether bubblewrap started it; where it could
     not, `namespaces_refused` says why (bwrap's last line) and the launcher runs without it."""
 
-    def __init__(self, executable: str, scratch: str, hub: str, start_timeout: float = 30.0) -> None:
+    def __init__(self, executable: str, folder: str, hub: str, start_timeout: float = 30.0) -> None:
         privileges.set_dumpable(False)  # its own user's other processes (a worker, elsewhere) keep out
-        self.scratch = scratch
+        self.scratch = folder
+        self.watch = scratch.Watch()  # what its workers' scratch folders hold
         self.namespaces_refused: str | None = None
         self.seccomp_missing: str | None = None
         program = bwrap.executable()

@@ -105,9 +105,12 @@ class CheckerWorker:
             "hub_cache": str(hub_cache().absolute()),
             "allow_unconfined": self.settings.allow_unconfined,
         }
+        self._past_bound: str | None = None  # why the scratch watch ended it
         try:
             stderr = self._stderr.fileno()
             self.pid: int | None = self._launcher.spawn(request, stdin_read, stdout_write, stderr)
+            past = weakref.WeakMethod(self._scratch_past)  # the watch does not keep the worker alive
+            self._launcher.watch.add(self._workdir, lambda why: (method := past()) and method(why))
         except CheckerError as exc:
             self.pid = None
             self._fail(str(exc))
@@ -124,8 +127,15 @@ class CheckerWorker:
         if not self.confined and not self.settings.allow_unconfined:
             self._fail(unconfined_refusal(self.isolation, code))
 
+    def _scratch_past(self, why: str) -> None:
+        """Called by the scratch watch (on its thread): the worker's folder passed its bound."""
+        self._past_bound = why
+        pid = self.pid
+        if pid is not None:
+            self._launcher.kill(pid)
+
     def _fail(self, reason: str) -> None:
-        self.failure = f"{self.label}: {reason}"
+        self.failure = f"{self.label}: {self._past_bound or reason}"
         self.close()
         raise CheckerError(self.failure)
 
@@ -263,6 +273,7 @@ class CheckerWorker:
         return cls(self, reply["id"])
 
     def close(self) -> None:
+        self._launcher.watch.remove(self._workdir)
         if self.pid is not None:
             self._launcher.kill(self.pid)  # the worker and anything it left behind, unless it has ended
             self._launcher.wait(self.pid)

@@ -14,8 +14,13 @@ import fcntl
 import os
 import stat
 import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from lvegit.base.errors import CheckerError
+from lvegit.sandbox.privileges import size_text
 
 PREFIX = "lvegit-sandbox-"
 LOCK_SUFFIX = ".lock"
@@ -56,20 +61,39 @@ def _clear(folder: int, problems: list[str]) -> list[str]:
 
 
 def remove_tree(top: str) -> str | None:
-    """Remove the folder `top` and everything beneath it, depth-first without recursion and with one folder
-    open at a time (going back up through "..", checked to be the folder it came from); never through a
-    link, never onto another filesystem. None when it is gone, else why not: it never raises."""
+    """Remove the folder `top` and everything beneath it (see _depth_first); never through a link, never
+    onto another filesystem. None when it is gone, else why not: it never raises."""
     problems: list[str] = []
+
+    def remove(parent: int, name: str) -> None:
+        try:
+            os.rmdir(name, dir_fd=parent)
+        except OSError as exc:
+            problems.append(exc.strerror or str(exc))
+
     try:
-        above = os.open(os.path.dirname(os.path.abspath(top)), _FOLDER)
+        _depth_first(top, lambda folder: _clear(folder, problems), remove, problems)
+    except FileNotFoundError:
+        return None
     except OSError as exc:
-        return f"{top}: {exc.strerror or exc}"
+        problems.append(exc.strerror or str(exc))
+    return f"{top}: {problems[0]}" if problems and os.path.lexists(top) else None
+
+
+def _depth_first(
+    top: str, enter: Callable[[int], list[str]], leave: Callable[[int, str], None], problems: list[str]
+) -> None:
+    """Go through `top` depth-first without recursion (a checker nests folders thousands deep, past
+    PATH_MAX too) and with one folder open at a time (going back up through "..", checked to be the folder
+    it came from): `enter` each folder's descriptor (the names of its folders to go into), `leave(parent,
+    name)` each once everything beneath it is done. Never through a link, never onto another filesystem."""
+    above = os.open(os.path.dirname(os.path.abspath(top)), _FOLDER)
     current = above
     try:
         current = _open_folder(os.path.basename(top), above)
         device = os.fstat(current).st_dev
-        # Each open level: its name in the level above, its folders still to remove, its identity.
-        levels = [(os.path.basename(top), _clear(current, problems), _identity(current))]
+        # Each open level: its name in the level above, its folders still to go into, its identity.
+        levels = [(os.path.basename(top), enter(current), _identity(current))]
         while levels:
             name, folders, _ = levels[-1]
             if folders:
@@ -79,34 +103,123 @@ def remove_tree(top: str) -> str | None:
                 except OSError as exc:
                     problems.append(exc.strerror or str(exc))
                     continue
-                if os.fstat(opened).st_dev != device:  # a mount point: nothing beneath it is ours to remove
+                if os.fstat(opened).st_dev != device:  # a mount point: nothing beneath it is ours
                     os.close(opened)
                     problems.append(f"'{child}' is a mount point")
                     continue
                 os.close(current)
                 current = opened
-                levels.append((child, _clear(current, problems), _identity(current)))
+                levels.append((child, enter(current), _identity(current)))
                 continue
             levels.pop()
             up = os.open("..", _FOLDER, dir_fd=current) if levels else os.dup(above)
             if levels and _identity(up) != levels[-1][2]:
                 os.close(up)
-                raise OSError(f"'{name}' was moved while it was removed")
+                raise OSError(f"'{name}' was moved while it was gone through")
             os.close(current)
             current = up
-            try:
-                os.rmdir(name, dir_fd=current)
-            except OSError as exc:
-                problems.append(exc.strerror or str(exc))
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        problems.append(exc.strerror or str(exc))
+            leave(current, name)
     finally:
         if current != above:
             os.close(current)
         os.close(above)
-    return f"{top}: {problems[0]}" if problems and os.path.lexists(top) else None
+
+
+class _Past(Exception):
+    """More files than counting needs."""
+
+
+def usage(top: str, most_files: int) -> tuple[int, int]:
+    """The bytes on disk (blocks, not sizes: a sparse file takes little) and the entries beneath `top`,
+    counted until more than `most_files` are found. What cannot be gone through counts as nothing."""
+    found = [0, 0]
+
+    def enter(folder: int) -> list[str]:
+        folders = []
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    info = entry.stat(follow_symlinks=False)
+                    found[0] += info.st_blocks * 512
+                    if stat.S_ISDIR(info.st_mode):
+                        folders.append(entry.name)
+                found[1] += 1
+                if found[1] > most_files:
+                    raise _Past
+        return folders
+
+    with contextlib.suppress(OSError, _Past):
+        _depth_first(top, enter, lambda parent, name: None, [])
+    return found[0], found[1]
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """How much the workers' scratch folders may hold: each (`bytes`, `files`), and all of one launcher's
+    together (`total_bytes`, `total_files`)."""
+
+    bytes: int = 512 * 1024**2
+    files: int = 20_000
+    total_bytes: int = 2 * 1024**3
+    total_files: int = 100_000
+
+
+class Watch:
+    """Measures the scratch folders of live workers every POLL_SECONDS (less often where measuring takes
+    long), and calls `past(why)` of a worker past its bound, or of the one that holds most when all
+    together pass theirs (once each). Neither Landlock nor namespaces bound a folder's bytes or files
+    (RLIMIT_FSIZE bounds each file): a checker writes what the disk takes in a poll past its bound. Not
+    seen: files it unlinked and holds open (RLIMIT_NOFILE and RLIMIT_FSIZE bound those, 256 of 16 MiB)."""
+
+    POLL_SECONDS = 0.25
+
+    def __init__(self, bounds: Bounds | None = None) -> None:
+        self.bounds = bounds or Bounds()
+        self._lock = threading.Lock()
+        self._watched: dict[str, Callable[[str], None]] = {}
+        self._thread: threading.Thread | None = None
+
+    def add(self, folder: str, past: Callable[[str], None]) -> None:
+        with self._lock:
+            self._watched[folder] = past
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="lvegit-scratch-watch", daemon=True)
+                self._thread.start()
+
+    def remove(self, folder: str) -> None:
+        with self._lock:
+            self._watched.pop(folder, None)
+
+    def check(self) -> None:
+        """Measure every watched folder once (what the thread does each poll)."""
+        with self._lock:
+            watched = dict(self._watched)
+        bounds = self.bounds
+        measured = {folder: usage(folder, bounds.files) for folder in watched}
+        for folder, (size, files) in list(measured.items()):
+            if size > bounds.bytes or files > bounds.files:
+                self._past(folder, f"its bound of {size_text(bounds.bytes)} or {bounds.files:,} files")
+                del measured[folder]  # ended: what it holds is removed
+        size = sum(found[0] for found in measured.values())
+        files = sum(found[1] for found in measured.values())
+        if measured and (size > bounds.total_bytes or files > bounds.total_files):
+            total = f"{size_text(bounds.total_bytes)} or {bounds.total_files:,} files"
+            self._past(max(measured, key=measured.__getitem__), f"the bound of all workers together, {total}")
+
+    def _past(self, folder: str, bound: str) -> None:
+        with self._lock:
+            past = self._watched.pop(folder, None)
+        if past is not None:
+            past(f"the checker's scratch folder passed {bound}")
+
+    def _run(self) -> None:
+        took = 0.0
+        while True:
+            # Measuring a folder of many files takes time in lvegit's process: a quarter of it at most.
+            time.sleep(max(self.POLL_SECONDS, 3 * took))
+            started = time.monotonic()
+            self.check()
+            took = time.monotonic() - started
 
 
 def _identity(descriptor: int) -> tuple[int, int]:

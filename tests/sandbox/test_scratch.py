@@ -221,3 +221,61 @@ def test_a_full_disk_is_an_error_naming_it_where_a_scratch_folder_is_made(
         close_launchers()
     with pytest.raises(CheckerError, match=f"cannot be made in {small_disk}: No space left on device"):
         scratch.worker_folder(str(small_disk), "worker-")
+
+
+def test_the_watch_names_a_folder_past_its_bound_and_the_largest_past_the_total(tmp_path: Path) -> None:
+    folders = {name: tmp_path / name for name in ("small", "large", "many")}
+    for folder in folders.values():
+        folder.mkdir()
+    nest(folders["many"])  # 2,500 folders deep, some unlistable: all counted
+    for number in range(3):
+        (folders["large"] / str(number)).write_bytes(os.urandom(64 * 1024))
+    (folders["small"] / "file").write_bytes(os.urandom(64 * 1024))
+    try:
+        assert scratch.usage(str(folders["many"]), 100_000)[1] == DEPTH + 7  # the unlistable ones too
+        assert scratch.usage(str(folders["many"]), 100)[1] == 101  # counted no further than needed
+        past: dict[str, str] = {}
+        watch = scratch.Watch(
+            scratch.Bounds(bytes=1024**2, files=1_000, total_bytes=200 * 1024, total_files=10**6)
+        )
+        for name, folder in folders.items():
+            watch.add(str(folder), lambda why, name=name: past.setdefault(name, why))
+        watch.check()
+        assert past == {
+            "many": "the checker's scratch folder passed its bound of 1 MiB or 1,000 files",
+            "large": "the checker's scratch folder passed the bound of all workers together, 200 KiB or "
+            "1,000,000 files",
+        }
+        watch.check()  # each is told once, and the one left is within every bound
+        assert list(past) == ["many", "large"]
+    finally:
+        scratch.remove_tree(str(folders["many"]))  # pytest's clean-up recurses
+
+
+def test_a_checker_past_its_scratch_bound_is_ended_and_named(repo: RepoBuilder, confined: bool) -> None:
+    if not confined:
+        pytest.skip("the sandbox does not hold here: contributed code is refused")
+    from lvegit.checkers.launcher import launcher
+    from lvegit.checkers.sandbox import CheckerWorker, SandboxSettings
+    from lvegit.lve.prompt import Message, Role
+
+    # 64 files of 1 MiB at most (the watch ends it past 8 MiB); then it waits past the call's timeout
+    lve_dir = checker_lve(
+        repo,
+        "scratch/filler",
+        "for number in range(64):\n    open(str(number), 'wb').write(b'x' * 1024**2)\ntime.sleep(120)",
+    )
+    watch = launcher().watch
+    watch.bounds = scratch.Bounds(bytes=8 * 1024**2)
+    worker = CheckerWorker("scratch/filler", lve_dir, SandboxSettings(call_timeout=60))
+    try:
+        checker = worker.build("Probe", {})
+        with pytest.raises(CheckerError) as raised:
+            checker.invoke_check([Message("12", Role.user)], [Message("3", Role.assistant)], {})
+    finally:
+        worker.close()
+        watch.bounds = scratch.Bounds()
+    assert (
+        str(raised.value)
+        == "scratch/filler: the checker's scratch folder passed its bound of 8 MiB or 20,000 files"
+    )

@@ -28,7 +28,7 @@ import tempfile
 import threading
 from typing import Any
 
-from lvegit.base import processes
+from lvegit.base import processes, settings
 from lvegit.base.errors import CheckerError
 from lvegit.checkers.channel import receive, send
 from lvegit.checkers.model_stack import hub_cache
@@ -46,7 +46,7 @@ class Launcher:
     def __init__(self, executable: str, folder: str, hub: str, start_timeout: float = 30.0) -> None:
         privileges.set_dumpable(False)  # its own user's other processes (a worker, elsewhere) keep out
         self.scratch = folder
-        self.watch = scratch.Watch()  # what its workers' scratch folders hold
+        self.watch = scratch.Watch(scratch_bounds)  # what its workers' scratch folders hold
         self.namespaces_refused: str | None = None
         self.seccomp_missing: str | None = None
         program = bwrap.executable()
@@ -170,6 +170,11 @@ class Launcher:
         """End the launcher at once (its workers die with it), even one that is still starting."""
         self._stop()
         scratch.remove_root(self.scratch)
+
+
+def scratch_bounds() -> scratch.Bounds:
+    """The bounds of the workers' scratch folders: LVEGIT_CHECKER_SCRATCH_MIB each."""
+    return scratch.Bounds(bytes=settings.current().checkers.scratch_mib * 1024**2)
 
 
 _LAUNCHERS: dict[tuple[str, str], Launcher] = {}

@@ -156,12 +156,18 @@ def usage(top: str, most_files: int) -> tuple[int, int]:
 @dataclass(frozen=True)
 class Bounds:
     """How much the workers' scratch folders may hold: each (`bytes`, `files`), and all of one launcher's
-    together (`total_bytes`, `total_files`)."""
+    together (four times as much)."""
 
     bytes: int = 512 * 1024**2
     files: int = 20_000
-    total_bytes: int = 2 * 1024**3
-    total_files: int = 100_000
+
+    @property
+    def total_bytes(self) -> int:
+        return 4 * self.bytes
+
+    @property
+    def total_files(self) -> int:
+        return 5 * self.files
 
 
 class Watch:
@@ -173,8 +179,8 @@ class Watch:
 
     POLL_SECONDS = 0.25
 
-    def __init__(self, bounds: Bounds | None = None) -> None:
-        self.bounds = bounds or Bounds()
+    def __init__(self, bounds: Callable[[], Bounds] = Bounds) -> None:
+        self.bounds = bounds  # asked each time: they may change from one command to the next
         self._lock = threading.Lock()
         self._watched: dict[str, Callable[[str], None]] = {}
         self._thread: threading.Thread | None = None
@@ -194,7 +200,7 @@ class Watch:
         """Measure every watched folder once (what the thread does each poll)."""
         with self._lock:
             watched = dict(self._watched)
-        bounds = self.bounds
+        bounds = self.bounds()
         measured = {folder: usage(folder, bounds.files) for folder in watched}
         for folder, (size, files) in list(measured.items()):
             if size > bounds.bytes or files > bounds.files:

@@ -16,6 +16,7 @@ import pytest
 from test_modes import REFUSE_NAMESPACES, ROOT_ONLY, as_nobody
 
 from lvegit.base.errors import CheckerError
+from lvegit.base.settings import CheckerSettings, Settings, configure
 from lvegit.sandbox import scratch
 
 from builders import RepoBuilder, fill, instance
@@ -113,8 +114,11 @@ MODES: dict[str, Callable[[], list[str]]] = {
 }
 
 
-def lvegit(prefix: list[str], repo: Path, temporary: Path, *arguments: str) -> subprocess.Popen[str]:
+def lvegit(
+    prefix: list[str], repo: Path, temporary: Path, *arguments: str, **variables: str
+) -> subprocess.Popen[str]:
     environment = {"PATH": os.environ["PATH"], "HOME": "/tmp", "LANG": "C.UTF-8", "TMPDIR": str(temporary)}
+    environment.update(variables)
     command = [*prefix, sys.executable, "-I", "-m", "lvegit", *arguments]
     return subprocess.Popen(  # a session of its own: killing it kills lvegit under any prefix
         command,
@@ -224,49 +228,44 @@ def test_a_full_disk_is_an_error_naming_it_where_a_scratch_folder_is_made(
 
 
 def test_the_watch_names_a_folder_past_its_bound_and_the_largest_past_the_total(tmp_path: Path) -> None:
-    folders = {name: tmp_path / name for name in ("small", "large", "many")}
-    for folder in folders.values():
-        folder.mkdir()
-    nest(folders["many"])  # 2,500 folders deep, some unlistable: all counted
-    for number in range(3):
-        (folders["large"] / str(number)).write_bytes(os.urandom(64 * 1024))
-    (folders["small"] / "file").write_bytes(os.urandom(64 * 1024))
+    many = tmp_path / "many"
+    many.mkdir()
+    nest(many)  # 2,500 folders deep, some unlistable: all counted
     try:
-        assert scratch.usage(str(folders["many"]), 100_000)[1] == DEPTH + 7  # the unlistable ones too
-        assert scratch.usage(str(folders["many"]), 100)[1] == 101  # counted no further than needed
+        assert scratch.usage(str(many), 100_000)[1] == DEPTH + 7
+        assert scratch.usage(str(many), 100)[1] == 101  # counted no further than needed
+        # five folders within their bound of 200 KiB, together past the 800 KiB of all
+        for number, size in enumerate([180, 180, 190, 180, 180]):
+            (tmp_path / f"f{number}").mkdir()
+            (tmp_path / f"f{number}" / "file").write_bytes(os.urandom(size * 1024))
         past: dict[str, str] = {}
-        watch = scratch.Watch(
-            scratch.Bounds(bytes=1024**2, files=1_000, total_bytes=200 * 1024, total_files=10**6)
-        )
-        for name, folder in folders.items():
-            watch.add(str(folder), lambda why, name=name: past.setdefault(name, why))
+        watch = scratch.Watch(lambda: scratch.Bounds(bytes=200 * 1024, files=1_000))
+        for name in ["many", *(f"f{number}" for number in range(5))]:
+            watch.add(str(tmp_path / name), lambda why, name=name: past.setdefault(name, why))
         watch.check()
         assert past == {
-            "many": "the checker's scratch folder passed its bound of 1 MiB or 1,000 files",
-            "large": "the checker's scratch folder passed the bound of all workers together, 200 KiB or "
-            "1,000,000 files",
+            "many": "the checker's scratch folder passed its bound of 200 KiB or 1,000 files",
+            "f2": "the checker's scratch folder passed the bound of all workers together, 800 KiB or "
+            "5,000 files",
         }
-        watch.check()  # each is told once, and the one left is within every bound
-        assert list(past) == ["many", "large"]
+        watch.check()  # each is told once, and the four left are within every bound
+        assert list(past) == ["many", "f2"]
     finally:
-        scratch.remove_tree(str(folders["many"]))  # pytest's clean-up recurses
+        scratch.remove_tree(str(many))  # pytest's clean-up recurses
+
+
+# 64 files of 1 MiB at most (past the bound, the watch ends it); then it waits past the call's timeout
+FILLER = "for number in range(64):\n    open(str(number), 'wb').write(b'x' * 1024**2)\ntime.sleep(120)"
 
 
 def test_a_checker_past_its_scratch_bound_is_ended_and_named(repo: RepoBuilder, confined: bool) -> None:
     if not confined:
         pytest.skip("the sandbox does not hold here: contributed code is refused")
-    from lvegit.checkers.launcher import launcher
     from lvegit.checkers.sandbox import CheckerWorker, SandboxSettings
     from lvegit.lve.prompt import Message, Role
 
-    # 64 files of 1 MiB at most (the watch ends it past 8 MiB); then it waits past the call's timeout
-    lve_dir = checker_lve(
-        repo,
-        "scratch/filler",
-        "for number in range(64):\n    open(str(number), 'wb').write(b'x' * 1024**2)\ntime.sleep(120)",
-    )
-    watch = launcher().watch
-    watch.bounds = scratch.Bounds(bytes=8 * 1024**2)
+    lve_dir = checker_lve(repo, "scratch/filler", FILLER)
+    configure(Settings(checkers=CheckerSettings(scratch_mib=8)))
     worker = CheckerWorker("scratch/filler", lve_dir, SandboxSettings(call_timeout=60))
     try:
         checker = worker.build("Probe", {})
@@ -274,8 +273,24 @@ def test_a_checker_past_its_scratch_bound_is_ended_and_named(repo: RepoBuilder, 
             checker.invoke_check([Message("12", Role.user)], [Message("3", Role.assistant)], {})
     finally:
         worker.close()
-        watch.bounds = scratch.Bounds()
     assert (
         str(raised.value)
         == "scratch/filler: the checker's scratch folder passed its bound of 8 MiB or 20,000 files"
     )
+
+
+@ROOT_ONLY
+@pytest.mark.parametrize("mode", [m for m in MODES if not m.startswith("neither")])
+def test_a_checker_past_its_scratch_bound_is_ended_in_every_mode(mode: str, shared: Path) -> None:
+    prefix = MODES[mode]()
+    repo = readable_repo(shared)
+    checker_lve(repo, "scratch/filler", FILLER)
+    for folder, _, _ in os.walk(repo.root):
+        os.chmod(folder, 0o755)
+    temporary = shared / "tmp"
+    temporary.mkdir()
+    os.chmod(temporary, 0o1777)
+    done = lvegit(prefix, repo.root, temporary, "replay", "--all", LVEGIT_CHECKER_SCRATCH_MIB="4")
+    output, _ = done.communicate(timeout=600)
+    assert "the checker's scratch folder passed its bound of 4 MiB or 20,000 files" in output, output
+    assert os.listdir(temporary) == []

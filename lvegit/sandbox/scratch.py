@@ -73,8 +73,6 @@ def remove_tree(top: str) -> str | None:
 
     try:
         _depth_first(top, lambda folder: _clear(folder, problems), remove, problems)
-    except FileNotFoundError:
-        return None
     except OSError as exc:
         problems.append(exc.strerror or str(exc))
     return f"{top}: {problems[0]}" if problems and os.path.lexists(top) else None

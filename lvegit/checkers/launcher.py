@@ -46,7 +46,7 @@ class Launcher:
     def __init__(self, executable: str, folder: str, hub: str, start_timeout: float = 30.0) -> None:
         privileges.set_dumpable(False)  # its own user's other processes (a worker, elsewhere) keep out
         self.scratch = folder
-        self.watch = scratch.Watch(scratch_bounds)  # what its workers' scratch folders hold
+        self.watch = scratch.Watch(folder, scratch_bounds)  # what its workers' scratch folders hold
         self.namespaces_refused: str | None = None
         self.seccomp_missing: str | None = None
         program = bwrap.executable()

@@ -28,20 +28,23 @@ _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _HELD: dict[str, int] = {}  # this process's scratch folders: their locks' descriptors (flock held)
 
 
-def _open_folder(name: str, parent: int) -> int:
-    """A descriptor of the folder `name` in `parent`, made readable, writable and passable by its owner
-    (root passes every mode). Its mode is changed through a descriptor of the folder itself, never
-    through a name that a link could have taken the place of."""
+def _open_folder(name: str, parent: int, removing: bool) -> int:
+    """A descriptor of the folder `name` in `parent`, made readable and passable by its owner where it was
+    not (root passes every mode), and writable too when `removing` (a live worker's folder keeps its
+    other bits: its launcher's lets other uids pass). Its mode is changed through a descriptor of the
+    folder itself, never through a name that a link could have taken the place of."""
     try:
         descriptor = os.open(name, _FOLDER, dir_fd=parent)
     except PermissionError:
         found = os.open(name, os.O_PATH | _FOLDER, dir_fd=parent)
         try:
-            os.chmod(f"/proc/self/fd/{found}", 0o700)  # fchmod refuses an O_PATH descriptor
+            mode = 0o700 if removing else stat.S_IMODE(os.fstat(found).st_mode) | 0o500
+            os.chmod(f"/proc/self/fd/{found}", mode)  # fchmod refuses an O_PATH descriptor
             descriptor = os.open(f"/proc/self/fd/{found}", _FOLDER & ~os.O_NOFOLLOW)
         finally:
             os.close(found)
-    os.fchmod(descriptor, 0o700)
+    if removing:
+        os.fchmod(descriptor, 0o700)
     return descriptor
 
 
@@ -72,14 +75,18 @@ def remove_tree(top: str) -> str | None:
             problems.append(exc.strerror or str(exc))
 
     try:
-        _depth_first(top, lambda folder: _clear(folder, problems), remove, problems)
+        _depth_first(top, lambda folder: _clear(folder, problems), remove, problems, removing=True)
     except OSError as exc:
         problems.append(exc.strerror or str(exc))
     return f"{top}: {problems[0]}" if problems and os.path.lexists(top) else None
 
 
 def _depth_first(
-    top: str, enter: Callable[[int], list[str]], leave: Callable[[int, str], None], problems: list[str]
+    top: str,
+    enter: Callable[[int], list[str]],
+    leave: Callable[[int, str], None],
+    problems: list[str],
+    removing: bool,
 ) -> None:
     """Go through `top` depth-first without recursion (a checker nests folders thousands deep, past
     PATH_MAX too) and with one folder open at a time (going back up through "..", checked to be the folder
@@ -88,7 +95,7 @@ def _depth_first(
     above = os.open(os.path.dirname(os.path.abspath(top)), _FOLDER)
     current = above
     try:
-        current = _open_folder(os.path.basename(top), above)
+        current = _open_folder(os.path.basename(top), above, removing)
         device = os.fstat(current).st_dev
         # Each open level: its name in the level above, its folders still to go into, its identity.
         levels = [(os.path.basename(top), enter(current), _identity(current))]
@@ -97,7 +104,7 @@ def _depth_first(
             if folders:
                 child = folders.pop()
                 try:
-                    opened = _open_folder(child, current)
+                    opened = _open_folder(child, current, removing)
                 except OSError as exc:
                     problems.append(exc.strerror or str(exc))
                     continue
@@ -147,7 +154,7 @@ def usage(top: str, most_files: int) -> tuple[int, int]:
         return folders
 
     with contextlib.suppress(OSError, _Past):
-        _depth_first(top, enter, lambda parent, name: None, [])
+        _depth_first(top, enter, lambda parent, name: None, [], removing=False)
     return found[0], found[1]
 
 
@@ -169,18 +176,22 @@ class Bounds:
 
 
 class Watch:
-    """Measures the scratch folders of live workers every POLL_SECONDS (less often where measuring takes
-    long), and calls `past(why)` of a worker past its bound, or of the one that holds most when all
-    together pass theirs (once each). Neither Landlock nor namespaces bound a folder's bytes or files
-    (RLIMIT_FSIZE bounds each file): a checker writes what the disk takes in a poll past its bound. Not
-    seen: files it unlinked and holds open (RLIMIT_NOFILE and RLIMIT_FSIZE bound those, 256 of 16 MiB)."""
+    """Measures the scratch folders of a launcher's live workers every POLL_SECONDS (less often where
+    measuring takes long), and calls `past(why)` of a worker past its bound, or of every one when its
+    launcher's whole `root` holds more than all of them may (what a worker wrote outside its own folder,
+    where nothing but namespaces hold it, is counted there). Neither Landlock nor namespaces bound a
+    folder's bytes or files (RLIMIT_FSIZE bounds each file): a checker writes what the disk takes in a poll
+    past its bound. Not seen: files it unlinked and holds open (RLIMIT_NOFILE and RLIMIT_FSIZE bound
+    those, 256 of 16 MiB)."""
 
     POLL_SECONDS = 0.25
 
-    def __init__(self, bounds: Callable[[], Bounds] = Bounds) -> None:
+    def __init__(self, root: str, bounds: Callable[[], Bounds] = Bounds) -> None:
+        self.root = root
         self.bounds = bounds  # asked each time: they may change from one command to the next
         self._lock = threading.Lock()
         self._watched: dict[str, Callable[[str], None]] = {}
+        self._ended: set[str] = set()  # told, and not removed yet
         self._thread: threading.Thread | None = None
 
     def add(self, folder: str, past: Callable[[str], None]) -> None:
@@ -191,29 +202,33 @@ class Watch:
                 self._thread.start()
 
     def remove(self, folder: str) -> None:
+        """Stop watching a worker's folder, which its worker is about to remove."""
         with self._lock:
             self._watched.pop(folder, None)
+            self._ended.discard(folder)
 
     def check(self) -> None:
         """Measure every watched folder once (what the thread does each poll)."""
         with self._lock:
-            watched = dict(self._watched)
+            watched = list(self._watched)
         bounds = self.bounds()
-        measured = {folder: usage(folder, bounds.files) for folder in watched}
-        for folder, (size, files) in list(measured.items()):
+        for folder in watched:
+            size, files = usage(folder, bounds.files)
             if size > bounds.bytes or files > bounds.files:
-                self._past(folder, f"its bound of {size_text(bounds.bytes)} or {bounds.files:,} files")
-                del measured[folder]  # ended: what it holds is removed
-        size = sum(found[0] for found in measured.values())
-        files = sum(found[1] for found in measured.values())
-        if measured and (size > bounds.total_bytes or files > bounds.total_files):
-            total = f"{size_text(bounds.total_bytes)} or {bounds.total_files:,} files"
-            self._past(max(measured, key=measured.__getitem__), f"the bound of all workers together, {total}")
-
-    def _past(self, folder: str, bound: str) -> None:
+                self._past([folder], f"its bound of {size_text(bounds.bytes)} or {bounds.files:,} files")
         with self._lock:
-            past = self._watched.pop(folder, None)
-        if past is not None:
+            if self._ended:  # what an ended worker holds is being removed: not counted against the others
+                return
+        size, files = usage(self.root, bounds.total_files)
+        if size > bounds.total_bytes or files > bounds.total_files:
+            total = f"{size_text(bounds.total_bytes)} or {bounds.total_files:,} files"
+            self._past(watched, f"the bound of all workers together, {total}")
+
+    def _past(self, folders: list[str], bound: str) -> None:
+        with self._lock:
+            told = [(folder, self._watched.pop(folder)) for folder in folders if folder in self._watched]
+            self._ended.update(folder for folder, _past in told)
+        for _folder, past in told:
             past(f"the checker's scratch folder passed {bound}")
 
     def _run(self) -> None:

@@ -227,29 +227,37 @@ def test_a_full_disk_is_an_error_naming_it_where_a_scratch_folder_is_made(
         scratch.worker_folder(str(small_disk), "worker-")
 
 
-def test_the_watch_names_a_folder_past_its_bound_and_the_largest_past_the_total(tmp_path: Path) -> None:
-    many = tmp_path / "many"
-    many.mkdir()
+def test_the_watch_ends_a_worker_past_its_bound_and_all_past_the_total(tmp_path: Path) -> None:
+    root = tmp_path / "root"  # a launcher's scratch folder
+    many = root / "many"
+    many.mkdir(parents=True)
     nest(many)  # 2,500 folders deep, some unlistable: all counted
     try:
         assert scratch.usage(str(many), 100_000)[1] == DEPTH + 7
         assert scratch.usage(str(many), 100)[1] == 101  # counted no further than needed
-        # five folders within their bound of 200 KiB, together past the 800 KiB of all
-        for number, size in enumerate([180, 180, 190, 180, 180]):
-            (tmp_path / f"f{number}").mkdir()
-            (tmp_path / f"f{number}" / "file").write_bytes(os.urandom(size * 1024))
+        # four folders within their bound of 200 KiB; with what a worker wrote outside its own, past the
+        # 800 KiB of all
+        for number in range(4):
+            (root / f"f{number}").mkdir()
+            (root / f"f{number}" / "file").write_bytes(os.urandom(180 * 1024))
         past: dict[str, str] = {}
-        watch = scratch.Watch(lambda: scratch.Bounds(bytes=200 * 1024, files=1_000))
-        for name in ["many", *(f"f{number}" for number in range(5))]:
-            watch.add(str(tmp_path / name), lambda why, name=name: past.setdefault(name, why))
+        watch = scratch.Watch(str(root), lambda: scratch.Bounds(bytes=200 * 1024, files=1_000))
+        for name in ["many", *(f"f{number}" for number in range(4))]:
+            watch.add(str(root / name), lambda why, name=name: past.setdefault(name, why))
+        os.chmod(root, 0o711)  # as a launcher's: a worker of another uid passes it
         watch.check()
-        assert past == {
-            "many": "the checker's scratch folder passed its bound of 200 KiB or 1,000 files",
-            "f2": "the checker's scratch folder passed the bound of all workers together, 800 KiB or "
-            "5,000 files",
-        }
-        watch.check()  # each is told once, and the four left are within every bound
-        assert list(past) == ["many", "f2"]
+        assert past == {"many": "the checker's scratch folder passed its bound of 200 KiB or 1,000 files"}
+        assert root.stat().st_mode & 0o777 == 0o711  # measuring changes no live folder's mode
+        scratch.remove_tree(str(many))
+        watch.remove(str(many))  # as its worker does once ended
+        watch.check()
+        assert list(past) == ["many"]  # 720 KiB in all
+        (root / "outside").write_bytes(os.urandom(100 * 1024))
+        watch.check()
+        total = (
+            "the checker's scratch folder passed the bound of all workers together, 800 KiB or 5,000 files"
+        )
+        assert past == {"many": past["many"], **{f"f{number}": total for number in range(4)}}
     finally:
         scratch.remove_tree(str(many))  # pytest's clean-up recurses
 

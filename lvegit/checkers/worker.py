@@ -17,6 +17,7 @@ Worker protocol, one JSON object per line each way:
   read by lvegit: the repository is not in the sandbox's view) -> id, multi_run; "check" (id, prompt_in,
   prompt_out, params, runs) -> verdict; "postprocess" (id, response) -> response; "skip_reason" (id,
   response) -> reason; "probe" (targets) -> what each attack did (lvegit.sandbox.probe: `lvegit sandbox`);
+  "plant" -> sibling: the files an honest worker kept, for a probe's sibling attacks;
   the LVE's environment (lvegit.checkers.environment_server): "environment" (sources) -> functions, checks;
   "start" (session, state) -> state; "tool" (session, name, arguments) -> result, error; "end" (session)
   -> state; "judge_state" (check, output, before, after, calls) -> value. The launcher itself takes
@@ -42,7 +43,7 @@ from typing import IO, TYPE_CHECKING, Any
 from lvegit.base.errors import CheckerError, CheckerUnavailable
 from lvegit.checkers import lambda_server
 from lvegit.checkers.channel import receive, send
-from lvegit.sandbox import landlock, privileges, probe, seccomp, view
+from lvegit.sandbox import apart, landlock, privileges, probe, seccomp, view
 from lvegit.sandbox.privileges import Limits
 
 if TYPE_CHECKING:
@@ -137,6 +138,9 @@ class Server:
     def probe(self, request: dict[str, Any]) -> dict[str, Any]:
         return {"probes": probe.attempt_all(request["targets"])}
 
+    def plant(self, _request: dict[str, Any]) -> dict[str, Any]:
+        return {"sibling": probe.plant()}
+
     def check(self, request: dict[str, Any]) -> dict[str, Any]:
         checker = self.checkers[request["id"]]
         if request.get("runs"):
@@ -206,9 +210,10 @@ def confine_self(limits: Limits, namespaces: bool, seccomp_filter: Any) -> tuple
     try:
         if uid is not None:
             privileges.become(uid, os.getcwd())
+        separated = _separate() if namespaces else None
         held = privileges.held_privileges(uid)
     except OSError as exc:
-        held = [f"uid change failed ({exc.strerror})"]
+        held, separated = [f"uid change failed ({exc.strerror})"], None
     who = f"uid {uid} of its own" if uid is not None else "the invoking user's uid"
     groups = privileges.kept_groups()
     kept = f", the user's groups {groups} (no socket or file of theirs in reach)" if groups else ", no groups"
@@ -217,6 +222,8 @@ def confine_self(limits: Limits, namespaces: bool, seccomp_filter: Any) -> tuple
         if not held
         else f"privileges: still held: {', '.join(held)}"
     )
+    if separated is not None:
+        report.append(separated)
     own_uid = (uid is not None and not held) or (namespaces and not as_root)
     report.append(privileges.set_limits(limits, own_uid))
     privileges.set_dumpable(False)
@@ -243,7 +250,26 @@ def confine_self(limits: Limits, namespaces: bool, seccomp_filter: Any) -> tuple
         except OSError as exc:
             report.append(f"seccomp: unavailable ({exc.strerror})")
             seccomp_filter = None
-    return report, not held and seccomp_filter is not None and (landlocked or namespaces)
+    apart_held = separated == APART
+    return report, not held and seccomp_filter is not None and (landlocked or apart_held)
+
+
+APART = (
+    "apart: own user and mount namespaces: no other worker's scratch folder, no other process in /proc "
+    "or within ptrace's reach"
+)
+
+
+def _separate() -> str:
+    """This worker apart from the launcher, bubblewrap and its siblings (lvegit.sandbox.apart): APART, or
+    why not (without Landlock the worker is then not confined)."""
+    try:
+        apart.separate(os.getcwd())
+    except OSError as exc:
+        return f"apart: unavailable ({exc})"
+    finally:
+        privileges.clear_capabilities()  # those a new user namespace gave, even where a mount failed
+    return APART
 
 
 def hub_cache_path() -> list[str]:

@@ -204,7 +204,7 @@ def confine_self(limits: Limits, namespaces: bool, seccomp_filter: Any) -> tuple
         "namespaces: bubblewrap: own PID, network, IPC and UTS namespaces; a read-only view of the "
         "interpreter and libraries only"
         if namespaces
-        else "namespaces: none (refused on this machine): Landlock holds the filesystem"
+        else "namespaces: none (refused on this machine)"
     ]
     uid = privileges.new_worker_uid() if as_root else None
     try:

@@ -29,6 +29,7 @@ def _targets() -> Iterator[dict[str, Any]]:
         secret.chmod(0o644)
         with contextlib.suppress(OSError):  # where the filesystem keeps user attributes
             os.setxattr(secret, "user.lvegit", b"not-for-checkers")
+        Path(outside, "netrc-link").symlink_to(secret)
         with (
             socket.create_server(("127.0.0.1", 0)) as tcp,
             socket.socket(socket.AF_UNIX) as unix,
@@ -42,6 +43,7 @@ def _targets() -> Iterator[dict[str, Any]]:
             abstract.listen()
             yield {
                 "secret_file": str(secret),
+                "secret_link": os.path.join(outside, "netrc-link"),
                 "outside_folder": outside,
                 "tcp_port": tcp.getsockname()[1],
                 "unix_socket": os.path.join(outside, "socket"),

@@ -1,8 +1,8 @@
 """What contributed code could do, tried from inside a real worker: `lvegit sandbox` and the tests ask a
 worker for this (the "probe" op) and report what held. Each attempt returns "blocked: <error>" or what it
-achieved; `targets` names what lvegit set up outside: a file only its user may read, a listening TCP port
-and unix socket, lvegit's pid, a folder outside the worker's scratch, and what a sibling worker of the same
-launcher left (the "plant" op, run first in that sibling: an honest checker's files in every folder it
+achieved; `targets` names what lvegit set up outside: a file only its user may read (and a link to it), a
+listening TCP port and unix socket, lvegit's pid, a folder outside the worker's scratch, and what a sibling
+worker of the same launcher left (the "plant" op, run first in that sibling: an honest checker's files in every folder it
 could write, and its pid)."""
 
 from __future__ import annotations
@@ -45,12 +45,14 @@ PROBES = (
     "proc_processes",
     "xattr_secret",
     "stat_secret",
+    "readlink_secret",
     "proc_stat",
 )
 # What landlock mode (no namespaces) cannot hide, stated in docs/security.md: Landlock does not cover a
 # path's lookup, so a worker learns whether a path it names exists, with its size, owner and times (a
-# secret's, a pid's under /proc: which processes run, and whose), though it can neither open nor list it.
-LANDLOCK_LIMITS = ("stat_secret", "proc_stat")
+# secret's, a pid's under /proc: which processes run, and whose) and where a link points, though it can
+# neither open nor list it; seccomp cannot tell one path from another.
+LANDLOCK_LIMITS = ("stat_secret", "readlink_secret", "proc_stat")
 # Where a sibling worker (an honest checker, see `plant`) writes what it keeps: its scratch folder, /tmp,
 # /dev/shm, the launcher's scratch folder above its own, the view's root and /dev.
 PLANTED = ("{scratch}", "/tmp", "/dev/shm", "{scratch}/..", "/", "/dev")
@@ -259,6 +261,7 @@ def attempt_all(targets: dict[str, Any]) -> dict[str, str]:
         "proc_processes": _processes,
         "xattr_secret": lambda: _xattr(str(targets["secret_file"])),
         "stat_secret": lambda: _stat(str(targets["secret_file"])),
+        "readlink_secret": lambda: os.readlink(str(targets["secret_link"])),
         "proc_stat": lambda: _stat(f"/proc/{int(targets['lvegit_pid'])}"),
     }
     with contextlib.suppress(Exception):

@@ -124,6 +124,15 @@ def test_as_an_unprivileged_user_with_namespaces_without_landlock() -> None:
 
 
 @ROOT_ONLY
+def test_without_landlock_workers_that_cannot_be_apart_are_refused() -> None:
+    """A kernel without Landlock whose user namespaces are off but for root: bubblewrap holds, but a
+    worker (a uid of its own) cannot make its own namespaces, and would see its siblings' processes."""
+    report = sandbox_report(sys.executable, REFUSE_NAMESPACES, "--only-landlock-and-users")
+    assert report["mode"] == "refused"
+    assert report["isolation"][2] == "apart: unavailable ([Errno 1] unshare: Operation not permitted)"
+
+
+@ROOT_ONLY
 def test_as_an_unprivileged_user() -> None:
     report = sandbox_report(*as_nobody())
     assert report["mode"] == "namespaces"

@@ -2,8 +2,8 @@
 worker for this (the "probe" op) and report what held. Each attempt returns "blocked: <error>" or what it
 achieved; `targets` names what lvegit set up outside: a file only its user may read (and a link to it), a
 listening TCP port and unix socket, lvegit's pid, a folder outside the worker's scratch, and what a sibling
-worker of the same launcher left (the "plant" op, run first in that sibling: an honest checker's files in every folder it
-could write, and its pid)."""
+worker of the same launcher left (the "plant" op, run first in that sibling: an honest checker's files in
+every folder it could write, and its pid)."""
 
 from __future__ import annotations
 

@@ -3,9 +3,9 @@ starts `python -I -m lvegit.checkers.worker MODE`, inside bubblewrap where the m
 
 The launcher imports this code once, builds the seccomp filter once, says hello on its channel (stdin, a
 SOCK_SEQPACKET socket: {"ready": true, "seccomp": null or why it is missing}) and then forks one worker
-per request. A worker confines itself before it answers anything: as root, a uid of its own; every
-capability and group gone (checked); resource limits; not dumpable; Landlock; the seccomp filter (see
-lvegit.sandbox). It then answers one JSON line per request on the descriptor that was its stdout; what
+per request. A worker confines itself before it answers anything: as root, a uid of its own; inside
+bubblewrap, user and mount namespaces of its own (apart from its siblings); every capability and group
+gone (checked); resource limits; not dumpable; Landlock; the seccomp filter (see lvegit.sandbox). It then answers one JSON line per request on the descriptor that was its stdout; what
 checker code prints goes to /dev/null.
 
 Worker protocol, one JSON object per line each way:

@@ -5,8 +5,9 @@ The launcher imports this code once, builds the seccomp filter once, says hello 
 SOCK_SEQPACKET socket: {"ready": true, "seccomp": null or why it is missing}) and then forks one worker
 per request. A worker confines itself before it answers anything: as root, a uid of its own; inside
 bubblewrap, user and mount namespaces of its own (apart from its siblings); every capability and group
-gone (checked); resource limits; not dumpable; Landlock; the seccomp filter (see lvegit.sandbox). It then answers one JSON line per request on the descriptor that was its stdout; what
-checker code prints goes to /dev/null.
+gone (checked); resource limits; not dumpable; Landlock; the seccomp filter (see lvegit.sandbox). It
+then answers one JSON line per request on the descriptor that was its stdout; what checker code prints
+goes to /dev/null.
 
 Worker protocol, one JSON object per line each way:
 - first the worker says {"ready": true, "isolation": [one line per layer], "confined": bool}; a worker

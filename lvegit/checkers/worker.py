@@ -18,7 +18,8 @@ Worker protocol, one JSON object per line each way:
   read by lvegit: the repository is not in the sandbox's view) -> id, multi_run; "check" (id, prompt_in,
   prompt_out, params, runs) -> verdict; "postprocess" (id, response) -> response; "skip_reason" (id,
   response) -> reason; "probe" (targets) -> what each attack did (lvegit.sandbox.probe: `lvegit sandbox`);
-  "plant" -> sibling: the files an honest worker kept, for a probe's sibling attacks;
+  "plant" -> sibling: the files an honest worker kept, for a probe's sibling attacks; "unplant" removes
+  them;
   the LVE's environment (lvegit.checkers.environment_server): "environment" (sources) -> functions, checks;
   "start" (session, state) -> state; "tool" (session, name, arguments) -> result, error; "end" (session)
   -> state; "judge_state" (check, output, before, after, calls) -> value. The launcher itself takes
@@ -88,6 +89,7 @@ class Server:
         self.refusal = refusal
         self.checkers: list[BaseChecker] = []
         self.world: environment_server.Environment | None = None
+        self.planted: dict[str, Any] = {"files": []}
         from lvegit.checkers.hub import HubRequests  # the launcher loaded it (load_checker_machinery)
 
         self.hub = HubRequests()
@@ -140,7 +142,13 @@ class Server:
         return {"probes": probe.attempt_all(request["targets"])}
 
     def plant(self, _request: dict[str, Any]) -> dict[str, Any]:
-        return {"sibling": probe.plant()}
+        self.planted = probe.plant()
+        return {"sibling": self.planted}
+
+    def unplant(self, _request: dict[str, Any]) -> dict[str, Any]:
+        """Remove what `plant` wrote: where the sandbox does not hold, that is the machine's /tmp."""
+        probe.unplant(self.planted)
+        return {}
 
     def check(self, request: dict[str, Any]) -> dict[str, Any]:
         checker = self.checkers[request["id"]]

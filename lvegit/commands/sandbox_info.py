@@ -66,6 +66,7 @@ def probe_sandbox() -> tuple[str, list[str], dict[str, str]]:
                 reply = worker.call({"op": "probe", "targets": targets})
             finally:
                 worker.close()
+                sibling.call({"op": "unplant"})  # unconfined, it wrote in the machine's /tmp
         finally:
             sibling.close()
     probes = {str(name): str(outcome) for name, outcome in dict(reply["probes"]).items()}

@@ -193,6 +193,12 @@ def plant() -> dict[str, Any]:
     return {"files": written, "pid": os.getpid()}
 
 
+def unplant(planted: dict[str, Any]) -> None:
+    for path in planted["files"]:
+        with contextlib.suppress(OSError):
+            os.remove(path)
+
+
 def _sibling_files(files: list[str], mode: str) -> str:
     """Open each of a sibling's files (read, or read and write): done where any opened."""
     reached = []

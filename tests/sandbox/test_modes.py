@@ -188,6 +188,9 @@ def test_where_the_sandbox_cannot_hold_contributed_code_is_refused(tmp_path: Pat
     repo.lve("sandbox/bank", ENVIRONMENT_TEST, files=bank_files, instances={"i.jsonl": [recorded]})
     report = sandbox_report(sys.executable, REFUSE_NAMESPACES, "--no-landlock")
     assert report["mode"] == "refused"
+    # the probe's sibling wrote in the machine's /tmp and /dev/shm, unconfined, and removed what it wrote
+    assert [path for path in report["probes"]["sibling_read"].split("'") if path.startswith("/")]
+    assert not any(Path(p).exists() for p in report["probes"]["sibling_read"].split("'") if p.startswith("/"))
     command = [sys.executable, REFUSE_NAMESPACES, "--no-landlock", sys.executable, "-I", "-m", "lvegit"]
     environment = {"PATH": os.environ["PATH"], "HOME": "/tmp", "LANG": "C.UTF-8"}
     done = subprocess.run(

@@ -74,8 +74,8 @@ def probe_sandbox() -> tuple[str, list[str], dict[str, str]]:
 
 
 def sandbox_mode(confined: bool, namespaces: bool, isolation: list[str]) -> str:
-    """namespaces (bubblewrap, Landlock and seccomp), namespaces-without-landlock (bubblewrap, each worker
-    apart in namespaces of its own, seccomp), landlock (Landlock and seccomp) or refused."""
+    """namespaces (bubblewrap, each worker apart in namespaces of its own, Landlock and seccomp),
+    namespaces-without-landlock (the same but Landlock), landlock (Landlock and seccomp) or refused."""
     if not confined:
         return "refused"
     if not namespaces:
@@ -106,8 +106,8 @@ def sandbox_command(output_format: str) -> int:
     A second worker keeps files where an honest checker would, and the first tries to read and rewrite
     them, open its memory or bubblewrap's, and list the processes it can see.
 
-    The mode is namespaces (bubblewrap + Landlock + seccomp), namespaces-without-landlock (a kernel without
-    Landlock: bubblewrap + each worker in user and mount namespaces of its own + seccomp), landlock
+    The mode is namespaces (bubblewrap + each worker in user and mount namespaces of its own + Landlock +
+    seccomp), namespaces-without-landlock (a kernel without Landlock: the same but Landlock), landlock
     (namespaces refused: Landlock + seccomp; a worker can stat paths it names) or refused (contributed code
     is not run here; see docs/security.md for the ways out).
 

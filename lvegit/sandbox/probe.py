@@ -199,10 +199,13 @@ def unplant(planted: dict[str, Any]) -> None:
             os.remove(path)
 
 
-def _sibling_files(files: list[str], mode: str) -> str:
-    """Open each of a sibling's files (read, or read and write): done where any opened."""
+def _sibling_files(sibling: dict[str, Any], mode: str) -> str:
+    """Open each of a sibling's files (read, or read and write), also through its /proc/<pid>/cwd: done
+    where any opened."""
+    files = [str(path) for path in sibling["files"]]
+    through_proc = [f"/proc/{int(sibling['pid'])}/cwd/{os.path.basename(path)}" for path in files[:1]]
     reached = []
-    for path in files:
+    for path in [*files, *through_proc]:
         with contextlib.suppress(OSError), open(path, mode) as handle:
             handle.read()
             if "+" in mode:
@@ -211,7 +214,7 @@ def _sibling_files(files: list[str], mode: str) -> str:
             reached.append(path)
     if reached:
         return f"reached {reached}"
-    raise PermissionError(f"none of {len(files)} reached")
+    raise PermissionError(f"none of {len(files) + len(through_proc)} reached")
 
 
 def _memory(pid: int) -> str:
@@ -260,8 +263,8 @@ def attempt_all(targets: dict[str, Any]) -> dict[str, str]:
         "groups": _groups,
         "capabilities": _capabilities,
         "uid": _uid,
-        "sibling_read": lambda: _sibling_files(list(targets["sibling"]["files"]), "r"),
-        "sibling_rewrite": lambda: _sibling_files(list(targets["sibling"]["files"]), "r+"),
+        "sibling_read": lambda: _sibling_files(targets["sibling"], "r"),
+        "sibling_rewrite": lambda: _sibling_files(targets["sibling"], "r+"),
         "proc_pid1_mem": lambda: _memory(1),
         "proc_sibling": lambda: _memory(int(targets["sibling"]["pid"])),
         "proc_processes": _processes,

@@ -206,8 +206,8 @@ def _send(channel: IO[str], message: dict[str, Any]) -> None:
 
 def confine_self(limits: Limits, namespaces: bool, seccomp_filter: Any) -> tuple[list[str], bool]:
     """Apply every inner layer; returns one line per layer and whether the worker is confined: no
-    privilege held, seccomp loaded, and Landlock or namespaces holding the filesystem. A layer that
-    fails is reported, never skipped silently."""
+    privilege held, seccomp loaded, and Landlock or its own namespaces (lvegit.sandbox.apart) holding it
+    apart. A layer that fails is reported, never skipped silently."""
     as_root = os.geteuid() == 0
     report = [
         "namespaces: bubblewrap: own PID, network, IPC and UTS namespaces; a read-only view of the "
@@ -219,8 +219,11 @@ def confine_self(limits: Limits, namespaces: bool, seccomp_filter: Any) -> tuple
     try:
         if uid is not None:
             privileges.become(uid, os.getcwd())
-        separated = _separate() if namespaces else None
+        # uid and groups read back before the worker's own user namespace, where a uid it could not map
+        # (AppArmor's restriction of user namespaces denies the mapping) reads as the overflow uid
         held = privileges.held_privileges(uid)
+        separated = _separate() if namespaces and not held else None
+        held = held or privileges.held_privileges(None)  # the capabilities that namespace gave, dropped
     except OSError as exc:
         held, separated = [f"uid change failed ({exc.strerror})"], None
     who = f"uid {uid} of its own" if uid is not None else "the invoking user's uid"

@@ -133,6 +133,16 @@ def test_without_landlock_workers_that_cannot_be_apart_are_refused() -> None:
 
 
 @ROOT_ONLY
+def test_where_landlock_holds_workers_that_cannot_be_apart_still_run() -> None:
+    """Root where a worker's uid may not make a user namespace (Ubuntu 24.04's AppArmor restriction):
+    Landlock keeps it apart from its siblings, and contributed code runs."""
+    report = sandbox_report(sys.executable, REFUSE_NAMESPACES, "--only-users")
+    assert report["mode"] == "namespaces"
+    assert report["isolation"][2] == "apart: unavailable ([Errno 1] unshare: Operation not permitted)"
+    assert not_held(report) == {}
+
+
+@ROOT_ONLY
 def test_as_an_unprivileged_user() -> None:
     report = sandbox_report(*as_nobody())
     assert report["mode"] == "namespaces"

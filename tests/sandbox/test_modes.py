@@ -224,6 +224,13 @@ def test_where_the_sandbox_cannot_hold_contributed_code_is_refused(tmp_path: Pat
 
 
 @ROOT_ONLY
+def test_an_unprivileged_user_where_the_sandbox_cannot_hold_is_refused() -> None:
+    report = sandbox_report(*as_nobody(), sys.executable, REFUSE_NAMESPACES, "--no-landlock")
+    assert report["mode"] == "refused"
+    assert "landlock: unavailable ([Errno 38] Function not implemented)" in report["isolation"]
+
+
+@ROOT_ONLY
 def test_lambdas_are_judged_in_a_confined_worker(repo: RepoBuilder) -> None:
     """The lambda worker confines itself as a custom checker's does (as root: a uid of its own)."""
     from lvegit.checkers import lambda_worker

@@ -36,6 +36,7 @@ MS_REMOUNT = 0x20
 MS_BIND = 0x1000
 MS_REC = 0x4000
 MS_PRIVATE = 0x40000
+COVER_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC
 
 
 def _libc() -> ctypes.CDLL:
@@ -62,10 +63,10 @@ def _own_user_namespace() -> None:
     """A user namespace (and a mount namespace it owns) mapping only this process's uid and gid."""
     uid, gid = os.geteuid(), os.getegid()
     _check(_libc().unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare")
-    # Not dumpable (as the launcher keeps itself, and as the change of namespace makes it), its /proc files
-    # are root's, which the new namespace does not map: its own maps would be out of its reach. Nothing
-    # outside the new namespace can attach to it meanwhile (lvegit.sandbox.privileges makes it
-    # undumpable again before Landlock and seccomp).
+    # Not dumpable (the launcher keeps itself so, and the new namespace makes it so), its /proc files are
+    # root's, whom the new namespace does not map: its own maps would be out of its reach. Meanwhile only
+    # lvegit's own processes (the launcher, bubblewrap: they hold capabilities over the new namespace)
+    # could attach to it; it is made undumpable again at once.
     privileges.set_dumpable(True)
     _write("/proc/self/uid_map", f"{uid} {uid} 1")
     _write("/proc/self/setgroups", "deny")  # the kernel's condition for mapping a gid unprivileged
@@ -74,26 +75,35 @@ def _own_user_namespace() -> None:
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
 
 
+def _cover(folder: str, mode: str) -> None:
+    """An empty tmpfs over `folder` (a few inodes: only mount points go in it), until `_close`."""
+    _mount("tmpfs", folder, "tmpfs", COVER_FLAGS, f"mode={mode},size=16k,nr_inodes=16")
+
+
+def _close(folder: str) -> None:
+    _mount(None, folder, None, MS_REMOUNT | MS_RDONLY | COVER_FLAGS)
+
+
 def _own_proc() -> None:
     """/proc covered by an empty read-only folder but for `self`: the worker's own /proc/<pid>, bound from
     the /proc it covers (through the working directory, which stays in the covered one)."""
     os.chdir(f"/proc/{os.getpid()}")
-    _mount("tmpfs", "/proc", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0555,size=16k,nr_inodes=16")
+    _cover("/proc", "0555")
     os.mkdir("/proc/self")
     _mount(".", "/proc/self", None, MS_BIND)
-    _mount(None, "/proc", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _close("/proc")
 
 
 def separate(workdir: str) -> None:
     """Put this worker (single-threaded, just forked, before Landlock and seccomp) apart: see the module.
-    `workdir`: its own scratch folder, the only one of the launcher's scratch folder it keeps. Raises
-    OSError where the kernel refuses (user namespaces disabled or restricted)."""
+    `workdir`: its own scratch folder, the only one of the launcher's scratch folder (its parent) it
+    keeps. Raises OSError where the kernel refuses (user namespaces disabled or restricted)."""
     _own_user_namespace()
     _own_proc()
     os.chdir(workdir)  # the folder bound back below, once covered
     scratch = os.path.dirname(workdir)
-    _mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0711,size=16k,nr_inodes=16")
+    _cover(scratch, "0711")
     os.mkdir(workdir, mode=0o700)
     _mount(".", workdir, None, MS_BIND)
-    _mount(None, scratch, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _close(scratch)
     os.chdir(workdir)

@@ -6,8 +6,8 @@ with a CLONE_NEW* flag fail with EPERM, and clone3 with ENOSYS (glibc then uses 
                                  --only-users] COMMAND...
 
 --no-landlock: Landlock fails too (ENOSYS, as on a kernel without it): the sandbox cannot hold.
---only-landlock: only Landlock fails, namespaces are allowed (a kernel built without Landlock, or booted
-without it in `lsm=`): bubblewrap holds without it.
+--only-landlock (or --no-landlock --keep-namespaces): only Landlock fails, namespaces are allowed (a
+kernel built without Landlock, or booted without it in `lsm=`): bubblewrap holds without it.
 --only-landlock-and-users: Landlock fails, and so does making a user namespace (a kernel without Landlock
 whose user namespaces are off for every user but root): bubblewrap holds as root, without one.
 --only-users: only making a user namespace fails (user namespaces off but for root, or Ubuntu 24.04's
@@ -41,6 +41,9 @@ def _refuse_flags(refusing: pyseccomp.SyscallFilter, flags: tuple[int, ...]) -> 
 def main() -> None:
     command = sys.argv[1:]
     option = command.pop(0) if command[0] in OPTIONS else None
+    if option == "--no-landlock" and command[0] == "--keep-namespaces":  # another spelling
+        command.pop(0)
+        option = "--only-landlock"
     refusing = pyseccomp.SyscallFilter(defaction=pyseccomp.ALLOW)
     if option not in (None, "--only-users"):
         refusing.add_rule(pyseccomp.ERRNO(errno.ENOSYS), "landlock_create_ruleset")

@@ -103,12 +103,12 @@ def python(*arguments: str) -> list[str]:
 MODES: dict[str, Callable[[], list[str]]] = {
     "root-namespaces-landlock": list,
     "root-landlock-alone": lambda: python(REFUSE_NAMESPACES),
-    "root-namespaces-alone": lambda: python(REFUSE_NAMESPACES, "--no-landlock", "--keep-namespaces"),
+    "root-namespaces-alone": lambda: python(REFUSE_NAMESPACES, "--only-landlock"),
     "nobody-namespaces-landlock": as_nobody,
     "nobody-landlock-alone": lambda: [*as_nobody(), *python(REFUSE_NAMESPACES)],
     "nobody-namespaces-alone": lambda: [
         *as_nobody(),
-        *python(REFUSE_NAMESPACES, "--no-landlock", "--keep-namespaces"),
+        *python(REFUSE_NAMESPACES, "--only-landlock"),
     ],
     "neither-refused": lambda: python(REFUSE_NAMESPACES, "--no-landlock"),
 }

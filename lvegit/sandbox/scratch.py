@@ -25,6 +25,7 @@ from lvegit.sandbox.privileges import size_text
 PREFIX = "lvegit-sandbox-"
 LOCK_SUFFIX = ".lock"
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+UNLOCKED_SECONDS = 24 * 3600  # a folder without a lock, untouched this long, is a leftover
 _HELD: dict[str, int] = {}  # this process's scratch folders: their locks' descriptors (flock held)
 
 
@@ -330,8 +331,13 @@ def sweep(where: str | None = None) -> None:
             continue
         if name.endswith(LOCK_SUFFIX) and stat.S_ISREG(info.st_mode):
             _sweep_locked(path)
-        # Its lock is made first and removed last: a folder without one is a leftover.
-        elif stat.S_ISDIR(info.st_mode) and path not in _HELD and not os.path.lexists(path + LOCK_SUFFIX):
+        # Its lock is made first and removed last: a folder without one is an earlier lvegit's, which made
+        # none; one still running may use it, so only one untouched for a day is taken.
+        elif (
+            stat.S_ISDIR(info.st_mode)
+            and time.time() - info.st_mtime > UNLOCKED_SECONDS
+            and not os.path.lexists(path + LOCK_SUFFIX)
+        ):
             remove_tree(path)
 
 

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -302,3 +303,21 @@ def test_a_checker_past_its_scratch_bound_is_ended_in_every_mode(mode: str, shar
     output, _ = done.communicate(timeout=600)
     assert "the checker's scratch folder passed its bound of 4 MiB or 20,000 files" in output, output
     assert os.listdir(temporary) == []
+
+
+def test_a_folder_without_a_lock_is_swept_once_it_is_old(tmp_path: Path) -> None:
+    """An earlier lvegit made its folders without a lock: one still running may use its own."""
+    fresh, old = tmp_path / f"{scratch.PREFIX}fresh", tmp_path / f"{scratch.PREFIX}old"
+    for folder in (fresh, old):
+        (folder / "worker-1").mkdir(parents=True)
+    day_ago = time.time() - scratch.UNLOCKED_SECONDS - 60
+    os.utime(old, (day_ago, day_ago))
+    locked = Path(scratch.make_root())  # with its lock, held: never swept
+    try:
+        scratch.sweep(str(tmp_path))
+        assert fresh.is_dir() and not old.exists()
+        scratch.sweep(tempfile.gettempdir())
+        assert locked.is_dir()
+    finally:
+        scratch.remove_root(str(locked))
+    assert not locked.exists() and not Path(f"{locked}{scratch.LOCK_SUFFIX}").exists()

@@ -105,7 +105,8 @@ def _history(
         by_lve.setdefault(status.lve, []).append(status)
     rated = severities(list(found.values()), impacts_of(repo, sorted({lve for lve, _model in found})))
     shown = {lve: severity.summary for lve, severity in rated.items()}
-    problems = "; ".join(history.problems) or None
+    # named from the history folder (the trusted copy's lies in a temporary folder)
+    problems = "; ".join(problem.removeprefix(f"{folder.parent}/") for problem in history.problems) or None
     return by_lve, {lve: text for lve, text in shown.items() if not text.startswith("unknown")}, problems
 
 

@@ -1027,6 +1027,47 @@ def test_the_comment_shows_each_changed_lves_run_history(
     )  # the other runs
 
 
+def corrupt(path: Path, column: str | None) -> None:
+    """Break a run file as a disk or a cut upload can: cut it in half (None), or zero the pages of one
+    column, leaving its footer whole (every check that reads no page passes)."""
+    import pyarrow.parquet as pq
+
+    data = bytearray(path.read_bytes())
+    if column is None:
+        path.write_bytes(bytes(data[: len(data) // 2]))
+        return
+    metadata = pq.read_metadata(path)
+    names = [metadata.schema.column(i).name for i in range(metadata.num_columns)]
+    chunk = metadata.row_group(0).column(names.index(column))
+    start = chunk.dictionary_page_offset or chunk.data_page_offset
+    data[start : start + chunk.total_compressed_size] = bytes(chunk.total_compressed_size)
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("column", [None, "run_at", "lve", "unsafe"])
+def test_the_comment_names_an_unreadable_run_file_and_shows_the_other_runs(
+    action: Any, github_server: GitHubServer, cli: Any, tmp_path: Path, column: str | None
+) -> None:
+    """A run file of the base branch's history cut short, or with a corrupt page behind a whole footer:
+    the comment names it (as status does) and shows the status of the other runs; the check goes on.
+    A corrupt page of run_at ended the check with lvegit's own error (exit 3) and no comment; one of lve
+    or unsafe dropped the whole history with an error that named no file."""
+    git, history, _old = history_pull(tmp_path)
+    git.commit("pr")
+    git.git("checkout", "-q", "main")
+    [latest] = sorted(history.glob("2026-09-14*"))
+    corrupt(latest, column)
+    git.commit("a broken run file")
+    status = cli("status", cwd=git.root)
+    assert status.code == 1 and f"{latest.name}: not a Parquet file lvegit can read" in status.err
+    assert "(1 run): 1 reproduces" in status.out  # the other run
+    git.git("checkout", "-q", "pr")
+    git.git("merge", "-q", "--no-edit", "main")
+    body = review_comment(action, github_server, git, 9).replace("\\", "")
+    assert f"⚠️ The run history could not be read: history/{latest.name}: not a Parquet file" in body
+    assert "| vendor/m | ● reproduces" in body  # the other run, which says it reproduces on m-v1
+
+
 def history_pull(tmp_path: Path) -> tuple[GitRepo, Path, str]:
     """A base branch whose history says the LVE was fixed in m-v2, and a branch pr that adds an instance to
     it (not committed yet); the history folder and the LVE's path."""

@@ -34,7 +34,7 @@ from lvegit.github.context import Event
 from lvegit.github.render import SUMMARY_LIMIT, annotation_commands, render, write_outputs
 from lvegit.github.review import review
 from lvegit.github.trust import Trusted, for_pull_request
-from lvegit.github.verify import CHECK_WORKFLOW, doubts
+from lvegit.github.verify import CHECK_WORKFLOW, ChangedFile, doubts, runs_on_doubts
 from lvegit.history.severity import impacts_of, severities
 from lvegit.history.status import History, LVEStatus, status_table
 from lvegit.history.store import HISTORY_DIR, history_dir
@@ -407,9 +407,18 @@ def _log_verdict(run: CheckRun, results: results_file.ResultsDocument) -> None:
 
 
 def _comment(run: CheckRun, results: results_file.ResultsDocument) -> None:
-    """The verdict comment on the pull request, where the Action's inputs ask for one."""
+    """The verdict comment on the pull request, where the Action's inputs ask for one; unverified where the
+    pull request changes what its check runs on (the job that comments runs its workflow)."""
     if run.settings.comment and run.event.pull_request is not None:
-        post_comment(results, run.settings, run.event.pull_request, run.event.head)
+        found = []
+        if run.checkout is not None and run.changes is not None and run.event.head:
+            changed = run.checkout.changed_files(run.changes.base, run.event.head)
+            files = [
+                ChangedFile(c.new_path or c.path, "renamed" if c.new_path else "modified", c.path)
+                for c in changed
+            ]
+            found = runs_on_doubts(files, run.checkout.relative(run.repo.root))
+        post_comment(results, run.settings, run.event.pull_request, run.event.head, found)
 
 
 # The stages that report the results, in order.
@@ -437,15 +446,19 @@ def check(repo: Repository, event: Event, settings: ActionSettings) -> int:
 
 
 def post_comment(
-    results: results_file.ResultsDocument, settings: ActionSettings, number: int, expected_head: str | None
+    results: results_file.ResultsDocument,
+    settings: ActionSettings,
+    number: int,
+    expected_head: str | None,
+    found: list[str],
 ) -> None:
-    """Check mode's comment: its own results, for the head it checked."""
+    """Check mode's comment: its own results, for the head it checked; `found`: why it is unverified."""
     api = PullRequests(settings.api_url, settings.token, settings.repository, settings.retry)
     current = api.head_sha(number)
     if results.head_sha != current or (expected_head and expected_head != current):
         _stale(results.head_sha, number, current)
         return
-    _upsert(api, number, render(results, settings.server_url))
+    _upsert(api, number, render(results, settings.server_url, doubts=found))
 
 
 def _stale(head: str, number: int, current: str) -> None:

@@ -108,6 +108,13 @@ def _runs_on(files: list[ChangedFile], top: str) -> list[str]:
     )
 
 
+def runs_on_doubts(files: list[ChangedFile], top: str) -> list[str]:
+    """The doubt of a pull request that changes what its check runs on (its run may be anything)."""
+    runs_on = _runs_on(files, top)
+    what = f"this pull request changes what its check runs on ({_named(runs_on)})"
+    return [f"{what}: its run may not be lvegit's check"] if runs_on else []
+
+
 def _origin_doubts(origin: RunOrigin | None, expected: str, repository: str) -> list[str]:
     if origin is None:
         return ["the comment stage did not run on a workflow_run event: it cannot tell which run wrote them"]
@@ -159,12 +166,7 @@ def doubts(
     the results' base is the pull request's base commit or an earlier commit of its branch (GitHub's
     compare); `top`: the LVE root, from the top of the repository ('' for the top itself)."""
     found = _origin_doubts(origin, expected_workflow, repository)
-    runs_on = _runs_on(facts.files, top)
-    if runs_on:
-        found.append(
-            f"this pull request changes what its check runs on ({_named(runs_on)}): its run may not be "
-            "lvegit's check"
-        )
+    found += runs_on_doubts(facts.files, top)
     if results_head != facts.head_sha:
         found.append(
             f"they are for the commit {results_head[:12]}, not the pull request's head {facts.head_sha[:12]}"

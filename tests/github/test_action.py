@@ -429,6 +429,22 @@ def test_a_forged_results_artifact_is_relayed_as_unverified(
     assert "What that run reports, unverified: no failures." in body
 
 
+def test_a_check_that_comments_on_a_pull_request_changing_its_workflow_says_it_is_unverified(
+    pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any
+) -> None:
+    """The live job comments from the check, which runs the pull request's workflow: where the pull
+    request changes it, the comment cannot be lvegit's word either."""
+    git, base, _head = pull
+    (git.root / ".github/workflows").mkdir(parents=True)
+    (git.root / ".github/workflows/lvegit-check.yml").write_text("name: LVE check\n")
+    head = git.commit("workflow")
+    github_server.pulls[7] = head
+    action("pull_request", pull_request_payload(7, base, head), git.root, comment="true", github_token="t")
+    [body] = [c["body"] for c in github_server.comments[7]]
+    assert body.split("\n")[1].startswith("## ⚠️ lvegit: not verified")
+    assert "changes what its check runs on (.github/workflows/lvegit-check.yml)" in body.replace("\\", "")
+
+
 @pytest.mark.parametrize("lie", ["an LVE left out", "an LVE it does not change", "a removal"])
 def test_the_comment_stage_derives_the_changed_lves_again_and_names_the_difference(
     pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any, tmp_path: Path, lie: str

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -443,6 +444,40 @@ def test_a_check_that_comments_on_a_pull_request_changing_its_workflow_says_it_i
     [body] = [c["body"] for c in github_server.comments[7]]
     assert body.split("\n")[1].startswith("## ⚠️ lvegit: not verified")
     assert "changes what its check runs on (.github/workflows/lvegit-check.yml)" in body.replace("\\", "")
+
+
+@pytest.mark.parametrize("committed", ["a results file", "a link to one"])
+def test_results_the_pull_request_commits_cannot_name_its_head(
+    pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any, tmp_path: Path, committed: str
+) -> None:
+    """The base branch's check workflow uploads lvegit-results/ however its lvegit step ended: a pull
+    request can commit a forged results file there (or the folder as a link to one, so that the check
+    writes nothing), but a file in a commit cannot name that commit's sha: it names an earlier head at
+    best, and the comment says its verdicts are unverified."""
+    git, base, earlier = pull
+    artifact, _comment = two_stages(action, github_server, git, base, earlier, tmp_path)
+    forge_all_passed(artifact)
+    forged = git.root / ("lvegit-results" if committed == "a results file" else "repository/notes")
+    shutil.copytree(artifact, forged)
+    if committed == "a link to one":
+        (git.root / "lvegit-results").symlink_to("repository/notes")
+    head = git.commit("results of its own")
+    github_pull(github_server, 9, git, base, head)
+    if committed == "a link to one":
+        check = action("pull_request", pull_request_payload(9, base, head, fork=True), git.root)
+        assert check.code == 2 and "is a link" in check.err  # the check wrote nothing
+    shutil.rmtree(artifact)
+    shutil.copytree(git.root / "lvegit-results", artifact)  # what upload-artifact takes, links followed
+    trusted = tmp_path / "trusted"
+    trusted.mkdir(exist_ok=True)
+    payload = workflow_run_payload(head, None)
+    result = action(
+        "workflow_run", payload, trusted, mode="comment", results_dir=str(artifact), github_token="t"
+    )
+    assert result.code == 0, result.err
+    [body] = [c["body"] for c in github_server.comments[9]]
+    assert body.split("\n")[1].startswith("## ⚠️ lvegit: not verified")
+    assert f"they are for the commit {earlier[:12]}, not the pull request's head {head[:12]}" in body
 
 
 @pytest.mark.parametrize("lie", ["an LVE left out", "an LVE it does not change", "a removal"])

@@ -490,7 +490,10 @@ def comment(event: Event, settings: ActionSettings) -> int:
     found = doubts(
         results.head_sha,
         results.base_sha,
-        {lve.path for lve in results.lves},
+        {
+            lve.path: (lve.change.status, lve.change.renamed_from) if lve.change else None
+            for lve in results.lves
+        },
         set(results.removed),
         event.origin,
         facts,

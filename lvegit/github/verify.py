@@ -70,24 +70,37 @@ def _lve_on_head(path: str, prefix: PurePosixPath, lve_folders: set[str]) -> str
     return next((folder for folder in folders if folder in lve_folders), None)
 
 
-def changed_lves(files: Iterable[ChangedFile], lve_folders: set[str], top: str) -> tuple[set[str], set[str]]:
-    """The LVEs the pull request changes on head and those it removes, relative to the LVE root `top`,
-    as lvegit.git.changes finds them: a file's LVE is its innermost folder holding a test.json on head;
-    an LVE is removed when its test.json goes, unless it was renamed into an LVE on head."""
+# What a pull request did to an LVE it changes, as the results' change records say it: its status
+# (added, modified, renamed) and the folder it was renamed from.
+How = tuple[str, str | None]
+
+
+def changed_lves(
+    files: Iterable[ChangedFile], lve_folders: set[str], top: str
+) -> tuple[dict[str, How], set[str]]:
+    """What the pull request did to each LVE it changes on head, and the LVEs it removes, relative to the
+    LVE root `top`, as lvegit.git.changes and lvegit.github.review find them: a file's LVE is its innermost
+    folder holding a test.json on head; an LVE whose test.json comes from a folder that is no LVE on head
+    is renamed from there, one whose test.json is new is added; an LVE is removed when its test.json goes,
+    unless it was renamed into an LVE on head."""
     prefix = PurePosixPath(top, REPOSITORY_DIR)
-    changed: set[str] = set()
+    start = len(top) + 1 if top else 0
+    changed: dict[str, How] = {}
     removed: set[str] = set()
     for file in files:
         lve = _lve_on_head(file.path, prefix, lve_folders)
-        if lve is not None:
-            changed.add(lve)
         old = PurePosixPath(file.previous or file.path)
         folder = old.parent.as_posix()
         went = old.name == TEST_FILE and prefix in old.parents and folder not in lve_folders
         if went and not (file.status == "renamed" and lve is not None):  # a rename's LVE is changed
-            removed.add(folder)
-    start = len(top) + 1 if top else 0
-    return {lve[start:] for lve in changed}, {text_name(lve[start:]) for lve in removed}
+            removed.add(text_name(folder[start:]))
+        if lve is None:
+            continue
+        how = changed.setdefault(lve[start:], ("modified", None))
+        if file.path == f"{lve}/{TEST_FILE}" and file.status in ("added", "renamed", "copied"):
+            how = ("renamed", text_name(folder[start:])) if went else ("added", None)
+        changed[lve[start:]] = how
+    return changed, removed
 
 
 def _named(paths: Iterable[str]) -> str:
@@ -128,7 +141,7 @@ def _origin_doubts(origin: RunOrigin | None, expected: str, repository: str) -> 
 
 
 def _lve_doubts(
-    results_lves: set[str], results_removed: set[str], facts: PullRequestFacts, top: str
+    results_lves: dict[str, How | None], results_removed: set[str], facts: PullRequestFacts, top: str
 ) -> list[str]:
     if not facts.files_complete:
         return [
@@ -138,10 +151,16 @@ def _lve_doubts(
         return ["the head's tree is too large for GitHub to list: the changed LVEs cannot be derived"]
     changed, removed = changed_lves(facts.files, facts.lve_folders, top)
     doubts = []
-    if changed - results_lves:
-        doubts.append(f"they leave out LVEs this pull request changes: {_named(changed - results_lves)}")
-    if results_lves - changed:
-        doubts.append(f"they name LVEs this pull request does not change: {_named(results_lves - changed)}")
+    left_out, not_changed = changed.keys() - results_lves.keys(), results_lves.keys() - changed.keys()
+    if left_out:
+        doubts.append(f"they leave out LVEs this pull request changes: {_named(left_out)}")
+    if not_changed:
+        doubts.append(f"they name LVEs this pull request does not change: {_named(not_changed)}")
+    unlike = [lve for lve, how in changed.items() if lve in results_lves and results_lves[lve] != how]
+    if unlike:
+        doubts.append(
+            f"they say otherwise than its files whether these LVEs are new or renamed: {_named(unlike)}"
+        )
     if removed != results_removed:
         doubts.append(
             f"their removed LVEs ({_named(results_removed) or 'none'}) are not the ones this pull request "
@@ -153,7 +172,7 @@ def _lve_doubts(
 def doubts(
     results_head: str,
     results_base: str | None,
-    results_lves: set[str],
+    results_lves: dict[str, How | None],
     results_removed: set[str],
     origin: RunOrigin | None,
     facts: PullRequestFacts,

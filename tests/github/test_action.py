@@ -480,7 +480,9 @@ def test_results_the_pull_request_commits_cannot_name_its_head(
     assert f"they are for the commit {earlier[:12]}, not the pull request's head {head[:12]}" in body
 
 
-@pytest.mark.parametrize("lie", ["an LVE left out", "an LVE it does not change", "a removal"])
+@pytest.mark.parametrize(
+    "lie", ["an LVE left out", "an LVE it does not change", "a removal", "a new LVE as old"]
+)
 def test_the_comment_stage_derives_the_changed_lves_again_and_names_the_difference(
     pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any, tmp_path: Path, lie: str
 ) -> None:
@@ -497,9 +499,14 @@ def test_the_comment_stage_derives_the_changed_lves_again_and_names_the_differen
     elif lie == "an LVE it does not change":
         forge_all_passed(artifact, lves=[*data["lves"], {**data["lves"][0], "path": b}])
         why = f"they name LVEs this pull request does not change: {b}"
-    else:
+    elif lie == "a removal":
         forge_all_passed(artifact, removed=[b])
         why = f"their removed LVEs ({b}) are not the ones this pull request removes (none)"
+    else:
+        [new] = [lve for lve in data["lves"] if lve["change"]["status"] == "added"]
+        new["change"]["status"] = "modified"
+        forge_all_passed(artifact, lves=data["lves"])
+        why = f"whether these LVEs are new or renamed: {new['path']}"
     body = comment()
     assert body.split("\n")[1].startswith("## ⚠️ lvegit: not verified")
     assert why in body.replace("\\", "")

@@ -60,7 +60,11 @@ def test_the_changed_lves_derived_from_githubs_lists_are_gits(tmp_path: Path, to
 
     found = changes.changed_lves(Repository(root), base, head)
     files, folders = as_github_lists(git, base, head)
-    assert changed_lves(files, folders, top) == (set(found.changed), set(found.removed))
+    derived, removed = changed_lves(files, folders, top)
+    assert set(derived) == set(found.changed) and removed == set(found.removed)
+    assert {lve: old for lve, (status, old) in derived.items() if status == "renamed"} == found.renamed
+    added = {lve for lve, (status, _old) in derived.items() if status == "added"}
+    assert added == {"repository/cat/new/openai--gpt-4o-mini"}
     assert len(found.changed) == 4 and len(found.removed) == 1
 
 

@@ -487,21 +487,9 @@ def comment(event: Event, settings: ActionSettings) -> int:
         _stale(event.head, number, current)
         return 0
     facts = api.facts(number)
-    found = doubts(
-        results.head_sha,
-        results.base_sha,
-        {
-            lve.path: (lve.change.status, lve.change.renamed_from) if lve.change else None
-            for lve in results.lves
-        },
-        set(results.removed),
-        event.origin,
-        facts,
-        settings.check_workflow,
-        settings.repository,
-        settings.lve_root,
-        results.base_sha is not None and api.on_branch(results.base_sha, facts.base_sha),
-    )
+    on_branch = results.base_sha is not None and api.on_branch(results.base_sha, facts.base_sha)
+    repository, workflow = settings.repository, settings.check_workflow
+    found = doubts(results, event.origin, facts, workflow, repository, settings.lve_root, on_branch)
     if results.pull_request not in (None, number):
         found.append(f"they are for pull request #{results.pull_request}, not #{number}")
     for doubt in found:

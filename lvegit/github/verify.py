@@ -14,12 +14,13 @@ artifact. Each doubt is a sentence for the comment, which then says that its ver
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Final
 
 from lvegit.github.context import RunOrigin
+from lvegit.github.results import ResultsDocument
 from lvegit.lve.repo import REPOSITORY_DIR, TEST_FILE, text_name
 from lvegit.lve.routing_file import ROUTING_FILES
 
@@ -141,7 +142,7 @@ def _origin_doubts(origin: RunOrigin | None, expected: str, repository: str) -> 
 
 
 def _lve_doubts(
-    results_lves: dict[str, How | None], results_removed: set[str], facts: PullRequestFacts, top: str
+    results_lves: Mapping[str, How | None], results_removed: set[str], facts: PullRequestFacts, top: str
 ) -> list[str]:
     if not facts.files_complete:
         return [
@@ -170,10 +171,7 @@ def _lve_doubts(
 
 
 def doubts(
-    results_head: str,
-    results_base: str | None,
-    results_lves: dict[str, How | None],
-    results_removed: set[str],
+    results: ResultsDocument,
     origin: RunOrigin | None,
     facts: PullRequestFacts,
     expected_workflow: str,
@@ -186,11 +184,13 @@ def doubts(
     compare); `top`: the LVE root, from the top of the repository ('' for the top itself)."""
     found = _origin_doubts(origin, expected_workflow, repository)
     found += runs_on_doubts(facts.files, top)
-    if results_head != facts.head_sha:
-        found.append(
-            f"they are for the commit {results_head[:12]}, not the pull request's head {facts.head_sha[:12]}"
-        )
-    if results_base is None or not base_on_branch:
-        base = results_base[:12] if results_base else "no commit"
+    if results.head_sha != facts.head_sha:
+        head, theirs = facts.head_sha[:12], results.head_sha[:12]
+        found.append(f"they are for the commit {theirs}, not the pull request's head {head}")
+    if results.base_sha is None or not base_on_branch:
+        base = results.base_sha[:12] if results.base_sha else "no commit"
         found.append(f"they compare with {base}, which is not on the pull request's base branch")
-    return found + _lve_doubts(results_lves, results_removed, facts, top)
+    hows = {
+        lve.path: (lve.change.status, lve.change.renamed_from) if lve.change else None for lve in results.lves
+    }
+    return found + _lve_doubts(hows, set(results.removed), facts, top)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import os
 import random
@@ -403,13 +405,20 @@ def nest_folders(folder: Path, depth: int) -> Path:
 
 def remove_nested(top: Path) -> None:
     """Remove `top` and everything below it, deepest first, without recursion."""
-    from lvegit.base.files import walk
+    from lvegit.sandbox.scratch import remove_tree
 
-    found = list(walk(top))
-    for folder, _folders, others in reversed(found):
-        for name in others:
-            (folder / name).unlink()
-        folder.rmdir()
+    assert remove_tree(str(top)) is None
+
+
+def fill(disk: Path) -> None:
+    """Write into `disk` until it is full, then make files until it holds no more (a checker's worst)."""
+    with contextlib.suppress(OSError), (disk / "filler").open("ab", buffering=0) as handle:
+        while True:
+            handle.write(b"\0" * 4096)
+    (disk / "fillers").mkdir()
+    with contextlib.suppress(OSError):
+        for number in itertools.count():
+            (disk / "fillers" / str(number)).touch()
 
 
 def _write(path: Path, content: str | bytes) -> None:

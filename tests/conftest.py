@@ -3,6 +3,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -71,6 +72,20 @@ def default_settings() -> Iterator[None]:
     configure(Settings())
     yield
     configure(Settings())
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A disk of 8 MiB and 2,048 files of its own (a tmpfs; root only), as a runner's disk that a checker filled."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a disk of its own takes root")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m,nr_inodes=2k", "tmpfs", str(disk)], check=True)
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "--lazy", str(disk)], check=True)
 
 
 @pytest.fixture

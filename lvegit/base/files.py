@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import json
@@ -190,7 +191,9 @@ def path_inside(base: Path, relative: str, base_name: str = "the LVE directory")
     return base / relative
 
 
-def _reason(exc: OSError | ValueError) -> str:
+def _reason(exc: OSError | ValueError, path: Path | None = None) -> str:
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT) and path is not None:
+        return f"no space left on the disk that holds {_mount_point(path)}"
     if isinstance(exc, ValueError):
         return "the name holds a NUL byte" if "null" in str(exc) else str(exc)
     if exc.errno == errno.ELOOP:
@@ -198,6 +201,13 @@ def _reason(exc: OSError | ValueError) -> str:
     if exc.errno == errno.ENAMETOOLONG:
         return "the name is too long"
     return exc.strerror or str(exc)
+
+
+def _mount_point(path: Path) -> str:
+    folder = os.path.realpath(path.parent)
+    while not os.path.ismount(folder):
+        folder = os.path.dirname(folder)
+    return folder
 
 
 def open_inside(
@@ -234,7 +244,7 @@ def _open_inside(
             raise FileProblem(f"'{shown}' does not exist") from None
         if isinstance(exc, OSError) and exc.errno == errno.ELOOP and writing:
             raise FileProblem(f"'{shown}' is a link: lvegit does not write through links") from None
-        raise FileProblem(f"'{shown}' cannot be opened: {_reason(exc)}") from None
+        raise FileProblem(f"'{shown}' cannot be opened: {_reason(exc, path)}") from None
     info = os.fstat(descriptor)
     if not stat.S_ISREG(info.st_mode):  # (O_NONBLOCK means nothing to a regular file: it stays)
         os.close(descriptor)
@@ -244,10 +254,49 @@ def _open_inside(
 
 def write_inside(base: Path, path: Path, data: bytes, base_name: str = "the LVE directory") -> None:
     """Replace the contents of the file at `path` inside `base` (created with its folders when missing);
-    never through a link, never outside `base`."""
-    descriptor = open_inside(base, path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, base_name)
-    with os.fdopen(descriptor, "wb") as handle:
-        handle.write(data)
+    never through a link, never outside `base`. Written beside it first (into the space reserve_inside set
+    aside, where it did), then renamed over it: a full disk leaves it as it was, and a FileProblem says so."""
+    if os.path.lexists(path):  # what it is now: a link, a folder or a file outside `base` is refused
+        os.close(open_inside(base, path, os.O_WRONLY, base_name))
+    part = _part(path)
+    descriptor = open_inside(base, part, os.O_WRONLY | os.O_CREAT, base_name)  # its reserved space kept
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+            handle.truncate()
+        os.replace(part, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(part)
+        raise unwritable(_shown(base, path), path, exc) from None
+
+
+def unwritable(shown: str, path: Path, exc: OSError) -> FileProblem:
+    """Why `path` (`shown` in the message) could not be written: a full disk is named."""
+    return FileProblem(f"'{shown}' cannot be written: {_reason(exc, path)}")
+
+
+def reserve_inside(base: Path, path: Path, size: int, base_name: str = "the LVE directory") -> None:
+    """Set aside `size` bytes of disk for a later write_inside of `path` (a file beside it, which that
+    write fills and renames): written after contributed code filled the disk, it still finds its space.
+    A FileProblem where the space is not there now."""
+    descriptor = open_inside(base, _part(path), os.O_WRONLY | os.O_CREAT, base_name)
+    try:
+        os.posix_fallocate(descriptor, 0, size)
+    except OSError as exc:
+        raise unwritable(_shown(base, path), path, exc) from None
+    finally:
+        os.close(descriptor)
+
+
+def discard_reserved(path: Path) -> None:
+    """Give back what reserve_inside set aside for `path` and write_inside did not use."""
+    with contextlib.suppress(OSError):
+        os.unlink(_part(path))
+
+
+def _part(path: Path) -> Path:
+    return path.with_name(f".{path.name}.lvegit-part")
 
 
 def output_folder(folder: Path, name: str) -> Path:

@@ -77,7 +77,9 @@ class CheckerSettings:
     checkers may download from the hub; LVEGIT_SPACY_MODEL: PII_Checker's spaCy pipeline;
     LVEGIT_TRUSTED_MODEL_DIRS: folders (separated by the path separator) whose models a classifier
     checker may load, besides the hub cache; LVEGIT_UNCONFINED_CHECKERS=1: run contributed checker code
-    even where the sandbox can neither enter namespaces nor change uid while this process holds secrets."""
+    even where the sandbox can neither enter namespaces nor change uid while this process holds secrets;
+    LVEGIT_CHECKER_SCRATCH_MIB: the MiB a contributed checker's scratch folder may hold (512; four times
+    that for all workers together)."""
 
     load_timeout: float = 120.0
     call_timeout: float = 30.0
@@ -87,6 +89,7 @@ class CheckerSettings:
     spacy_model: str | None = None
     trusted_model_dirs: str | None = None
     allow_unconfined: bool = False
+    scratch_mib: int = 512
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,12 @@ def _cache_mode(variable: str, value: str) -> str:
     return value
 
 
+def _mebibytes(variable: str, value: str) -> int:
+    if not value.isdigit() or int(value) == 0:
+        raise UsageError(f"{variable} must be a whole number of MiB above 0, not {value!r}")
+    return int(value)
+
+
 def _flag(variable: str, value: str) -> bool:
     return value == "1"
 
@@ -133,6 +142,7 @@ ENVIRONMENT: dict[str, tuple[str, str, Callable[[str, str], Any]]] = {
     "LVEGIT_SPACY_MODEL": ("checkers", "spacy_model", _text),
     "LVEGIT_TRUSTED_MODEL_DIRS": ("checkers", "trusted_model_dirs", _text),
     "LVEGIT_UNCONFINED_CHECKERS": ("checkers", "allow_unconfined", _flag),
+    "LVEGIT_CHECKER_SCRATCH_MIB": ("checkers", "scratch_mib", _mebibytes),
     "LVEGIT_HISTORY_DIR": ("history", "directory", _text),
 }
 

@@ -25,8 +25,6 @@ import dataclasses
 import json
 import os
 import selectors
-import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Generator
@@ -39,6 +37,7 @@ from lvegit.checkers.budget import command_budget, exhausted, verdict_lve
 from lvegit.checkers.launcher import Launcher, launcher
 from lvegit.sandbox.privileges import Limits
 from lvegit.sandbox.refusal import unconfined_refusal
+from lvegit.sandbox.scratch import remove_tree, worker_folder
 
 if TYPE_CHECKING:  # asyncio only where a live run awaits the worker: replay and check do not load it
     import asyncio
@@ -115,7 +114,7 @@ class LambdaWorker:
         stderr = os.open(os.devnull, os.O_WRONLY)  # its failures are told in its replies
         try:
             self._launcher = launcher()
-            self._workdir = tempfile.mkdtemp(prefix="lambdas-", dir=self._launcher.scratch)
+            self._workdir = worker_folder(self._launcher.scratch, "lambdas-")
             request = {
                 "server": "lambdas",
                 "limits": dataclasses.asdict(Limits(cpu_seconds=CPU_SECONDS, memory_bytes=MEMORY_BYTES)),
@@ -153,7 +152,7 @@ class LambdaWorker:
         self._launcher.wait(self.pid)
         self.pid = None
         if self._workdir is not None:
-            shutil.rmtree(self._workdir, ignore_errors=True)
+            remove_tree(self._workdir)
             self._workdir = None
         assert self._selector is not None
         self._selector.close()

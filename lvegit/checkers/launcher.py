@@ -21,7 +21,6 @@ import atexit
 import concurrent.futures
 import contextlib
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -29,11 +28,11 @@ import tempfile
 import threading
 from typing import Any
 
-from lvegit.base import processes
+from lvegit.base import processes, settings
 from lvegit.base.errors import CheckerError
 from lvegit.checkers.channel import receive, send
 from lvegit.checkers.model_stack import hub_cache
-from lvegit.sandbox import bwrap, privileges, view
+from lvegit.sandbox import bwrap, privileges, scratch, view
 
 # Hub libraries stay offline inside the sandbox (it has no network; a checker loads only cached models).
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
@@ -44,9 +43,10 @@ class Launcher:
     """lvegit's side of one launcher process. `namespaces`: whether bubblewrap started it; where it could
     not, `namespaces_refused` says why (bwrap's last line) and the launcher runs without it."""
 
-    def __init__(self, executable: str, scratch: str, hub: str, start_timeout: float = 30.0) -> None:
+    def __init__(self, executable: str, folder: str, hub: str, start_timeout: float = 30.0) -> None:
         privileges.set_dumpable(False)  # its own user's other processes (a worker, elsewhere) keep out
-        self.scratch = scratch
+        self.scratch = folder
+        self.watch = scratch.Watch(folder, scratch_bounds)  # what its workers' scratch folders hold
         self.namespaces_refused: str | None = None
         self.seccomp_missing: str | None = None
         program = bwrap.executable()
@@ -169,7 +169,12 @@ class Launcher:
     def close(self) -> None:
         """End the launcher at once (its workers die with it), even one that is still starting."""
         self._stop()
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        scratch.remove_root(self.scratch)
+
+
+def scratch_bounds() -> scratch.Bounds:
+    """The bounds of the workers' scratch folders: LVEGIT_CHECKER_SCRATCH_MIB each."""
+    return scratch.Bounds(bytes=settings.current().checkers.scratch_mib * 1024**2)
 
 
 _LAUNCHERS: dict[tuple[str, str], Launcher] = {}
@@ -191,14 +196,12 @@ def launcher() -> Launcher:
             running.close()
         if not _LAUNCHERS:
             atexit.register(close_launchers)
-        # Every worker's scratch folder lives in it; a worker that becomes a uid of its own must pass.
-        scratch = tempfile.mkdtemp(prefix="lvegit-sandbox-")
-        os.chmod(scratch, 0o711)
+        folder = scratch.make_root()  # every worker's scratch folder lives in it
         try:
             # bwrap's --die-with-parent follows the thread that starts it: one that lives as long as lvegit
-            _LAUNCHERS[key] = _STARTER.submit(Launcher, executable, scratch, key[1]).result()
+            _LAUNCHERS[key] = _STARTER.submit(Launcher, executable, folder, key[1]).result()
         except BaseException:
-            shutil.rmtree(scratch, ignore_errors=True)
+            scratch.remove_root(folder)
             raise
         return _LAUNCHERS[key]
 

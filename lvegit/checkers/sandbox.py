@@ -15,7 +15,6 @@ import importlib.util
 import json
 import os
 import selectors
-import shutil
 import signal
 import tempfile
 import time
@@ -34,6 +33,7 @@ from lvegit.checkers.model_stack import hub_cache
 from lvegit.lve.prompt import Message
 from lvegit.sandbox.privileges import Limits
 from lvegit.sandbox.refusal import unconfined_refusal
+from lvegit.sandbox.scratch import remove_tree, worker_folder
 
 MAX_MESSAGE_CHARS = 2_000
 
@@ -83,9 +83,9 @@ class CheckerWorker:
         self.confined = False
         self.hub_models: list[str] = []  # the hub models the checker asked for
         self._launcher = launcher()
-        self._workdir = tempfile.mkdtemp(prefix="worker-", dir=self._launcher.scratch)
+        self._workdir = worker_folder(self._launcher.scratch, "worker-")
         # Removed by close, or when a worker nobody closed is collected or the process exits.
-        self._remove_workdir = weakref.finalize(self, shutil.rmtree, self._workdir, ignore_errors=True)
+        self._remove_workdir = weakref.finalize(self, remove_tree, self._workdir)
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker
         self._buffer = b""
         try:  # sent with each build: the repository is not in the sandbox's view
@@ -105,9 +105,12 @@ class CheckerWorker:
             "hub_cache": str(hub_cache().absolute()),
             "allow_unconfined": self.settings.allow_unconfined,
         }
+        self._past_bound: str | None = None  # why the scratch watch ended it
         try:
             stderr = self._stderr.fileno()
             self.pid: int | None = self._launcher.spawn(request, stdin_read, stdout_write, stderr)
+            past = weakref.WeakMethod(self._scratch_past)  # the watch does not keep the worker alive
+            self._launcher.watch.add(self._workdir, lambda why: (method := past()) and method(why))
         except CheckerError as exc:
             self.pid = None
             self._fail(str(exc))
@@ -124,8 +127,15 @@ class CheckerWorker:
         if not self.confined and not self.settings.allow_unconfined:
             self._fail(unconfined_refusal(self.isolation, code))
 
+    def _scratch_past(self, why: str) -> None:
+        """Called by the scratch watch (on its thread): the worker's folder passed its bound."""
+        self._past_bound = why
+        pid = self.pid
+        if pid is not None:
+            self._launcher.kill(pid)
+
     def _fail(self, reason: str) -> None:
-        self.failure = f"{self.label}: {reason}"
+        self.failure = f"{self.label}: {self._past_bound or reason}"
         self.close()
         raise CheckerError(self.failure)
 
@@ -263,6 +273,7 @@ class CheckerWorker:
         return cls(self, reply["id"])
 
     def close(self) -> None:
+        self._launcher.watch.remove(self._workdir)
         if self.pid is not None:
             self._launcher.kill(self.pid)  # the worker and anything it left behind, unless it has ended
             self._launcher.wait(self.pid)

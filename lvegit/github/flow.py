@@ -435,13 +435,18 @@ REPORTING: Final[tuple[Callable[[CheckRun, results_file.ResultsDocument], None],
 
 def check(repo: Repository, event: Event, settings: ActionSettings) -> int:
     """The check: the stages that find out, the results, the stages that report them; 1 when it failed."""
-    with tempfile.TemporaryDirectory(prefix="lvegit-trusted-") as scratch:
-        run = CheckRun(repo, event, settings, Path(scratch))
-        for find in FINDING:
-            find(run)
-        results = _results(run)
-        for report in REPORTING:
-            report(run, results)
+    results_path = settings.results_dir / "results.json"
+    results_file.reserve(results_path)  # before any contributed code runs
+    try:
+        with tempfile.TemporaryDirectory(prefix="lvegit-trusted-") as scratch:
+            run = CheckRun(repo, event, settings, Path(scratch))
+            for find in FINDING:
+                find(run)
+            results = _results(run)
+            for report in REPORTING:
+                report(run, results)
+    finally:
+        results_file.discard(results_path)
     return 0 if results.passed else 1
 
 

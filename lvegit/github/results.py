@@ -16,7 +16,7 @@ from pydantic import Field, ValidationError
 from lvegit import __version__
 from lvegit.base.errors import UsageError
 from lvegit.base.escape import mask
-from lvegit.base.files import FileProblem, output_folder, write_inside
+from lvegit.base.files import FileProblem, discard_reserved, output_folder, reserve_inside, write_inside
 from lvegit.base.output import count
 from lvegit.base.records import Record, write_schemas
 from lvegit.history.status import LVEStatus
@@ -34,6 +34,9 @@ SCHEMA: Final = "lvegit-results"
 # routing and history came from, and what the pull request changed there (trust)
 VERSION: Final = 4
 MAX_RESULTS_BYTES = 32 * 1024 * 1024
+# Set aside for results.json before contributed code runs: a few thousand LVEs' records (a larger file
+# needs more space when it is written).
+RESERVED_RESULTS_BYTES = 4 * 1024 * 1024
 FAIL_ON = ("invalid", "mismatch", "error", "live-disagree", "live-error")
 
 
@@ -222,6 +225,20 @@ def write_in_folder(path: Path, text: str) -> None:
         write_inside(folder, path, text.encode(), "the results folder")
     except FileProblem as exc:
         raise UsageError(f"cannot write {path.name}: {exc}") from None
+
+
+def reserve(path: Path) -> None:
+    """Set aside the space the results file may take, before any contributed code runs: a checker that
+    fills the disk cannot keep it from being written (discard gives back what it did not use)."""
+    try:
+        folder = output_folder(path.parent, "the results folder")
+        reserve_inside(folder, path, RESERVED_RESULTS_BYTES, "the results folder")
+    except FileProblem as exc:
+        raise UsageError(f"cannot write {path.name}: {exc}") from None
+
+
+def discard(path: Path) -> None:
+    discard_reserved(path)
 
 
 def parse_fail_on(text: str) -> tuple[str, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import io
 import json
@@ -18,6 +19,7 @@ from lvegit.base.files import (
     FileProblem,
     json_lines,
     open_inside,
+    unwritable,
 )
 from lvegit.lve.problems import Problems, json_type
 
@@ -215,9 +217,13 @@ def append_instances(
         size = os.fstat(descriptor).st_size
         if size and os.pread(descriptor, 1, size - 1) != b"\n":
             data = b"\n" + data
-        if os.write(descriptor, data) != len(data):
-            raise OSError(f"short write while appending to {path}")
-        os.fsync(descriptor)
+        try:
+            if os.write(descriptor, data) != len(data):
+                raise OSError(errno.ENOSPC, "short write")  # a full disk: the kernel wrote what fit
+            os.fsync(descriptor)
+        except OSError as exc:
+            os.ftruncate(descriptor, size)  # never half a line
+            raise unwritable(str(path), path, exc) from None
         keys.grown(path, descriptor)
         return new
     finally:

@@ -12,11 +12,12 @@ from lvegit.base.files import (
     parse_json,
     path_inside,
     read_text,
+    reserve_inside,
     walk,
     write_inside,
 )
 
-from builders import nest_folders, remove_nested
+from builders import fill, nest_folders, remove_nested
 
 
 def test_read_text_rejects_large_binary_and_non_utf8(tmp_path: Path) -> None:
@@ -130,3 +131,22 @@ def test_walk_goes_through_folders_nested_thousands_deep(tmp_path: Path) -> None
     assert found[0] == (tmp_path, ["link"]) and found[-1] == (folder, ["leaf"])
     assert len(found) == 1501
     remove_nested(tmp_path / "d")
+
+
+def test_a_write_into_space_set_aside_survives_a_full_disk(small_disk: Path) -> None:
+    """What lvegit writes after contributed code ran (results.json) goes into space set aside before; a
+    write without it is an error naming the full disk, and leaves the file as it was."""
+    results, other = small_disk / "results.json", small_disk / "other.json"
+    other.write_bytes(b"as it was")
+    reserve_inside(small_disk, results, 200_000, "the results folder")
+    fill(small_disk)
+    write_inside(small_disk, results, b"r" * 150_000, "the results folder")
+    assert results.read_bytes() == b"r" * 150_000
+    with pytest.raises(
+        FileProblem,
+        match=f"'\\.?other.json(\\.lvegit-part)?' cannot be (written|opened): no space left on the disk that holds "
+        f"{small_disk}$",
+    ):
+        write_inside(small_disk, other, b"o" * 150_000)
+    assert other.read_bytes() == b"as it was"
+    assert sorted(p.name for p in small_disk.iterdir()) == ["filler", "fillers", "other.json", "results.json"]

@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -1378,3 +1379,51 @@ def test_the_check_judges_an_lve_on_one_budget(
     assert [r["status"] for r in lve["replayed"]] == ["reproduced"]
     [live] = lve["live"]
     assert "used up its time budget (3 s for each LVE, LVEGIT_CHECKER_LVE_BUDGET)" in json.dumps(live)
+
+
+FILLER = (
+    "import os\nfrom lvegit.checkers import BaseChecker\n"
+    "class Filler(BaseChecker):\n"
+    "    def is_safe(self, prompt, response, param_values=None):\n"
+    "        os.mkdir('closed', 0o300)  # its owner cannot list it\n"
+    "        try:\n"
+    "            with open('closed/filler', 'wb', buffering=0) as handle:\n"
+    "                while True:\n"
+    "                    handle.write(b'x' * 65536)\n"
+    "        except OSError:\n"
+    "            return True\n"
+)
+
+
+def test_a_checker_that_fills_the_disk_cannot_lose_the_results(
+    small_disk: Path, action: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runner's disk holds the workspace and the temporary folder; a checker fills it: the results
+    file is written all the same, and the disk is empty of the checker's files after."""
+    from lvegit.checkers.launcher import close_launchers
+
+    git = GitRepo(small_disk / "workspace")
+    lves = RepoBuilder(git.root)
+    lves.lve("cat/a", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    base = git.commit("base")
+    git.git("checkout", "-q", "-b", "pr")
+    lves.lve(
+        "cat/filler",
+        {"checker_args": {"checker_name": "Filler"}, "prompt": [{"content": "{a}{b}"}]},
+        files={"checker/checker.py": FILLER},
+        instances={"i.jsonl": [instance("3", True, a=1, b=2)]},
+    )
+    head = git.commit("pr")
+    temporary = small_disk / "tmp"
+    temporary.mkdir()
+    close_launchers()  # the next launcher makes its scratch folder on the small disk
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    try:
+        result = action("pull_request", pull_request_payload(7, base, head), git.root)
+    finally:
+        close_launchers()
+    assert result.code in (0, 1), result.err
+    data = json.loads((git.root / "lvegit-results/results.json").read_text())
+    assert [lve["path"] for lve in data["lves"]] == ["repository/cat/filler/openai--gpt-4o-mini"]
+    assert list(temporary.iterdir()) == []
+    assert not list((git.root / "lvegit-results").glob(".*"))  # nothing set aside is left

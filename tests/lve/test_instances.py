@@ -8,8 +8,11 @@ from pathlib import Path
 import jsonlines
 import pytest
 
+from lvegit.base.files import FileProblem
 from lvegit.lve.instances import InstanceKeys, append_instances, read_instances
 from lvegit.lve.problems import Problems
+
+from builders import fill
 
 
 def read(tmp_path: Path, content: bytes) -> tuple[list, Problems]:
@@ -131,3 +134,16 @@ def test_an_old_is_safe_key_is_named_where_passed_is_missing(tmp_path: Path) -> 
         "warning: i.jsonl:1: passed: missing; read as true (safe), as lve-tools does; this line has the old "
         "key `is_safe`"
     ]
+
+
+def test_an_append_to_a_full_disk_is_an_error_naming_it_and_no_half_line(small_disk: Path) -> None:
+    path = small_disk / "lve/instances/i.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"response": "old", "passed": true}\n')
+    fill(small_disk)
+    record = {"response": "r" * 100_000, "passed": True, "run_info": {"idempotency_key": "k"}}
+    with pytest.raises(
+        FileProblem, match=f"cannot be written: no space left on the disk that holds {small_disk}$"
+    ):
+        append_instances(path, [record])
+    assert path.read_text() == '{"response": "old", "passed": true}\n'

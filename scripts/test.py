@@ -12,10 +12,11 @@ What it installs, in order of need:
   there), so that the rest does not resolve the CUDA build; `--no-compile` leaves bytecode to the first
   import of each module (the tests import a small part of what is installed);
 - uv, which installs the rest (`-e .[test]`) into the same Python in a tenth of pip's time.
-apt-get and npm run beside pip and uv (each waits on its registry, not on the others). Then `ruff check`,
-`ruff format --check`, `mypy` and `pytest`, each stopping the command where it fails. The tests run with
-PYTHONDONTWRITEBYTECODE unset: where it is set, as on CI machines, no first import writes bytecode, and each
-of the suite's processes compiles from source what it imports.
+apt-get and npm run beside pip and uv (each waits on its registry, not on the others). Then `ruff check`
+and `ruff format --check` (a failure stops the command there), then `pytest` with `mypy` beside it (the
+command fails where either does). The tests run with PYTHONDONTWRITEBYTECODE unset: where it is set, as on
+CI machines, no first import writes bytecode, and each of the suite's processes compiles from source what it
+imports.
 
 Arguments after the command go to pytest (`python scripts/test.py -x tests/judge`); once set up, one test
 runs alone with `python -m pytest tests/judge/test_check.py::test_name`.
@@ -49,11 +50,8 @@ PYTHON_PACKAGES = (
     [PYTHON, "-m", "pip", "install", "-q", "uv"],
     [PYTHON, "-m", "uv", "pip", "install", "--python", PYTHON, "-e", ".[test]"],
 )
-CHECKS = (
-    [PYTHON, "-m", "ruff", "check", "."],
-    [PYTHON, "-m", "ruff", "format", "--check", "."],
-    [PYTHON, "-m", "mypy"],
-)
+LINT = ([PYTHON, "-m", "ruff", "check", "."], [PYTHON, "-m", "ruff", "format", "--check", "."])
+TYPES = [PYTHON, "-m", "mypy"]
 
 
 def optional(command: list[str], missing: str) -> bool:
@@ -78,6 +76,11 @@ def step(command: list[str], env: dict[str, str] | None = None) -> None:
         sys.exit(code)
 
 
+def beside_the_tests(command: list[str]) -> subprocess.Popen[str]:
+    """Start a check that runs while the tests do, its output kept for the end."""
+    return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
 def main(pytest_arguments: list[str]) -> None:
     with ThreadPoolExecutor(max_workers=2) as pool:
         beside: list[Future[bool]] = [pool.submit(optional, *part) for part in (BROWSER, SARIF_MULTITOOL)]
@@ -85,10 +88,19 @@ def main(pytest_arguments: list[str]) -> None:
             step(command)
         for future in beside:
             future.result()
-    for command in CHECKS:
+    for command in LINT:
         step(command)
+    # mypy (a cold run: about 20 s of one core) beside the suite, which leaves a core idle while its last
+    # modules finish; what it says comes after the tests' report.
+    types = beside_the_tests(TYPES)
     environment = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
-    step([PYTHON, "-m", "pytest", *pytest_arguments], environment)
+    try:
+        step([PYTHON, "-m", "pytest", *pytest_arguments], environment)
+    finally:
+        said, _ = types.communicate()
+        print(said, end="", flush=True)
+    if types.returncode != 0:
+        sys.exit(types.returncode)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ tiny text classifiers trained inside the test."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -21,9 +22,12 @@ from lvegit.checkers.model_based import BiasChecker, PII_Checker, ToxicityChecke
 from builders import RepoBuilder, instance, train_tiny_classifier
 from servers import Running
 
-pytest.importorskip("presidio_analyzer")
-transformers = pytest.importorskip("transformers")
-torch = pytest.importorskip("torch")
+# Found, not imported: collecting this module in every worker would import presidio, transformers and torch
+# there (10 s of CPU), whether or not that worker runs these tests.
+pytestmark = pytest.mark.skipif(
+    not all(importlib.util.find_spec(name) for name in ("presidio_analyzer", "transformers", "torch")),
+    reason="the model stacks (presidio_analyzer, transformers, torch) are not installed",
+)
 
 TEXT = (
     "Call Jane Doe at (212) 555-0187 or jane.doe@example.com; card 4111 1111 1111 1111; she lives in Paris."

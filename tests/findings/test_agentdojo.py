@@ -13,6 +13,7 @@ environment answered, and lvegit's verdict and utility are AgentDojo's own check
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import shutil
 import sys
@@ -202,11 +203,19 @@ def agent_pairs(
     return scripts, texts
 
 
+@functools.cache
+def loopback_client(url: str) -> Any:
+    """One OpenAI client per loopback server: each new client loads the system's CA certificates again (65 ms
+    of CPU for each of a test's runs)."""
+    import openai
+
+    return openai.OpenAI(base_url=url, api_key="sk-loopback-test-key", max_retries=0)
+
+
 def agentdojo_run(suite: Any, server: Running, user_id: str, injection_id: str, texts: dict[str, str]) -> Any:
     """AgentDojo's own run of a pair against the loopback agent: its pipeline for an OpenAI model (system
     message, query, the model, the tools loop), its environment and checks. The tool results the model was
     sent, the utility, the security (True: the injection task was done)."""
-    import openai
     from agentdojo.agent_pipeline import AgentPipeline, BasePipelineElement, OpenAILLM, PipelineConfig
 
     class Kept(BasePipelineElement):  # type: ignore[misc]
@@ -216,9 +225,8 @@ def agentdojo_run(suite: Any, server: Running, user_id: str, injection_id: str, 
             self.messages = list(messages)
             return query, runtime, env, messages, extra_args
 
-    client = openai.OpenAI(base_url=server.url, api_key="sk-loopback-test-key", max_retries=0)
     config = PipelineConfig(
-        llm=OpenAILLM(client, MODEL.rpartition("/")[2]),
+        llm=OpenAILLM(loopback_client(server.url), MODEL.rpartition("/")[2]),
         model_id=None,
         defense=None,
         system_message_name=None,

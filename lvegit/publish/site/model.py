@@ -5,6 +5,7 @@ build.py, rendered by the Jinja templates; nothing here writes a file or HTML be
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import re
@@ -16,7 +17,7 @@ from urllib.parse import urlsplit
 
 from lvegit.base.escape import shown_text
 from lvegit.history.severity import Severity
-from lvegit.history.status import STATE_MARKS, LVEStatus, State
+from lvegit.history.status import STATE_MARKS, LVEStatus, Moment, State
 from lvegit.lve.spec import LVE
 from lvegit.lve.taxonomy import SCHEMES
 from lvegit.lve.taxonomy import name_of as taxonomy_name
@@ -30,6 +31,26 @@ INSTANCES_SHOWN = 100  # instances in the open on an LVE page; the rest in colla
 def clean(text: str) -> str:
     """Valid Unicode with control and bidi characters shown as escapes (base/escape.py: shown_text)."""
     return shown_text(text)
+
+
+def _shown_moment(moment: Moment | None) -> Moment | None:
+    return None if moment is None else Moment(moment.at, clean(moment.version))
+
+
+def shown_status(status: LVEStatus) -> LVEStatus:
+    """A status of the run history as the site shows it: its model and versions, which a pull request's
+    history file may have written, cleaned like every other text (the LVE is the repository's own path)."""
+    current = status.current
+    return dataclasses.replace(
+        status,
+        model=clean(status.model),
+        first_reproduced=_shown_moment(status.first_reproduced),
+        last_reproduced=_shown_moment(status.last_reproduced),
+        fixed_in=_shown_moment(status.fixed_in),
+        regressed_in=_shown_moment(status.regressed_in),
+        current=None if current is None else dataclasses.replace(current, version=clean(current.version)),
+        last_verdict=_shown_moment(status.last_verdict),
+    )
 
 
 def slug(path: str) -> str:

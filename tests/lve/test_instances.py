@@ -8,7 +8,8 @@ from pathlib import Path
 import jsonlines
 import pytest
 
-from lvegit.lve.instances import InstanceKeys, append_instances, read_instances
+from lvegit.base.files import MAX_INSTANCE_FILE_BYTES
+from lvegit.lve.instances import InstanceKeys, append_instances, count_lines, read_instances
 from lvegit.lve.problems import Problems
 
 
@@ -131,3 +132,16 @@ def test_an_old_is_safe_key_is_named_where_passed_is_missing(tmp_path: Path) -> 
         "warning: i.jsonl:1: passed: missing; read as true (safe), as lve-tools does; this line has the old "
         "key `is_safe`"
     ]
+
+
+def test_a_file_over_the_bound_is_neither_read_nor_counted(tmp_path: Path) -> None:
+    """A file of no line break (sparse here: no disk taken) past MAX_INSTANCE_FILE_BYTES: counting its
+    lines read it into memory as one line. It counts none, and reading it names the bound."""
+    path = tmp_path / "lve" / "instances" / "big.jsonl"
+    path.parent.mkdir(parents=True)
+    with path.open("wb") as handle:
+        handle.truncate(MAX_INSTANCE_FILE_BYTES + 1)
+    assert count_lines(path) == 0
+    problems = Problems("big.jsonl")
+    assert read_instances(path, "big.jsonl", problems) == []
+    assert f"limit {MAX_INSTANCE_FILE_BYTES}" in problems.errors[0].message

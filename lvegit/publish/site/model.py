@@ -33,22 +33,44 @@ def clean(text: str) -> str:
     return shown_text(text)
 
 
+@functools.lru_cache(maxsize=4096)  # a history has few models and versions, in 100,000s of statuses
+def _shown_name(text: str) -> str:
+    return clean(text)
+
+
 def _shown_moment(moment: Moment | None) -> Moment | None:
-    return None if moment is None else Moment(moment.at, clean(moment.version))
+    if moment is None or _shown_name(moment.version) == moment.version:
+        return moment
+    return Moment(moment.at, _shown_name(moment.version))
 
 
 def shown_status(status: LVEStatus) -> LVEStatus:
     """A status of the run history as the site shows it: its model and versions, which a pull request's
-    history file may have written, cleaned like every other text (the LVE is the repository's own path)."""
+    history file may have written, cleaned like every other text (the LVE is the repository's own path).
+    The status itself where none needs it, as nearly always (a site shows 100,000s)."""
     current = status.current
+    moments = (
+        status.first_reproduced,
+        status.last_reproduced,
+        status.fixed_in,
+        status.regressed_in,
+        status.last_verdict,
+    )
+    texts = [status.model, *(m.version for m in moments if m is not None)]
+    if current is not None:
+        texts.append(current.version)
+    if all(_shown_name(text) == text for text in texts):
+        return status
     return dataclasses.replace(
         status,
-        model=clean(status.model),
+        model=_shown_name(status.model),
         first_reproduced=_shown_moment(status.first_reproduced),
         last_reproduced=_shown_moment(status.last_reproduced),
         fixed_in=_shown_moment(status.fixed_in),
         regressed_in=_shown_moment(status.regressed_in),
-        current=None if current is None else dataclasses.replace(current, version=clean(current.version)),
+        current=None
+        if current is None
+        else dataclasses.replace(current, version=_shown_name(current.version)),
         last_verdict=_shown_moment(status.last_verdict),
     )
 

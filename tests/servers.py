@@ -501,10 +501,17 @@ def serve_proxy(state: ProxyServer) -> Iterator[str]:
 
 @dataclass
 class GitHubServer:
-    """The slice of GitHub's REST API the action uses: pull requests, issues and their comments, with
-    pagination (Link headers), the 65,536-character body limit, and injectable faults."""
+    """The slice of GitHub's REST API the action uses: pull requests, their files, issues and their
+    comments, a commit's tree, the comparison of two commits, with pagination (Link headers), GitHub's
+    limits (a 65,536-character body, 3,000 files listed, 100,000 tree entries) and injectable faults."""
 
     pulls: dict[int, str] = field(default_factory=dict)  # number -> head sha
+    bases: dict[int, str] = field(default_factory=dict)  # number -> base sha (default: forty zeros)
+    files: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # number -> its changed files
+    trees: dict[str, list[str]] = field(default_factory=dict)  # commit -> the paths of its files
+    ancestors: dict[str, set[str]] = field(default_factory=dict)  # commit -> itself and its ancestors
+    max_files: int = 3_000
+    max_tree: int = 100_000
     comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     faults: list[Fault] = field(default_factory=list)
     requests: list[tuple[str, str]] = field(default_factory=list)
@@ -571,8 +578,43 @@ class GitHubServer:
                             "state": "open",
                             "issue_url": f"{server.base}/repos/org/lves/issues/{number}",
                             "head": {"sha": server.pulls[number], "ref": "feature", "repo": repo},
-                            "base": {"sha": "0" * 40, "ref": "main", "repo": repo},
+                            "base": {"sha": server.bases.get(number, "0" * 40), "ref": "main", "repo": repo},
+                            "changed_files": len(server.files.get(number, [])),
                         },
+                    )
+                elif method == "GET" and rest[:1] == ["pulls"] and rest[2:] == ["files"]:
+                    listed = server.files.get(int(rest[1]), [])[: server.max_files]
+                    self.page(listed, f"{server.base}/repos/org/lves/pulls/{rest[1]}/files", params)
+                elif (
+                    method == "GET"
+                    and rest[:2] == ["git", "trees"]
+                    and len(rest) == 3
+                    and rest[2] in server.trees
+                ):
+                    paths = server.trees[rest[2]]
+                    entries = [
+                        {"path": path, "mode": "100644", "type": "blob", "sha": "e" * 40}
+                        for path in paths[: server.max_tree]
+                    ]
+                    url = f"{server.base}/repos/org/lves/git/trees/{rest[2]}"
+                    truncated = len(paths) > server.max_tree
+                    self.reply(200, {"sha": rest[2], "url": url, "tree": entries, "truncated": truncated})
+                elif method == "GET" and rest[:1] == ["compare"] and len(rest) == 2 and "..." in rest[1]:
+                    base, head = rest[1].split("...", 1)
+                    if base not in server.ancestors or head not in server.ancestors:
+                        self.reply(404, {"message": "Not Found"})
+                        return
+                    status = (
+                        "identical"
+                        if base == head
+                        else "ahead"
+                        if base in server.ancestors[head]
+                        else "behind"
+                        if head in server.ancestors[base]
+                        else "diverged"
+                    )
+                    self.reply(
+                        200, {"status": status, "url": f"{server.base}/repos/org/lves/compare/{rest[1]}"}
                     )
                 elif method == "GET" and rest[:1] == ["issues"] and len(rest) == 2:
                     number = int(rest[1])
@@ -605,17 +647,8 @@ class GitHubServer:
                             return
                         self.reply(201, server.comment(number, body["body"]))
                         return
-                    per_page = int(params.get("per_page", 30))
-                    page = int(params.get("page", 1))
                     items = server.comments.get(number, [])
-                    last = max(1, -(-len(items) // per_page))
-                    headers = {}
-                    url = f"{server.base}/repos/org/lves/issues/{number}/comments?per_page={per_page}"
-                    if page < last:
-                        headers["Link"] = (
-                            f'<{url}&page={page + 1}>; rel="next", <{url}&page={last}>; rel="last"'
-                        )
-                    self.reply(200, items[(page - 1) * per_page : page * per_page], headers)
+                    self.page(items, f"{server.base}/repos/org/lves/issues/{number}/comments", params)
                 elif method == "PATCH" and rest[:2] == ["issues", "comments"]:
                     comment_id = int(rest[2])
                     if len(body.get("body", "")) > server.max_body:
@@ -630,6 +663,17 @@ class GitHubServer:
                     self.reply(404, {"message": "Not Found"})
                 else:
                     self.reply(404, {"message": "Not Found"})
+
+            def page(self, items: list[Any], url: str, params: dict[str, str]) -> None:
+                """One page of a list, with GitHub's Link header to the next and the last."""
+                per_page = int(params.get("per_page", 30))
+                page = int(params.get("page", 1))
+                last = max(1, -(-len(items) // per_page))
+                headers = {}
+                url = f"{url}?per_page={per_page}"
+                if page < last:
+                    headers["Link"] = f'<{url}&page={page + 1}>; rel="next", <{url}&page={last}>; rel="last"'
+                self.reply(200, items[(page - 1) * per_page : page * per_page], headers)
 
             def do_GET(self) -> None:
                 self.handle_request("GET")

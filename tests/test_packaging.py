@@ -204,6 +204,8 @@ def test_untrusted_stage_has_no_secrets_and_the_trusted_one_no_checkout() -> Non
     assert job["permissions"] == {"contents": "read"}
     assert "secrets." not in str(job)
     assert job["steps"][0]["with"]["persist-credentials"] is False
+    [upload] = [step for step in job["steps"] if step.get("uses", "").startswith("actions/upload-artifact@")]
+    assert upload["if"] == "always() && steps.lvegit.outputs.results-file != ''"  # what lvegit wrote only
     comment = yaml.safe_load((PROJECT_ROOT / "examples/workflows/lvegit-comment.yml").read_text())
     steps = str(comment["jobs"]["comment"]["steps"])
     assert "actions/checkout" not in steps and "mode': 'comment'" in steps

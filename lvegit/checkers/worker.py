@@ -3,10 +3,11 @@ starts `python -I -m lvegit.checkers.worker MODE`, inside bubblewrap where the m
 
 The launcher imports this code once, builds the seccomp filter once, says hello on its channel (stdin, a
 SOCK_SEQPACKET socket: {"ready": true, "seccomp": null or why it is missing}) and then forks one worker
-per request. A worker confines itself before it answers anything: as root, a uid of its own; every
-capability and group gone (checked); resource limits; not dumpable; Landlock; the seccomp filter (see
-lvegit.sandbox). It then answers one JSON line per request on the descriptor that was its stdout; what
-checker code prints goes to /dev/null.
+per request. A worker confines itself before it answers anything: as root, a uid of its own; inside
+bubblewrap, user and mount namespaces of its own (apart from its siblings); every capability and group
+gone (checked); resource limits; not dumpable; Landlock; the seccomp filter (see lvegit.sandbox). It
+then answers one JSON line per request on the descriptor that was its stdout; what checker code prints
+goes to /dev/null.
 
 Worker protocol, one JSON object per line each way:
 - first the worker says {"ready": true, "isolation": [one line per layer], "confined": bool}; a worker
@@ -17,6 +18,8 @@ Worker protocol, one JSON object per line each way:
   read by lvegit: the repository is not in the sandbox's view) -> id, multi_run; "check" (id, prompt_in,
   prompt_out, params, runs) -> verdict; "postprocess" (id, response) -> response; "skip_reason" (id,
   response) -> reason; "probe" (targets) -> what each attack did (lvegit.sandbox.probe: `lvegit sandbox`);
+  "plant" -> sibling: the files an honest worker kept, for a probe's sibling attacks; "unplant" removes
+  them;
   the LVE's environment (lvegit.checkers.environment_server): "environment" (sources) -> functions, checks;
   "start" (session, state) -> state; "tool" (session, name, arguments) -> result, error; "end" (session)
   -> state; "judge_state" (check, output, before, after, calls) -> value. The launcher itself takes
@@ -42,7 +45,7 @@ from typing import IO, TYPE_CHECKING, Any
 from lvegit.base.errors import CheckerError, CheckerUnavailable
 from lvegit.checkers import lambda_server
 from lvegit.checkers.channel import receive, send
-from lvegit.sandbox import landlock, privileges, probe, seccomp, view
+from lvegit.sandbox import apart, landlock, privileges, probe, seccomp, view
 from lvegit.sandbox.privileges import Limits
 
 if TYPE_CHECKING:
@@ -86,6 +89,7 @@ class Server:
         self.refusal = refusal
         self.checkers: list[BaseChecker] = []
         self.world: environment_server.Environment | None = None
+        self.planted: dict[str, Any] = {"files": []}
         from lvegit.checkers.hub import HubRequests  # the launcher loaded it (load_checker_machinery)
 
         self.hub = HubRequests()
@@ -136,6 +140,15 @@ class Server:
 
     def probe(self, request: dict[str, Any]) -> dict[str, Any]:
         return {"probes": probe.attempt_all(request["targets"])}
+
+    def plant(self, _request: dict[str, Any]) -> dict[str, Any]:
+        self.planted = probe.plant()
+        return {"sibling": self.planted}
+
+    def unplant(self, _request: dict[str, Any]) -> dict[str, Any]:
+        """Remove what `plant` wrote: where the sandbox does not hold, that is the machine's /tmp."""
+        probe.unplant(self.planted)
+        return {}
 
     def check(self, request: dict[str, Any]) -> dict[str, Any]:
         checker = self.checkers[request["id"]]
@@ -193,22 +206,26 @@ def _send(channel: IO[str], message: dict[str, Any]) -> None:
 
 def confine_self(limits: Limits, namespaces: bool, seccomp_filter: Any) -> tuple[list[str], bool]:
     """Apply every inner layer; returns one line per layer and whether the worker is confined: no
-    privilege held, seccomp loaded, and Landlock or namespaces holding the filesystem. A layer that
-    fails is reported, never skipped silently."""
+    privilege held, seccomp loaded, and Landlock or its own namespaces (lvegit.sandbox.apart) holding it
+    apart. A layer that fails is reported, never skipped silently."""
     as_root = os.geteuid() == 0
     report = [
         "namespaces: bubblewrap: own PID, network, IPC and UTS namespaces; a read-only view of the "
         "interpreter and libraries only"
         if namespaces
-        else "namespaces: none (refused on this machine): Landlock holds the filesystem"
+        else "namespaces: none (refused on this machine)"
     ]
     uid = privileges.new_worker_uid() if as_root else None
     try:
         if uid is not None:
             privileges.become(uid, os.getcwd())
+        # uid and groups read back before the worker's own user namespace, where a uid it could not map
+        # (AppArmor's restriction of user namespaces denies the mapping) reads as the overflow uid
         held = privileges.held_privileges(uid)
+        separated = _separate() if namespaces and not held else None
+        held = held or privileges.held_privileges(None)  # the capabilities that namespace gave, dropped
     except OSError as exc:
-        held = [f"uid change failed ({exc.strerror})"]
+        held, separated = [f"uid change failed ({exc.strerror})"], None
     who = f"uid {uid} of its own" if uid is not None else "the invoking user's uid"
     groups = privileges.kept_groups()
     kept = f", the user's groups {groups} (no socket or file of theirs in reach)" if groups else ", no groups"
@@ -217,6 +234,8 @@ def confine_self(limits: Limits, namespaces: bool, seccomp_filter: Any) -> tuple
         if not held
         else f"privileges: still held: {', '.join(held)}"
     )
+    if separated is not None:
+        report.append(separated)
     own_uid = (uid is not None and not held) or (namespaces and not as_root)
     report.append(privileges.set_limits(limits, own_uid))
     privileges.set_dumpable(False)
@@ -243,7 +262,26 @@ def confine_self(limits: Limits, namespaces: bool, seccomp_filter: Any) -> tuple
         except OSError as exc:
             report.append(f"seccomp: unavailable ({exc.strerror})")
             seccomp_filter = None
-    return report, not held and seccomp_filter is not None and (landlocked or namespaces)
+    apart_held = separated == APART
+    return report, not held and seccomp_filter is not None and (landlocked or apart_held)
+
+
+APART = (
+    "apart: own user and mount namespaces: no other worker's scratch folder, no other process in /proc "
+    "or within ptrace's reach"
+)
+
+
+def _separate() -> str:
+    """This worker apart from the launcher, bubblewrap and its siblings (lvegit.sandbox.apart): APART, or
+    why not (without Landlock the worker is then not confined)."""
+    try:
+        apart.separate(os.getcwd())
+    except OSError as exc:
+        return f"apart: unavailable ({exc})"
+    finally:
+        privileges.clear_capabilities()  # those a new user namespace gave, even where a mount failed
+    return APART
 
 
 def hub_cache_path() -> list[str]:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import posixpath
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from lvegit.commands.options import current_settings, open_repository
 from lvegit.github.context import action_input, flag, read_event
 from lvegit.github.flow import ActionSettings, check, comment, environment_settings
 from lvegit.github.results import parse_fail_on
+from lvegit.github.verify import CHECK_WORKFLOW
 
 
 def _number(name: str, default: int) -> int:
@@ -22,6 +24,12 @@ def _number(name: str, default: int) -> int:
     if not value.isdigit() or int(value) < 1:
         raise UsageError(f"input '{name}' must be a whole number of at least 1, not {value!r}")
     return int(value)
+
+
+def _from_top(path: str) -> str:
+    """The path input as a path from the top of the repository: '' for the top itself."""
+    normal = posixpath.normpath(path.replace("\\", "/")).lstrip("/")
+    return "" if normal == "." else normal
 
 
 def trusting_workspace(workspace: Path) -> tuple[tuple[str, str], ...]:
@@ -86,6 +94,8 @@ def action_command(mode: str | None) -> int:
         token=action_input("github-token", os.environ.get("GITHUB_TOKEN", "")),
         retry=invocation.retry,
         cache=invocation.cache,
+        check_workflow=action_input("check-workflow", CHECK_WORKFLOW),
+        lve_root=_from_top(action_input("path", ".")),
         **environment_settings(workspace),
     )
     if settings.mode not in ("check", "comment"):

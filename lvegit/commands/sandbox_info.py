@@ -15,6 +15,7 @@ from lvegit.checkers.launcher import launcher
 from lvegit.checkers.sandbox import CheckerWorker, SandboxSettings
 from lvegit.commands.catalog import short_help
 from lvegit.commands.options import format_option
+from lvegit.sandbox.probe import LANDLOCK_LIMITS
 
 
 @contextlib.contextmanager
@@ -26,6 +27,9 @@ def _targets() -> Iterator[dict[str, Any]]:
         secret = Path(outside, "netrc")
         secret.write_text("machine example.org password not-for-checkers\n")
         secret.chmod(0o644)
+        with contextlib.suppress(OSError):  # where the filesystem keeps user attributes
+            os.setxattr(secret, "user.lvegit", b"not-for-checkers")
+        Path(outside, "netrc-link").symlink_to(secret)
         with (
             socket.create_server(("127.0.0.1", 0)) as tcp,
             socket.socket(socket.AF_UNIX) as unix,
@@ -39,6 +43,7 @@ def _targets() -> Iterator[dict[str, Any]]:
             abstract.listen()
             yield {
                 "secret_file": str(secret),
+                "secret_link": os.path.join(outside, "netrc-link"),
                 "outside_folder": outside,
                 "tcp_port": tcp.getsockname()[1],
                 "unix_socket": os.path.join(outside, "socket"),
@@ -48,17 +53,43 @@ def _targets() -> Iterator[dict[str, Any]]:
 
 
 def probe_sandbox() -> tuple[str, list[str], dict[str, str]]:
-    """Start a real worker (allowed to start even where the sandbox does not hold, to show why), let it
-    try every attack, and say which mode holds: namespaces, landlock or refused."""
+    """Start two real workers (allowed to start even where the sandbox does not hold, to show why): the
+    first keeps files where it can, as an honest checker would; the second tries every attack, on lvegit
+    and on the first. Say which mode holds."""
+    settings = SandboxSettings(allow_unconfined=True)
     with tempfile.TemporaryDirectory() as empty_lve, _targets() as targets:
-        worker = CheckerWorker("sandbox", Path(empty_lve), SandboxSettings(allow_unconfined=True))
+        sibling = CheckerWorker("sandbox", Path(empty_lve), settings)
         try:
-            reply = worker.call({"op": "probe", "targets": targets})
+            targets["sibling"] = sibling.call({"op": "plant"})["sibling"]
+            worker = CheckerWorker("sandbox", Path(empty_lve), settings)
+            try:
+                reply = worker.call({"op": "probe", "targets": targets})
+            finally:
+                worker.close()
+                sibling.call({"op": "unplant"})  # unconfined, it wrote in the machine's /tmp
         finally:
-            worker.close()
+            sibling.close()
     probes = {str(name): str(outcome) for name, outcome in dict(reply["probes"]).items()}
-    mode = "refused" if not worker.confined else "namespaces" if launcher().namespaces else "landlock"
-    return mode, worker.isolation, probes
+    return sandbox_mode(worker.confined, launcher().namespaces, worker.isolation), worker.isolation, probes
+
+
+def sandbox_mode(confined: bool, namespaces: bool, isolation: list[str]) -> str:
+    """namespaces (bubblewrap, each worker apart in namespaces of its own, Landlock and seccomp),
+    namespaces-without-landlock (the same but Landlock), landlock (Landlock and seccomp) or refused."""
+    if not confined:
+        return "refused"
+    if not namespaces:
+        return "landlock"
+    landlocked = any(layer.startswith("landlock: ABI") for layer in isolation)
+    return "namespaces" if landlocked else "namespaces-without-landlock"
+
+
+def _held(name: str, outcome: str, mode: str) -> str:
+    if outcome.startswith("blocked"):
+        return "held"
+    if mode == "landlock" and name in LANDLOCK_LIMITS:
+        return "NOT HELD: a known limit of landlock mode, see docs/security.md"
+    return "NOT HELD"
 
 
 @click.command("sandbox", short_help=short_help("sandbox"))
@@ -72,8 +103,13 @@ def sandbox_command(output_format: str) -> int:
     change a file's mode, make a set-uid file, start processes and programs, read another process's
     environment, hold groups, capabilities or uid 0) and reports what held.
 
-    The mode is namespaces (bubblewrap + Landlock + seccomp), landlock (namespaces refused: Landlock +
-    seccomp) or refused (contributed code is not run here; see docs/security.md for the ways out).
+    A second worker keeps files where an honest checker would, and the first tries to read and rewrite
+    them, open its memory or bubblewrap's, and list the processes it can see.
+
+    The mode is namespaces (bubblewrap + each worker in user and mount namespaces of its own + Landlock +
+    seccomp), namespaces-without-landlock (a kernel without Landlock: the same but Landlock), landlock
+    (namespaces refused: Landlock + seccomp; a worker can stat paths it names) or refused (contributed code
+    is not run here; see docs/security.md for the ways out).
 
     \b
     Examples:
@@ -91,5 +127,5 @@ def sandbox_command(output_format: str) -> int:
         line(f"  {layer}")
     line("Tried from inside a worker:")
     for name, outcome in probes.items():
-        line(f"  {name}: {'held' if outcome.startswith('blocked') else 'NOT HELD'} ({outcome})")
+        line(f"  {name}: {_held(name, outcome, mode)} ({outcome})")
     return 0

@@ -54,13 +54,13 @@ def status_command(
     repo = open_repository(repo_path)
     folder = history_dir(repo.root, history_path, current_settings().history.directory)
     history = History.open(folder, partial=True)  # a broken run file is named; the others are shown
-    for problem in history.problems:
-        note(f"error: {problem}")
     lve_dirs = selection.resolve(repo)
     selected = [repo.relative(path) for path in lve_dirs]
     # every LVE: one pass over the whole history, then the selection; a few: only theirs are read
     whole = selection.all_lves or len(selected) > 1000
     found = history.status(None if whole else selected, list(models) or None)
+    for problem in history.problems:  # after the query, which finds a corrupt page the checks did not read
+        note(f"error: {problem}")
     shown_models = list(models) or sorted({model for _lve, model in found})
     statuses = status_table(selected, shown_models, found)
     if not history.files:

@@ -10,6 +10,8 @@ from typing import Any
 from lvegit.base.errors import GitHubAccessError, GitHubError, UsageError
 from lvegit.base.settings import RetryPolicy
 from lvegit.github.render import COMMENT_LIMIT, MARKER
+from lvegit.github.verify import ChangedFile, PullRequestFacts, is_sha
+from lvegit.lve.repo import TEST_FILE
 
 RATE_LIMIT_WAIT = 60.0  # the longest wait for a secondary rate limit to pass
 MAX_RETRIES = 5
@@ -68,6 +70,49 @@ class PullRequests:
     def head_sha(self, number: int) -> str:
         pull = self._call(f"pull request #{number}", lambda: self._repository.get_pull(number))
         return str(self._call(f"pull request #{number}", lambda: pull.head.sha))
+
+    def facts(self, number: int) -> PullRequestFacts:
+        """The pull request's head, base and changed files, and the folders of its head holding a
+        test.json (from the head's tree: the pull request's files are read as names, never run)."""
+        what = f"pull request #{number}"
+        pull = self._call(what, lambda: self._repository.get_pull(number))
+        head, base = self._call(what, lambda: (str(pull.head.sha), str(pull.base.sha)))
+        files = self._call(
+            f"files of #{number}",
+            lambda: [ChangedFile(f.filename, f.status, f.previous_filename) for f in pull.get_files()],
+        )
+        total = self._call(what, lambda: int(pull.changed_files))
+        tree = self._call(f"tree of {head[:12]}", lambda: self._repository.get_git_tree(head, recursive=True))
+        suffix = f"/{TEST_FILE}"
+        folders = self._call(
+            f"tree of {head[:12]}",
+            lambda: (
+                None
+                if tree.truncated
+                else {
+                    e.path.removesuffix(suffix)
+                    for e in tree.tree
+                    if e.type == "blob" and e.path.endswith(suffix)
+                }
+            ),
+        )
+        return PullRequestFacts(head, base, files, len(files) >= total, folders)
+
+    def on_branch(self, commit: str, tip: str) -> bool:
+        """Whether `commit` (a results file's word) is `tip` or one of its ancestors, by GitHub's compare
+        of the two; a commit GitHub does not know is not."""
+        if commit == tip:
+            return True
+        if not is_sha(commit):
+            return False
+        try:
+            status = self._call(
+                f"compare {commit[:12]}...{tip[:12]}",
+                lambda: str(self._repository.compare(commit, tip).status),
+            )
+        except GitHubAccessError:
+            return False
+        return status in ("identical", "ahead")
 
     def upsert_comment(self, number: int, body: str) -> tuple[str, int]:
         """Create the one verdict comment, or edit it in place: ('created' | 'updated', comment id).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,14 @@ def flag(name: str, default: bool) -> bool:
 
 
 @dataclass(frozen=True)
+class RunOrigin:
+    """The run a workflow_run event follows (GitHub's word): the one that uploaded the results artifact."""
+
+    path: str  # its workflow file
+    event: str  # what triggered it
+
+
+@dataclass(frozen=True)
 class Event:
     """What one run of the action is about."""
 
@@ -40,6 +48,7 @@ class Event:
     base: str | None  # the revision to compare with; None: no comparison (all LVEs)
     head: str
     pull_request: int | None = None
+    origin: RunOrigin | None = None  # a workflow_run event's run
 
 
 def _get(data: Any, *path: str) -> Any:
@@ -107,4 +116,9 @@ def read_event(name: str | None = None, payload_path: str | None = None, base_ov
         payload = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise UsageError(f"cannot read the event payload {path}: {exc}") from None
-    return Event(name, *_READERS[name](payload, base_override or None))
+    event = Event(name, *_READERS[name](payload, base_override or None))
+    if name == "workflow_run":
+        run = _get(payload, "workflow_run")
+        path, trigger = _get(run, "path"), _get(run, "event")
+        event = replace(event, origin=RunOrigin(str(path or ""), str(trigger or "")))
+    return event

@@ -34,6 +34,7 @@ from lvegit.github.context import Event
 from lvegit.github.render import SUMMARY_LIMIT, annotation_commands, render, write_outputs
 from lvegit.github.review import review
 from lvegit.github.trust import Trusted, for_pull_request
+from lvegit.github.verify import CHECK_WORKFLOW, ChangedFile, doubts, runs_on_doubts
 from lvegit.history.severity import impacts_of, severities
 from lvegit.history.status import History, LVEStatus, status_table
 from lvegit.history.store import HISTORY_DIR, history_dir
@@ -68,6 +69,8 @@ class ActionSettings:
     output_path: Path | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     cache: CacheSettings = field(default_factory=CacheSettings)
+    check_workflow: str = CHECK_WORKFLOW  # the base branch's check workflow, whose runs comment mode trusts
+    lve_root: str = ""  # the LVE repository from the top of the repository ('' for the top itself)
 
 
 def _readme_warning(repo: Repository, path: str) -> str | None:
@@ -102,7 +105,8 @@ def _history(
         by_lve.setdefault(status.lve, []).append(status)
     rated = severities(list(found.values()), impacts_of(repo, sorted({lve for lve, _model in found})))
     shown = {lve: severity.summary for lve, severity in rated.items()}
-    problems = "; ".join(history.problems) or None
+    # named from the history folder (the trusted copy's lies in a temporary folder)
+    problems = "; ".join(problem.removeprefix(f"{folder.parent}/") for problem in history.problems) or None
     return by_lve, {lve: text for lve, text in shown.items() if not text.startswith("unknown")}, problems
 
 
@@ -403,9 +407,18 @@ def _log_verdict(run: CheckRun, results: results_file.ResultsDocument) -> None:
 
 
 def _comment(run: CheckRun, results: results_file.ResultsDocument) -> None:
-    """The verdict comment on the pull request, where the Action's inputs ask for one."""
+    """The verdict comment on the pull request, where the Action's inputs ask for one; unverified where the
+    pull request changes what its check runs on (the job that comments runs its workflow)."""
     if run.settings.comment and run.event.pull_request is not None:
-        post_comment(results, run.settings, run.event.pull_request, run.event.head)
+        found = []
+        if run.checkout is not None and run.changes is not None and run.event.head:
+            changed = run.checkout.changed_files(run.changes.base, run.event.head)
+            files = [
+                ChangedFile(c.new_path or c.path, "renamed" if c.new_path else "modified", c.path)
+                for c in changed
+            ]
+            found = runs_on_doubts(files, run.checkout.relative(run.repo.root))
+        post_comment(results, run.settings, run.event.pull_request, run.event.head, found)
 
 
 # The stages that report the results, in order.
@@ -433,21 +446,34 @@ def check(repo: Repository, event: Event, settings: ActionSettings) -> int:
 
 
 def post_comment(
-    results: results_file.ResultsDocument, settings: ActionSettings, number: int, expected_head: str | None
+    results: results_file.ResultsDocument,
+    settings: ActionSettings,
+    number: int,
+    expected_head: str | None,
+    found: list[str],
 ) -> None:
+    """Check mode's comment: its own results, for the head it checked; `found`: why it is unverified."""
     api = PullRequests(settings.api_url, settings.token, settings.repository, settings.retry)
     current = api.head_sha(number)
     if results.head_sha != current or (expected_head and expected_head != current):
-        line(
-            f"lvegit: the results are for {results.head_sha[:12]}, but #{number} is at {current[:12]} now: "
-            "not commenting (a newer run will)"
-        )
+        _stale(results.head_sha, number, current)
         return
-    action, comment_id = api.upsert_comment(number, render(results, settings.server_url))
+    _upsert(api, number, render(results, settings.server_url, doubts=found))
+
+
+def _stale(head: str, number: int, current: str) -> None:
+    now = f"#{number} is at {current[:12]} now"
+    line(f"lvegit: the results are for {head[:12]}, but {now}: not commenting (a newer run will)")
+
+
+def _upsert(api: PullRequests, number: int, body: str) -> None:
+    action, comment_id = api.upsert_comment(number, body)
     line(f"lvegit: {action} comment {comment_id} on #{number}")
 
 
 def comment(event: Event, settings: ActionSettings) -> int:
+    """Comment mode: the results artifact of a run of the check, relayed as the verdict comment, with what
+    lvegit could not verify of it (lvegit.github.verify) said first."""
     results = results_file.load(settings.results_dir / "results.json")
     if results.repository != settings.repository:
         raise UsageError(f"the results file is for {results.repository!r}, not {settings.repository!r}")
@@ -455,7 +481,20 @@ def comment(event: Event, settings: ActionSettings) -> int:
     if number is None:
         line("lvegit: no pull request to comment on")
         return 0
-    post_comment(results, settings, number, event.head)
+    api = PullRequests(settings.api_url, settings.token, settings.repository, settings.retry)
+    current = api.head_sha(number)
+    if event.head != current:  # the run is of an older head: a newer run will comment
+        _stale(event.head, number, current)
+        return 0
+    facts = api.facts(number)
+    on_branch = results.base_sha is not None and api.on_branch(results.base_sha, facts.base_sha)
+    repository, workflow = settings.repository, settings.check_workflow
+    found = doubts(results, event.origin, facts, workflow, repository, settings.lve_root, on_branch)
+    if results.pull_request not in (None, number):
+        found.append(f"they are for pull request #{results.pull_request}, not #{number}")
+    for doubt in found:
+        line(f"lvegit: not verified: {doubt}")
+    _upsert(api, number, render(results, settings.server_url, doubts=found))
     return 0
 
 

@@ -129,14 +129,17 @@ def render(
     server_url: str = "https://github.com",
     limit: int = COMMENT_LIMIT,
     marker: bool = True,
+    doubts: list[str] | None = None,
 ) -> str:
-    """The verdict summary; details are left out from the end, with a note, to stay under `limit`."""
+    """The verdict summary; details are left out from the end, with a note, to stay under `limit`.
+    `doubts`: why the comment stage cannot vouch for the results (lvegit.github.verify); with any, the
+    first line says that the verdicts are the pull request's own run's, and no summary is green."""
     comment = _comment()
     reviewed = any(lve.change is not None for lve in results.lves) or bool(results.removed)
     ordered = sorted(results.lves, key=lambda lve: not _failing(lve))  # failures first
     blob = f"{server_url}/{quote(results.repository)}/blob/{quote(results.head_sha)}"
     text = str(
-        comment.table(results, ordered, reviewed, marker, lambda path: f"{blob}/{quote(path)}")
+        comment.table(results, ordered, reviewed, marker, lambda path: f"{blob}/{quote(path)}", doubts or [])
     ).rstrip("\n")
     # Detail goes before verdicts: first the prompts and responses, then whole sections from the end.
     for evidence in (True, False):

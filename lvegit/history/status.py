@@ -31,6 +31,7 @@ from typing import Any, Final, Literal
 from lvegit.base.errors import UsageError
 from lvegit.history.store import (
     HistoryFile,
+    broken_pages,
     check_files,
     duckdb_connection,
     history_files,
@@ -293,6 +294,7 @@ class History:
     folder: Path
     files: list[HistoryFile]  # the readable ones
     problems: list[str] = field(default_factory=list)  # why each other run file cannot be read, naming it
+    partial: bool = False  # a run file found unreadable only by a query is left out and named, not an error
 
     @classmethod
     def open(cls, folder: Path, partial: bool = False) -> History:
@@ -308,7 +310,7 @@ class History:
                 raise needs_data_extra(exc) from None
         if problems and not partial:
             raise UsageError(problems[0])
-        return cls(folder, files, problems)
+        return cls(folder, files, problems, partial)
 
     def query(
         self, lves: Sequence[str] | None, models: Sequence[str] | None, steps: Sequence[str], query: str
@@ -348,7 +350,14 @@ class History:
                     connection.execute(step)
                 return [list(connection.execute(query).fetchall()) for query in queries]
             except duckdb.Error as exc:
-                raise UsageError(f"cannot read the history in {self.folder}: {exc}") from None
+                broken = broken_pages(self.files)  # a page the checks of `open` did not read
+                if not broken:
+                    raise UsageError(f"cannot read the history in {self.folder}: {exc}") from None
+                if not self.partial:
+                    raise UsageError(next(iter(broken.values()))) from None
+                self.files[:] = [file for file in self.files if file.path not in broken]
+                self.problems.extend(broken.values())
+        return self.queries(lves, models, steps, queries)  # again, without the broken files
 
     def _columns(self) -> str:
         """The run files' columns, `invalid` false in a file of the first layout (which told no invalid

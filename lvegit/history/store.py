@@ -350,7 +350,7 @@ def _string_problems(files: list[HistoryFile]) -> dict[HistoryFile, str]:
             try:
                 longest = _longest(connection, [str(file.path)])
             except duckdb.Error as exc:
-                found[file] = f"{file.path}: not a Parquet file lvegit can read ({exc})"
+                found[file] = unreadable(file, exc)
                 continue
             for name, length in zip(STRING_COLUMNS, longest, strict=True):
                 if length > MAX_STRING_BYTES:
@@ -388,6 +388,25 @@ def _problem(file: HistoryFile, schema: Any, metadata: Any) -> str | None:
     return None
 
 
+def unreadable(file: HistoryFile, exc: Exception) -> str:
+    """Why a run file cannot be read, naming it."""
+    return f"{file.path}: not a Parquet file lvegit can read ({exc})"
+
+
+def broken_pages(files: list[HistoryFile]) -> dict[Path, str]:
+    """The files among `files` that Parquet cannot read whole (a corrupt or cut page their footers do not
+    show), and why: what a query that fails asks, to name them."""
+    import pyarrow.parquet as pq
+
+    found = {}
+    for file in files:
+        try:
+            pq.ParquetFile(file.path).read()
+        except Exception as exc:  # as in check_files
+            found[file.path] = unreadable(file, exc)
+    return found
+
+
 def check_files(files: list[HistoryFile]) -> tuple[list[HistoryFile], list[str]]:
     """The files that are history files of this layout, of at most MAX_RUN_ROWS rows and
     MAX_RUN_UNCOMPRESSED_BYTES, with no string over MAX_STRING_BYTES, no empty value where lvegit always
@@ -401,10 +420,10 @@ def check_files(files: list[HistoryFile]) -> tuple[list[HistoryFile], list[str]]
         try:
             schema = pq.read_schema(file.path)
             metadata = pq.read_metadata(file.path)
+            problem = _problem(file, schema, metadata)  # reads run_at: a corrupt page of it raises
         except Exception as exc:  # pyarrow raises ArrowInvalid, OSError and more for a broken file
-            problems.append(f"{file.path}: not a Parquet file lvegit can read ({exc})")
+            problems.append(unreadable(file, exc))
             continue
-        problem = _problem(file, schema, metadata)
         if problem is not None:
             problems.append(problem)
             continue

@@ -133,12 +133,12 @@ class ShowDocument(Record):
 
 class SandboxDocument(Record):
     """What `lvegit sandbox --format json` prints: how contributed checker code is confined here (mode:
-    namespaces, landlock or refused), one line per layer, and what each attack tried from inside a real
-    worker did ("blocked: ..." or "done: ...")."""
+    namespaces, namespaces-without-landlock, landlock or refused), one line per layer, and what each
+    attack tried from inside a real worker did ("blocked: ..." or "done: ...")."""
 
     schema_name: Literal["lvegit-sandbox"] = Field(alias="schema")
     version: Literal[1]
-    mode: Literal["namespaces", "landlock", "refused"]
+    mode: Literal["namespaces", "namespaces-without-landlock", "landlock", "refused"]
     isolation: list[str]
     probes: dict[str, str]
 

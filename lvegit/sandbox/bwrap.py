@@ -52,6 +52,13 @@ def _parents(path: str, made: set[str]) -> list[str]:
     return arguments
 
 
+def _read_only_view() -> list[str]:
+    """The folders bubblewrap made (/, the parents of binds, /dev with /dev/shm, /tmp) made read-only:
+    unprivileged, they are the user's, and every worker of the launcher wrote into them and read what
+    another wrote. A worker writes in its scratch folder only, its TMPDIR (as where Landlock holds)."""
+    return [argument for folder in ("/", "/dev", "/tmp") for argument in ("--remount-ro", folder)]
+
+
 def command(
     program: str, wrapped: Sequence[str], read_only: Iterable[str], writable: Iterable[str], as_root: bool
 ) -> list[str]:
@@ -83,5 +90,6 @@ def command(
         arguments += ["--ro-bind", real, path]
     for path in writable:
         arguments += [*_parents(path, made), "--bind", path, path]
+    arguments += _read_only_view()
     arguments += ["--chdir", "/", "--", *wrapped]
     return arguments

@@ -87,10 +87,10 @@ def become(uid: int, scratch: str) -> None:
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)  # empties the permitted and effective sets
-    _clear_capabilities()  # and the inheritable one, which bubblewrap filled with the launcher's
+    clear_capabilities()  # and the inheritable one, which bubblewrap filled with the launcher's
 
 
-def _clear_capabilities() -> None:
+def clear_capabilities() -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     header = (ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)
     if libc.capset(header, (ctypes.c_uint32 * 6)()) != 0:

@@ -1,7 +1,9 @@
 """What contributed code could do, tried from inside a real worker: `lvegit sandbox` and the tests ask a
 worker for this (the "probe" op) and report what held. Each attempt returns "blocked: <error>" or what it
-achieved; `targets` names what lvegit set up outside: a file only its user may read, a listening TCP port
-and unix socket, lvegit's pid, a folder outside the worker's scratch."""
+achieved; `targets` names what lvegit set up outside: a file only its user may read (and a link to it), a
+listening TCP port and unix socket, lvegit's pid, a folder outside the worker's scratch, and what a sibling
+worker of the same launcher left (the "plant" op, run first in that sibling: an honest checker's files in
+every folder it could write, and its pid)."""
 
 from __future__ import annotations
 
@@ -36,7 +38,24 @@ PROBES = (
     "groups",
     "capabilities",
     "uid",
+    "sibling_read",
+    "sibling_rewrite",
+    "proc_pid1_mem",
+    "proc_sibling",
+    "proc_processes",
+    "xattr_secret",
+    "stat_secret",
+    "readlink_secret",
+    "proc_stat",
 )
+# What landlock mode (no namespaces) cannot hide, stated in docs/security.md: Landlock does not cover a
+# path's lookup, so a worker learns whether a path it names exists, with its size, owner and times (a
+# secret's, a pid's under /proc: which processes run, and whose) and where a link points, though it can
+# neither open nor list it; seccomp cannot tell one path from another.
+LANDLOCK_LIMITS = ("stat_secret", "readlink_secret", "proc_stat")
+# Where a sibling worker (an honest checker, see `plant`) writes what it keeps: its scratch folder, /tmp,
+# /dev/shm, the launcher's scratch folder above its own, the view's root and /dev.
+PLANTED = ("{scratch}", "/tmp", "/dev/shm", "{scratch}/..", "/", "/dev")
 
 
 def _outcome(action: Callable[[], object]) -> str:
@@ -162,6 +181,65 @@ def _uid() -> str:
     raise PermissionError(f"uid {os.getuid()}")
 
 
+def plant() -> dict[str, Any]:
+    """In a sibling worker: write a file in each folder of PLANTED that it can, as an honest checker would
+    keep its work; the files written and this worker's pid."""
+    written = []
+    for folder in PLANTED:
+        path = os.path.join(folder.format(scratch=os.getcwd()), f"kept-by-worker-{os.getpid()}")
+        with contextlib.suppress(OSError), open(path, "w") as handle:
+            handle.write("a sibling's work")
+            written.append(os.path.normpath(path))
+    return {"files": written, "pid": os.getpid()}
+
+
+def unplant(planted: dict[str, Any]) -> None:
+    for path in planted["files"]:
+        with contextlib.suppress(OSError):
+            os.remove(path)
+
+
+def _sibling_files(sibling: dict[str, Any], mode: str) -> str:
+    """Open each of a sibling's files (read, or read and write), also through its /proc/<pid>/cwd: done
+    where any opened."""
+    files = [str(path) for path in sibling["files"]]
+    through_proc = [f"/proc/{int(sibling['pid'])}/cwd/{os.path.basename(path)}" for path in files[:1]]
+    reached = []
+    for path in [*files, *through_proc]:
+        with contextlib.suppress(OSError), open(path, mode) as handle:
+            handle.read()
+            if "+" in mode:
+                handle.seek(0)
+                handle.write("rewritten")
+            reached.append(path)
+    if reached:
+        return f"reached {reached}"
+    raise PermissionError(f"none of {len(files) + len(through_proc)} reached")
+
+
+def _memory(pid: int) -> str:
+    """Open another process's memory read-write (what rewrote bubblewrap's pid 1, out of seccomp)."""
+    with open(f"/proc/{pid}/mem", "r+b"):
+        return f"/proc/{pid}/mem opened read-write"
+
+
+def _processes() -> str:
+    others = [name for name in os.listdir("/proc") if name.isdigit() and int(name) != os.getpid()]
+    if others:
+        return f"{len(others)} other processes listed"
+    raise PermissionError("no other process listed")
+
+
+def _xattr(path: str) -> str:
+    """Read an extended attribute of a file the worker may not open (lvegit set one where it could)."""
+    return f"{os.listxattr(path)}: {os.getxattr(path, 'user.lvegit')!r}"
+
+
+def _stat(path: str) -> str:
+    found = os.stat(path)
+    return f"size {found.st_size}, owner {found.st_uid}, modified {int(found.st_mtime)}"
+
+
 def attempt_all(targets: dict[str, Any]) -> dict[str, str]:
     """Every attack, in the order of PROBES."""
     attempts: dict[str, Callable[[], object]] = {
@@ -185,6 +263,15 @@ def attempt_all(targets: dict[str, Any]) -> dict[str, str]:
         "groups": _groups,
         "capabilities": _capabilities,
         "uid": _uid,
+        "sibling_read": lambda: _sibling_files(targets["sibling"], "r"),
+        "sibling_rewrite": lambda: _sibling_files(targets["sibling"], "r+"),
+        "proc_pid1_mem": lambda: _memory(1),
+        "proc_sibling": lambda: _memory(int(targets["sibling"]["pid"])),
+        "proc_processes": _processes,
+        "xattr_secret": lambda: _xattr(str(targets["secret_file"])),
+        "stat_secret": lambda: _stat(str(targets["secret_file"])),
+        "readlink_secret": lambda: os.readlink(str(targets["secret_link"])),
+        "proc_stat": lambda: _stat(f"/proc/{int(targets['lvegit_pid'])}"),
     }
     with contextlib.suppress(Exception):
         socket.setdefaulttimeout(5)

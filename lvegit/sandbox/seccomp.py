@@ -9,7 +9,8 @@ namespaces, bpf, perf_event_open, keys, userfaultfd, memfd_create, pidfd_*, uid 
 ioctl only for the requests Python makes on its own descriptors (no TIOCSTI), prctl only for harmless
 options, fcntl without the commands that signal a process (F_SETOWN, F_SETSIG), kill and tgkill only to the
 worker itself, prlimit64, setpriority and sched_setaffinity only on itself; files opened without set-id
-bits, and no chmod, chown or utime (Landlock does not cover metadata).
+bits, and no chmod, chown or utime (Landlock does not cover metadata); no extended attributes, read or
+written.
 """
 
 from __future__ import annotations
@@ -28,8 +29,7 @@ ALLOWED = (
         "readlinkat getdents getdents64 getcwd chdir fchdir mkdir mkdirat rmdir unlink unlinkat rename",
         "renameat renameat2 truncate ftruncate fsync fdatasync fallocate fadvise64 sync_file_range dup dup2",
         "dup3 pipe pipe2 flock umask statfs",
-        "fstatfs symlink symlinkat link linkat copy_file_range sendfile splice tee getxattr lgetxattr",
-        "fgetxattr listxattr llistxattr flistxattr",
+        "fstatfs symlink symlinkat link linkat copy_file_range sendfile splice tee",
         # waiting on descriptors
         "select pselect6 poll ppoll epoll_create epoll_create1 epoll_ctl epoll_wait epoll_pwait epoll_pwait2",
         "eventfd eventfd2 timerfd_create timerfd_settime timerfd_gettime",
@@ -73,6 +73,11 @@ SET_ID_BITS = 0o6000
 # F_SETOWN_EX, F_SETSIG) or lease a file (F_SETLEASE): descriptors' flags, locks, duplicates, pipe sizes,
 # seals.
 FCNTLS = (0, 1, 2, 3, 4, 5, 6, 7, 9, 11, 16, 36, 37, 38, 1025, 1030, 1031, 1032, 1033, 1034)
+# Extended attributes are read by path, and Landlock does not cover them: a worker without namespaces read
+# an attribute's value of a file it may not open. Refused as unsupported (EOPNOTSUPP), which libraries
+# take as "no attributes here" (shutil.copystat does); getxattrat and listxattrat (Linux 6.13), which
+# libseccomp may not name yet, fall to the default (EPERM).
+XATTR_READS = ("getxattr", "lgetxattr", "fgetxattr", "listxattr", "llistxattr", "flistxattr")
 
 
 def allowed_names() -> list[str]:
@@ -90,6 +95,8 @@ def build() -> Any:
         with contextlib.suppress(OSError, RuntimeError, ValueError):
             seccomp_filter.add_rule(pyseccomp.ALLOW, name)
     seccomp_filter.add_rule(pyseccomp.ERRNO(errno.ENOSYS), "clone3")
+    for name in XATTR_READS:
+        seccomp_filter.add_rule(pyseccomp.ERRNO(errno.EOPNOTSUPP), name)
     seccomp_filter.add_rule(
         pyseccomp.ALLOW, "clone", pyseccomp.Arg(0, pyseccomp.MASKED_EQ, CLONE_THREAD, CLONE_THREAD)
     )

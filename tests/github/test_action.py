@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,10 +63,15 @@ def pull(tmp_path: Path) -> tuple[GitRepo, str, str]:
     return git, base, head
 
 
-def workflow_run_payload(head: str, number: int | None) -> dict[str, Any]:
+def workflow_run_payload(
+    head: str, number: int | None, path: str = ".github/workflows/lvegit-check.yml"
+) -> dict[str, Any]:
     return {
         "action": "completed",
         "workflow_run": {
+            "id": 4242,
+            "name": "LVE check",
+            "path": path,
             "event": "pull_request",
             "head_sha": head,
             "conclusion": "failure",
@@ -75,6 +81,29 @@ def workflow_run_payload(head: str, number: int | None) -> dict[str, Any]:
         },
         "repository": {"full_name": "org/lves"},
     }
+
+
+GIT_STATUS = {"A": "added", "D": "removed", "M": "modified", "R": "renamed", "T": "changed", "C": "copied"}
+
+
+def github_pull(server: GitHubServer, number: int, git: GitRepo, base: str, head: str) -> None:
+    """What GitHub says of pull request `number` from `base` to `head` in `git`: its head and base, its
+    files (as the pull request's files list gives them), the head's tree and the base's ancestors."""
+    files = []
+    for entry in git.git(
+        "-c", "core.quotePath=false", "diff", "--name-status", "-M", f"{base}...{head}"
+    ).splitlines():
+        status, *paths = entry.split("\t")
+        kind = GIT_STATUS[status[0]]
+        files.append(
+            {"filename": paths[-1], "status": kind, "previous_filename": paths[0] if len(paths) > 1 else None}
+        )
+    server.pulls[number], server.bases[number], server.files[number] = head, base, files
+    server.trees[head] = git.git(
+        "-c", "core.quotePath=false", "ls-tree", "-r", "--name-only", head
+    ).splitlines()
+    for commit in (base, head):
+        server.ancestors[commit] = set(git.git("rev-list", commit).split())
 
 
 def outputs(tmp_path: Path) -> dict[str, str]:
@@ -219,7 +248,7 @@ def test_fork_pull_request_two_stage_flow(
     pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any, tmp_path: Path
 ) -> None:
     git, base, head = pull
-    github_server.pulls[9] = head
+    github_pull(github_server, 9, git, base, head)
     # Stage 1: pull_request from a fork, read-only, no token, no comment.
     check = action("pull_request", pull_request_payload(9, base, head, fork=True), git.root)
     assert check.code == 1 and github_server.requests == []
@@ -238,7 +267,7 @@ def test_fork_pull_request_two_stage_flow(
     )
     assert result.code == 0, result.err
     [comment] = github_server.comments[9]
-    assert comment["body"].startswith(MARKER)
+    assert comment["body"].startswith(MARKER + "\n## ❌ lvegit: 1 recorded verdict that no longer reproduces")
     # A results file for an older head is not posted.
     github_server.pulls[9] = "f" * 40
     stale = action(
@@ -271,6 +300,216 @@ def test_comment_mode_treats_the_results_file_as_hostile(
     )
     assert result.code == 2 and "results file:" in result.err
     assert github_server.requests == []
+
+
+def two_stages(
+    action: Any, github_server: GitHubServer, git: GitRepo, base: str, head: str, tmp_path: Path, **run: Any
+) -> tuple[Path, Callable[[], str]]:
+    """A fork's pull request from `base` to `head`: its check (stage 1), whose results artifact it returns,
+    and the comment stage (stage 2) on a workflow_run event whose `run` fields replace the check
+    workflow's: a function that runs it and gives the comment's body (shas shortened to HEAD and BASE)."""
+    github_pull(github_server, 9, git, base, head)
+    action("pull_request", pull_request_payload(9, base, head, fork=True), git.root)
+    artifact = tmp_path / "artifact"
+    (git.root / "lvegit-results").rename(artifact)
+
+    def comment() -> str:
+        payload = workflow_run_payload(head, None)
+        payload["workflow_run"].update(run)
+        trusted = tmp_path / "trusted"
+        trusted.mkdir(exist_ok=True)
+        result = action(
+            "workflow_run",
+            payload,
+            trusted,
+            mode="comment",
+            results_dir=str(artifact),
+            github_token="ghs_write",
+        )
+        assert result.code == 0, result.err
+        [body] = [c["body"] for c in github_server.comments[9]]
+        return str(body).replace(head[:12], "HEAD").replace(base[:12], "BASE")
+
+    return artifact, comment
+
+
+def forge_all_passed(artifact: Path, **fields: Any) -> None:
+    """Rewrite the results artifact as a pull request's own workflow could: every verdict reproduced,
+    nothing failed; `fields` replace the document's."""
+    path = artifact / "results.json"
+    data = json.loads(path.read_text())
+    for lve in data["lves"]:
+        lve["replay"]["reproduced"] += lve["replay"]["mismatch"]
+        lve["replay"]["mismatch"] = 0
+        for item in lve["replayed"]:
+            item.update(status="reproduced", replayed=item["recorded"], reason=None)
+    data["totals"]["mismatch"] = 0
+    data.update(failures=[], passed=True, **fields)
+    path.write_text(json.dumps(data))
+    results.load(path)  # still a valid results file
+
+
+def test_an_honest_run_of_the_check_workflow_gets_a_verified_comment(
+    pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any, tmp_path: Path
+) -> None:
+    """The base branch's check workflow, a pull request that changes LVEs only, results of its head: the
+    comment stage vouches for them, and a passing check is green."""
+    git, base, _head = pull
+    (git.root / "repository/cat/a/openai--gpt-4o-mini/instances/i.jsonl").write_text(
+        json.dumps(instance("3", True, a=1, b=2)) + "\n" + json.dumps(instance("5", False, a=1, b=3)) + "\n"
+    )
+    head = git.commit("fix")
+    _artifact, comment = two_stages(action, github_server, git, base, head, tmp_path)
+    body = comment()
+    assert body.startswith(MARKER + "\n## ✅ lvegit: all checks passed\n")
+    assert "not verified" not in body
+
+
+# Each way a pull request's own run can write the results the comment stage reads, and what it says.
+FORGERIES = {
+    "its own check workflow": (
+        {".github/workflows/lvegit-check.yml": "name: LVE check\n"},
+        {},
+        {},
+        "this pull request changes what its check runs on (.github/workflows/lvegit-check.yml)",
+    ),
+    "another workflow of the same name": (
+        {".github/workflows/evil.yml": "name: LVE check\n"},
+        {"path": ".github/workflows/evil.yml"},
+        {},
+        "they were uploaded by a run of .github/workflows/evil.yml, not of the check workflow",
+    ),
+    "a local action": ({"action.yml": "runs: {}\n"}, {}, {}, "changes what its check runs on (action.yml)"),
+    "the routing file": (
+        {"lvegit.toml": "[models]\n"},
+        {},
+        {},
+        "changes what its check runs on (lvegit.toml)",
+    ),
+    "another head": (
+        {},
+        {},
+        {"head_sha": "f" * 40},
+        "they are for the commit ffffffffffff, not the pull request's head HEAD",
+    ),
+    "a base of its choosing": (
+        {},
+        {},
+        {"base_sha": "e" * 40},
+        "they compare with eeeeeeeeeeee, which is not on the pull request's base branch",
+    ),
+    "a run of another event": (
+        {},
+        {"event": "push"},
+        {},
+        "the run that uploaded them was triggered by push, not pull_request",
+    ),
+}
+
+
+@pytest.mark.parametrize("forgery", FORGERIES)
+def test_a_forged_results_artifact_is_relayed_as_unverified(
+    pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any, tmp_path: Path, forgery: str
+) -> None:
+    """A pull request whose real check has a mismatch uploads "all checks passed" from a run lvegit cannot
+    vouch for: the comment's first line says the verdicts are the pull request's own run's and unverified,
+    nothing in it is green, and it says why."""
+    git, base, _head = pull
+    files, run, fields, why = FORGERIES[forgery]
+    for name, text in files.items():
+        (git.root / name).parent.mkdir(parents=True, exist_ok=True)
+        (git.root / name).write_text(text)
+    head = git.commit("forgery")
+    artifact, comment = two_stages(action, github_server, git, base, head, tmp_path, **run)
+    forge_all_passed(artifact, **fields)
+    body = comment()
+    first = body.split("\n")[1]
+    assert first.startswith("## ⚠️ lvegit: not verified: these verdicts come from the pull request's own run")
+    assert "all checks passed" not in body and "✅ lvegit" not in body
+    assert why in body.replace("\\", "")
+    assert "What that run reports, unverified: no failures." in body
+
+
+def test_a_check_that_comments_on_a_pull_request_changing_its_workflow_says_it_is_unverified(
+    pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any
+) -> None:
+    """The live job comments from the check, which runs the pull request's workflow: where the pull
+    request changes it, the comment cannot be lvegit's word either."""
+    git, base, _head = pull
+    (git.root / ".github/workflows").mkdir(parents=True)
+    (git.root / ".github/workflows/lvegit-check.yml").write_text("name: LVE check\n")
+    head = git.commit("workflow")
+    github_server.pulls[7] = head
+    action("pull_request", pull_request_payload(7, base, head), git.root, comment="true", github_token="t")
+    [body] = [c["body"] for c in github_server.comments[7]]
+    assert body.split("\n")[1].startswith("## ⚠️ lvegit: not verified")
+    assert "changes what its check runs on (.github/workflows/lvegit-check.yml)" in body.replace("\\", "")
+
+
+@pytest.mark.parametrize("committed", ["a results file", "a link to one"])
+def test_results_the_pull_request_commits_cannot_name_its_head(
+    pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any, tmp_path: Path, committed: str
+) -> None:
+    """The base branch's check workflow uploads lvegit-results/ however its lvegit step ended: a pull
+    request can commit a forged results file there (or the folder as a link to one, so that the check
+    writes nothing), but a file in a commit cannot name that commit's sha: it names an earlier head at
+    best, and the comment says its verdicts are unverified."""
+    git, base, earlier = pull
+    artifact, _comment = two_stages(action, github_server, git, base, earlier, tmp_path)
+    forge_all_passed(artifact)
+    forged = git.root / ("lvegit-results" if committed == "a results file" else "repository/notes")
+    shutil.copytree(artifact, forged)
+    if committed == "a link to one":
+        (git.root / "lvegit-results").symlink_to("repository/notes")
+    head = git.commit("results of its own")
+    github_pull(github_server, 9, git, base, head)
+    if committed == "a link to one":
+        check = action("pull_request", pull_request_payload(9, base, head, fork=True), git.root)
+        assert check.code == 2 and "is a link" in check.err  # the check wrote nothing
+    shutil.rmtree(artifact)
+    shutil.copytree(git.root / "lvegit-results", artifact)  # what upload-artifact takes, links followed
+    trusted = tmp_path / "trusted"
+    trusted.mkdir(exist_ok=True)
+    payload = workflow_run_payload(head, None)
+    result = action(
+        "workflow_run", payload, trusted, mode="comment", results_dir=str(artifact), github_token="t"
+    )
+    assert result.code == 0, result.err
+    [body] = [c["body"] for c in github_server.comments[9]]
+    assert body.split("\n")[1].startswith("## ⚠️ lvegit: not verified")
+    assert f"they are for the commit {earlier[:12]}, not the pull request's head {head[:12]}" in body
+
+
+@pytest.mark.parametrize(
+    "lie", ["an LVE left out", "an LVE it does not change", "a removal", "a new LVE as old"]
+)
+def test_the_comment_stage_derives_the_changed_lves_again_and_names_the_difference(
+    pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any, tmp_path: Path, lie: str
+) -> None:
+    """From the pull request's files and its head's tree (GitHub's word, no code run), the comment stage
+    finds the LVEs it changes and removes, and names each one the results leave out or add."""
+    git, base, head = pull
+    artifact, comment = two_stages(action, github_server, git, base, head, tmp_path)
+    data = json.loads((artifact / "results.json").read_text())
+    a, b = "repository/cat/a/openai--gpt-4o-mini", "repository/cat/b/openai--gpt-4o-mini"
+    if lie == "an LVE left out":
+        lves = [lve for lve in data["lves"] if lve["path"] != a]
+        forge_all_passed(artifact, lves=lves)
+        why = f"they leave out LVEs this pull request changes: {a}"
+    elif lie == "an LVE it does not change":
+        forge_all_passed(artifact, lves=[*data["lves"], {**data["lves"][0], "path": b}])
+        why = f"they name LVEs this pull request does not change: {b}"
+    elif lie == "a removal":
+        forge_all_passed(artifact, removed=[b])
+        why = f"their removed LVEs ({b}) are not the ones this pull request removes (none)"
+    else:
+        [new] = [lve for lve in data["lves"] if lve["change"]["status"] == "added"]
+        new["change"]["status"] = "modified"
+        forge_all_passed(artifact, lves=data["lves"])
+        why = f"whether these LVEs are new or renamed: {new['path']}"
+    body = comment()
+    assert body.split("\n")[1].startswith("## ⚠️ lvegit: not verified")
+    assert why in body.replace("\\", "")
 
 
 def test_hostile_strings_are_escaped_in_comment_annotations_and_outputs(
@@ -844,6 +1083,47 @@ def test_the_comment_shows_each_changed_lves_run_history(
     assert (
         "| vendor/m | ✓ fixed in m\\-v2 \\(2026\\-09\\-14\\) | 0/80 unsafe on m\\-v2 |" in body
     )  # the other runs
+
+
+def corrupt(path: Path, column: str | None) -> None:
+    """Break a run file as a disk or a cut upload can: cut it in half (None), or zero the pages of one
+    column, leaving its footer whole (every check that reads no page passes)."""
+    import pyarrow.parquet as pq
+
+    data = bytearray(path.read_bytes())
+    if column is None:
+        path.write_bytes(bytes(data[: len(data) // 2]))
+        return
+    metadata = pq.read_metadata(path)
+    names = [metadata.schema.column(i).name for i in range(metadata.num_columns)]
+    chunk = metadata.row_group(0).column(names.index(column))
+    start = chunk.dictionary_page_offset or chunk.data_page_offset
+    data[start : start + chunk.total_compressed_size] = bytes(chunk.total_compressed_size)
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("column", [None, "run_at", "lve", "unsafe"])
+def test_the_comment_names_an_unreadable_run_file_and_shows_the_other_runs(
+    action: Any, github_server: GitHubServer, cli: Any, tmp_path: Path, column: str | None
+) -> None:
+    """A run file of the base branch's history cut short, or with a corrupt page behind a whole footer:
+    the comment names it (as status does) and shows the status of the other runs; the check goes on.
+    A corrupt page of run_at ended the check with lvegit's own error (exit 3) and no comment; one of lve
+    or unsafe dropped the whole history with an error that named no file."""
+    git, history, _old = history_pull(tmp_path)
+    git.commit("pr")
+    git.git("checkout", "-q", "main")
+    [latest] = sorted(history.glob("2026-09-14*"))
+    corrupt(latest, column)
+    git.commit("a broken run file")
+    status = cli("status", cwd=git.root)
+    assert status.code == 1 and f"{latest.name}: not a Parquet file lvegit can read" in status.err
+    assert "(1 run): 1 reproduces" in status.out  # the other run
+    git.git("checkout", "-q", "pr")
+    git.git("merge", "-q", "--no-edit", "main")
+    body = review_comment(action, github_server, git, 9).replace("\\", "")
+    assert f"⚠️ The run history could not be read: history/{latest.name}: not a Parquet file" in body
+    assert "| vendor/m | ● reproduces" in body  # the other run, which says it reproduces on m-v1
 
 
 def history_pull(tmp_path: Path) -> tuple[GitRepo, Path, str]:

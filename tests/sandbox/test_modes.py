@@ -1,7 +1,9 @@
-"""Every protection of the sandbox, tried from inside a real worker (the probe that `lvegit sandbox` runs)
-in each mode this machine allows: as root, as an unprivileged user (nobody), and with namespaces refused
-(a seccomp wrapper, as a container without CAP_SYS_ADMIN refuses them). `lvegit sandbox --format json`
-runs in a process of its own for each, so each mode starts its own launcher."""
+"""Every protection of the sandbox, tried from inside a real worker (the probe that `lvegit sandbox` runs,
+with a sibling worker's files and pid to reach) in each mode, as root and as an unprivileged user (nobody):
+namespaces and Landlock; namespaces without Landlock (a seccomp wrapper refuses Landlock, as a kernel
+without it does); Landlock without namespaces (the wrapper refuses them, as a container without
+CAP_SYS_ADMIN does); neither (refused). `lvegit sandbox --format json` runs in a process of its own for
+each, so each mode starts its own launcher."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from typing import Any
 import pytest
 
 from lvegit.sandbox import view
-from lvegit.sandbox.probe import PROBES
+from lvegit.sandbox.probe import LANDLOCK_LIMITS, PROBES
 
 from builders import ENVIRONMENT_FILES, ENVIRONMENT_TEST, RepoBuilder, instance, shipped_schema_accepts
 
@@ -33,13 +35,26 @@ def sandbox_report(*prefix: str) -> dict[str, Any]:
     return dict(json.loads(done.stdout))
 
 
+def not_held(report: dict[str, Any]) -> dict[str, str]:
+    return {name: outcome for name, outcome in report["probes"].items() if not outcome.startswith("blocked")}
+
+
 def assert_everything_held(report: dict[str, Any]) -> None:
+    """Every probe blocked but, in landlock mode, the limits docs/security.md states (pinned: a change
+    of what the kernel allows shows here)."""
     assert list(report["probes"]) == list(PROBES)
-    not_held = {
-        name: outcome for name, outcome in report["probes"].items() if not outcome.startswith("blocked")
-    }
-    assert not_held == {}
+    limits = LANDLOCK_LIMITS if report["mode"] == "landlock" else ()
+    assert sorted(not_held(report)) == sorted(limits), not_held(report)
     assert not any("unavailable" in layer or "still held" in layer for layer in report["isolation"])
+
+
+def assert_apart(report: dict[str, Any]) -> None:
+    """Namespaces without Landlock: each worker in user and mount namespaces of its own, and nothing else
+    between a worker and its sibling's files, /tmp, /dev/shm and processes."""
+    assert report["mode"] == "namespaces-without-landlock"
+    assert report["isolation"][2].startswith("apart: own user and mount namespaces")
+    assert report["isolation"][4].startswith("landlock: unavailable")
+    assert_everything_held({**report, "isolation": report["isolation"][:4] + report["isolation"][5:]})
 
 
 def as_nobody(groups: str = "--clear-groups") -> list[str]:
@@ -97,6 +112,37 @@ def test_as_root_with_namespaces_refused() -> None:
 
 
 @ROOT_ONLY
+def test_as_root_with_namespaces_without_landlock() -> None:
+    assert_apart(sandbox_report(sys.executable, REFUSE_NAMESPACES, "--only-landlock"))
+
+
+@ROOT_ONLY
+def test_as_an_unprivileged_user_with_namespaces_without_landlock() -> None:
+    """One uid for every worker: a worker read and rewrote its sibling's files (scratch, /tmp, /dev/shm,
+    the launcher's scratch folder, the view's root) and opened bubblewrap's /proc/1/mem read-write."""
+    assert_apart(sandbox_report(*as_nobody(), sys.executable, REFUSE_NAMESPACES, "--only-landlock"))
+
+
+@ROOT_ONLY
+def test_without_landlock_workers_that_cannot_be_apart_are_refused() -> None:
+    """A kernel without Landlock whose user namespaces are off but for root: bubblewrap holds, but a
+    worker (a uid of its own) cannot make its own namespaces, and would see its siblings' processes."""
+    report = sandbox_report(sys.executable, REFUSE_NAMESPACES, "--only-landlock-and-users")
+    assert report["mode"] == "refused"
+    assert report["isolation"][2] == "apart: unavailable ([Errno 1] unshare: Operation not permitted)"
+
+
+@ROOT_ONLY
+def test_where_landlock_holds_workers_that_cannot_be_apart_still_run() -> None:
+    """Root where a worker's uid may not make a user namespace (Ubuntu 24.04's AppArmor restriction):
+    Landlock keeps it apart from its siblings, and contributed code runs."""
+    report = sandbox_report(sys.executable, REFUSE_NAMESPACES, "--only-users")
+    assert report["mode"] == "namespaces"
+    assert report["isolation"][2] == "apart: unavailable ([Errno 1] unshare: Operation not permitted)"
+    assert not_held(report) == {}
+
+
+@ROOT_ONLY
 def test_as_an_unprivileged_user() -> None:
     report = sandbox_report(*as_nobody())
     assert report["mode"] == "namespaces"
@@ -112,7 +158,7 @@ def test_an_unprivileged_user_with_groups_is_confined_all_the_same() -> None:
     assert report["mode"] == "landlock"
     assert "the user's groups [100]" in report["isolation"][1]
     assert report["probes"]["groups"] == "done: held: [100]"
-    assert all(o.startswith("blocked") for name, o in report["probes"].items() if name != "groups")
+    assert sorted(not_held(report)) == sorted(["groups", *LANDLOCK_LIMITS])
 
 
 @ROOT_ONLY
@@ -152,6 +198,9 @@ def test_where_the_sandbox_cannot_hold_contributed_code_is_refused(tmp_path: Pat
     repo.lve("sandbox/bank", ENVIRONMENT_TEST, files=bank_files, instances={"i.jsonl": [recorded]})
     report = sandbox_report(sys.executable, REFUSE_NAMESPACES, "--no-landlock")
     assert report["mode"] == "refused"
+    # the probe's sibling wrote in the machine's /tmp and /dev/shm, unconfined, and removed what it wrote
+    assert [path for path in report["probes"]["sibling_read"].split("'") if path.startswith("/")]
+    assert not any(Path(p).exists() for p in report["probes"]["sibling_read"].split("'") if p.startswith("/"))
     command = [sys.executable, REFUSE_NAMESPACES, "--no-landlock", sys.executable, "-I", "-m", "lvegit"]
     environment = {"PATH": os.environ["PATH"], "HOME": "/tmp", "LANG": "C.UTF-8"}
     done = subprocess.run(
@@ -172,6 +221,13 @@ def test_where_the_sandbox_cannot_hold_contributed_code_is_refused(tmp_path: Pat
     assert (
         "checker lambdas are not run: the sandbox does not hold on this machine" in done.stdout + done.stderr
     )
+
+
+@ROOT_ONLY
+def test_an_unprivileged_user_where_the_sandbox_cannot_hold_is_refused() -> None:
+    report = sandbox_report(*as_nobody(), sys.executable, REFUSE_NAMESPACES, "--no-landlock")
+    assert report["mode"] == "refused"
+    assert "landlock: unavailable ([Errno 38] Function not implemented)" in report["isolation"]
 
 
 @ROOT_ONLY

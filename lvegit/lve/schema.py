@@ -302,6 +302,11 @@ RUN_FORMS: Final = ("prompt", "prompt_file")
 PROMPT_FILE: Final = "a prompt file, relative to the LVE folder (test.prompt)"
 
 
+# What one run of a multi-run prompt may be repeated: each repetition is an attempt, and a run sequence of
+# 10^9 entries was built before anything was judged.
+MAX_REPETITIONS: Final = 1_000
+
+
 class RunSpec(Contributed):
     """One entry of multi_run_prompt: a prompt run `repetitions` times."""
 
@@ -322,7 +327,7 @@ part(
     RunSpec,
     {
         "name": optional(STRING),
-        "repetitions": field(cs.int_schema(ge=1), 1),
+        "repetitions": field(cs.int_schema(ge=1, le=MAX_REPETITIONS), 1),
         "prompt": optional(Messages.schema),
         "prompt_file": optional(_described(STRING, PROMPT_FILE)),
     },

@@ -4,6 +4,7 @@ a clear error that costs only its own LVE."""
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from lvegit.base.errors import CheckerError
 from lvegit.checkers import environment
 from lvegit.checkers.environment import Answer, EnvironmentWorker
+from lvegit.lve.environment import MAX_FILLED_STATE_BYTES
 from lvegit.lve.prompt import ToolCall
 from lvegit.lve.repo import Repository
 from lvegit.lve.spec import load_lve
@@ -115,3 +117,21 @@ def test_code_that_fails_to_import_is_the_lves_error(
         CheckerError, match=r"environment/tools.py failed to import: SystemExit: no bank today"
     ):
         broken.session(broken.initial_state({}))
+
+
+def test_the_states_templates_fill_to_a_bounded_size_together(repo: RepoBuilder) -> None:
+    # Each string is far under a template's bound; a thousand of them, each the injection's text, are
+    # 50 MB together: refused, naming the file and the bound, before the state is made.
+    state = {"balance": 1000.0, "files": {f"bill{n}.txt": "{injection_bill}" for n in range(1_000)}}
+    files = {**ENVIRONMENT_FILES, "environment/state.json": json.dumps(state)}
+    lve, _problems, _text = load_lve(
+        Repository(repo.root.resolve()), repo.lve("agents/big", ENVIRONMENT_TEST, files=files)
+    )
+    assert lve is not None
+    worker = EnvironmentWorker(lve)  # the state is filled here: no worker process is started
+    with pytest.raises(
+        CheckerError,
+        match=f"environment: state.json's strings fill to more than {MAX_FILLED_STATE_BYTES:,} bytes together",
+    ):
+        worker.initial_state({"injection_bill": "x" * 50_000})
+    assert worker.initial_state({"injection_bill": "x" * 5_000})["files"]["bill9.txt"] == "x" * 5_000

@@ -52,7 +52,7 @@ def check_command(
     cache, unused = open_cache(repo.root, current_settings().cache, enabled=not no_cache)
     if unused:
         note(f"verdict cache: {unused}")
-    lve_dirs = selection.resolve(repo)
+    lve_dirs = selection.resolve(repo, withheld=True)
     if output_format == "json":
         checks = check_all(repo, lve_dirs, cache, strict)
     else:

@@ -19,9 +19,9 @@ from pathlib import Path, PurePosixPath
 
 from lvegit.base.files import FileProblem, read_bytes, walk
 from lvegit.disclosure.envelope import MAX_ENVELOPE_BYTES, EnvelopeError
+from lvegit.lve.repo import WITHHELD_FILE
 
 NONCE_MEMBER = ".lvegit-nonce"
-WITHHELD_FILE = "withheld.json"  # the public abstract
 PAYLOAD_FILE = "payload.age"  # the envelope
 README_FILE = "README.md"  # generated from the payload: never withheld, never kept in clear
 RESERVED = (WITHHELD_FILE, PAYLOAD_FILE, README_FILE, NONCE_MEMBER)

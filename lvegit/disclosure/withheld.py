@@ -9,7 +9,6 @@ has no test.json, so every command that reads LVEs passes it over unless it asks
 from __future__ import annotations
 
 import datetime
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +36,7 @@ from lvegit.disclosure.payload import (
 )
 from lvegit.disclosure.recipients import CONFIG_FILE, repository_recipients
 from lvegit.lve.problems import Problems
-from lvegit.lve.repo import TEST_FILE, Repository
+from lvegit.lve.repo import TEST_FILE, Repository, is_withheld
 
 if TYPE_CHECKING:
     from pyrage import x25519
@@ -45,23 +44,9 @@ if TYPE_CHECKING:
 WITHHELD_FILES = (WITHHELD_FILE, PAYLOAD_FILE)
 
 
-def is_withheld(lve_dir: Path) -> bool:
-    return os.path.lexists(lve_dir / WITHHELD_FILE)
-
-
 def withheld_dirs(repo: Repository, under: Path | None = None) -> list[Path]:
     """Every withheld LVE folder below `under` (default: all of repository/), sorted."""
-    top = under if under is not None else repo.lve_root
-    found = []
-    for folder, folders, others in walk(top):
-        if WITHHELD_FILE in others or WITHHELD_FILE in folders:
-            found.append(folder)
-            folders[:] = []
-        elif TEST_FILE in others:
-            folders[:] = []
-        else:
-            folders[:] = [d for d in folders if d != "__pycache__" and not d.startswith(".")]
-    return sorted(found)
+    return [d for d in repo.lve_dirs(under, withheld=True) if is_withheld(d)]
 
 
 def withheld_note(abstract: Abstract | None) -> str:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from lvegit.judge.cache import VerdictCache
 from lvegit.judge.results import LVECheck, LVEReport, ReplayResult
-from lvegit.lve.repo import Repository
+from lvegit.lve.repo import Repository, is_withheld
 
 if TYPE_CHECKING:
     from lvegit.judge.replay import Judging
@@ -104,6 +104,10 @@ def check_stream(
     def here(lve_dir: Path) -> Judging[LVECheck]:
         if lve_dir in settled:
             return settled[lve_dir]
+        if is_withheld(lve_dir):  # validated without a key, never replayed here
+            from lvegit.judge.withheld import withheld_check
+
+            return withheld_check(repo, lve_dir)
         return (yield from _judging(repo, lve_dir, cache, strict, keys.get(lve_dir)))
 
     def read(document: Any) -> dict[str, LVECheck]:

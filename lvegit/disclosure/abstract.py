@@ -17,8 +17,8 @@ from pydantic_core import core_schema as cs
 
 from lvegit.base.files import FileProblem, parse_json, read_text
 from lvegit.disclosure.envelope import RECIPIENT_PATTERN
-from lvegit.disclosure.payload import WITHHELD_FILE
 from lvegit.lve.problems import Problems
+from lvegit.lve.repo import WITHHELD_FILE
 from lvegit.lve.schema import (
     PATTERN_MESSAGES,
     STRING,

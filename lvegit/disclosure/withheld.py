@@ -27,7 +27,6 @@ from lvegit.disclosure.envelope import (
 from lvegit.disclosure.payload import (
     PAYLOAD_FILE,
     README_FILE,
-    WITHHELD_FILE,
     commitment,
     pack,
     payload_files,
@@ -36,7 +35,7 @@ from lvegit.disclosure.payload import (
 )
 from lvegit.disclosure.recipients import CONFIG_FILE, repository_recipients
 from lvegit.lve.problems import Problems
-from lvegit.lve.repo import TEST_FILE, Repository, is_withheld
+from lvegit.lve.repo import TEST_FILE, WITHHELD_FILE, Repository, is_withheld
 
 if TYPE_CHECKING:
     from pyrage import x25519

@@ -3,9 +3,11 @@ folder never a clear LVE in the history it was committed on, and its replay skip
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from lvegit.base.errors import UsageError
+from lvegit.disclosure.payload import PAYLOAD_FILE
 from lvegit.disclosure.withheld import validate_withheld, withheld_note
 from lvegit.judge.results import LVECheck, LVEReport, ReplayResult
 from lvegit.lve.repo import TEST_FILE, WITHHELD_FILE, Repository
@@ -51,3 +53,26 @@ def withheld_check(repo: Repository, lve_dir: Path) -> LVECheck:
     return LVECheck(
         report, [ReplayResult(rel, f"{rel}/{WITHHELD_FILE}", None, None, None, "skipped", reason)]
     )
+
+
+WITHHELD_MESSAGE = "(not shown: the finding may quote the withheld payload)"
+
+
+def redacted(check: LVECheck) -> LVECheck:
+    """A withheld LVE's check as a public log may show it: statuses, counts, files, fields and lines, never
+    a message or reason, which may quote the payload (a prompt, a response, a pattern)."""
+    report = LVEReport(
+        check.validation.path,
+        [replace(p, message=WITHHELD_MESSAGE) for p in check.validation.errors],
+        [replace(p, message=WITHHELD_MESSAGE) for p in check.validation.warnings],
+    )
+    return LVECheck(report, [replace(r, reason=None) for r in check.replay])
+
+
+def unopened(repo: Repository, lve_dir: Path, why: str) -> LVECheck:
+    """The check of a withheld LVE whose payload could not be opened or used: an error naming its file."""
+    from lvegit.lve.problems import Problem
+
+    rel = repo.relative(lve_dir)
+    report = LVEReport(rel, [Problem("error", f"{rel}/{PAYLOAD_FILE}", "", why)])
+    return LVECheck(report, [])

@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import json
-import sys
+import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from withholding import ABSTRACT, CANARY, CANARY_TEST, Keys, with_recipients
 
 from lvegit.disclosure.withheld import withhold
 from lvegit.lve.repo import Repository
 
 from builders import GitRepo, RepoBuilder, instance, pull_request_payload
 from servers import GitHubServer, serve_github
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "disclosure"))
-from withholding import ABSTRACT, CANARY, CANARY_TEST, Keys, with_recipients
 
 pytest.importorskip("pyrage")
 
@@ -123,3 +122,55 @@ def test_a_pull_request_adding_clear_payload_to_a_withheld_lve_fails(
     assert result.code == 1, result.out + result.err
     body = str(github_server.comments[9][0]["body"])
     assert "a withheld LVE holds" in body, body
+
+
+def test_the_trusted_job_replays_a_withheld_lve_with_its_identity_and_shows_no_payload(
+    repo: RepoBuilder, cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keys = Keys()
+    _withheld(repo, keys)
+    monkeypatch.setenv("LVEGIT_DISCLOSURE_IDENTITY", keys.secret(keys.maintainer))
+    result = cli("check", "--all", "--no-cache", "--repo", str(repo.root))
+    assert "LVEGIT_DISCLOSURE_IDENTITY" not in os.environ  # taken out before any process could inherit it
+    assert result.code == 0, result.out + result.err
+    assert "privacy/leak/openai--gpt-4o-mini: ok; 1 reproduced" in result.out
+    assert CANARY not in result.out + result.err
+    assert not list(Path(tempfile.gettempdir()).glob("lvegit-withheld-*"))  # the scratch is gone
+
+
+def test_with_an_identity_a_failing_withheld_lve_says_where_but_not_what(repo: RepoBuilder, cli: Any) -> None:
+    keys = Keys()
+    with_recipients(repo, keys.public(keys.maintainer))
+    broken = {**CANARY_TEST, "prompt": [{"role": "user", "content": f"{CANARY} {{missing}}"}]}
+    lve_dir = repo.lve("privacy/broken", broken, instances={"i.jsonl": [instance(CANARY, True, a=1, b=2)]})
+    withhold(Repository(repo.root), lve_dir, ABSTRACT)
+    identity = repo.root.parent / "key.txt"
+    identity.write_text(keys.secret(keys.maintainer) + "\n")
+    for output in ("text", "json"):
+        result = cli(
+            "check", "--all", "--identity", str(identity), "--format", output, "--repo", str(repo.root)
+        )
+        assert result.code == 1
+        assert "privacy/broken/openai--gpt-4o-mini/test.json" in result.out
+        assert CANARY not in result.out + result.err
+
+
+def test_a_payload_that_shadows_its_abstract_is_refused_naming_the_lve_and_file(
+    repo: RepoBuilder, cli: Any
+) -> None:
+    from lvegit.disclosure.envelope import encrypt
+    from lvegit.disclosure.payload import commitment, pack
+
+    keys = Keys()
+    lve_dir = _withheld(repo, keys)
+    tar = pack({"test.json": b"{}", "withheld.json": b"{}"})
+    (lve_dir / "payload.age").write_bytes(encrypt(tar, [keys.public(keys.maintainer)]))
+    abstract = json.loads((lve_dir / "withheld.json").read_text())
+    abstract["commitment"]["sha256"] = commitment(tar)
+    (lve_dir / "withheld.json").write_text(json.dumps(abstract))
+    identity = repo.root.parent / "key.txt"
+    identity.write_text(keys.secret(keys.maintainer))
+    result = cli("check", "--all", "--identity", str(identity), "--repo", str(repo.root))
+    assert result.code == 1
+    assert "privacy/leak/openai--gpt-4o-mini/payload.age" in result.out and "shadow" in result.out
+    assert sorted(p.name for p in lve_dir.iterdir()) == ["payload.age", "withheld.json"]

@@ -247,3 +247,24 @@ def scratch_copy(
         write_files(target, opened.files)
         placed[target] = lve_dir
     return placed
+
+
+def public_view(repo: Repository, lve_dir: Path) -> dict[str, Any]:
+    """What anyone may see of a withheld LVE: its abstract's valid fields (who can read the payload by
+    name, not key) and when its payload is to be disclosed."""
+    rel = repo.relative(lve_dir)
+    abstract = read_abstract(lve_dir, Problems(f"{rel}/{WITHHELD_FILE}"))
+    values = abstract.values if abstract is not None else {}
+    tags = [{"name": tag.name, "value": tag.value} for tag in values.get("tags", [])]
+    return {
+        "path": rel,
+        **{name: values.get(name) for name in ("description", "model", "checker")},
+        "tags": tags,
+        **{
+            name: values.get(name)
+            for name in ("withheld_on", "embargo_until", "vendor_contacted_on", "reporter")
+        },
+        "readers": [reader.name or "(unnamed)" for reader in values.get("readers", [])],
+        "commitment": values["commitment"].sha256 if "commitment" in values else None,
+        "payload": withheld_note(abstract),
+    }

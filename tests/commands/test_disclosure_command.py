@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -58,3 +59,24 @@ def test_withhold_refuses_a_date_that_is_none(repo: RepoBuilder, cli: Any, date:
         "--embargo-until", date, "--repo", str(repo.root),
     )  # fmt: skip
     assert result.code == 2 and "no date" in result.err
+
+
+def test_show_gives_a_withheld_lves_abstract_and_its_embargo_only(repo: RepoBuilder, cli: Any) -> None:
+    from withholding import ABSTRACT
+
+    from lvegit.disclosure.withheld import withhold
+
+    keys = Keys()
+    with_recipients(repo, keys.public(keys.maintainer))
+    lve_dir = repo.lve(
+        "privacy/leak", CANARY_TEST, instances={"i.jsonl": [instance(CANARY, False, a=1, b=2)]}
+    )
+    withhold(Repository(repo.root), lve_dir, ABSTRACT)
+    rel = "repository/privacy/leak/openai--gpt-4o-mini"
+    shown = cli("show", rel, "--repo", str(repo.root))
+    assert shown.code == 0, shown.err
+    assert "description: leaks a system prompt" in shown.out
+    assert "payload: payload withheld until 2027-01-31" in shown.out and "readers: maintainers" in shown.out
+    document = cli("show", rel, "--format", "json", "--repo", str(repo.root)).json()
+    assert document["reporter"] == "R. Porter" and document["checker"] == "LambdaChecker"
+    assert CANARY not in shown.out + json.dumps(document)

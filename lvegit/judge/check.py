@@ -152,7 +152,7 @@ def opened_checks(
 
     from lvegit.base.errors import LVEError
     from lvegit.disclosure.withheld import scratch_copy
-    from lvegit.judge.withheld import redacted, unopened
+    from lvegit.judge.withheld import redacted, unopened, withheld_report
 
     withheld = [d for d in lve_dirs if is_withheld(d)]
     if not withheld:
@@ -162,6 +162,10 @@ def opened_checks(
         placed: dict[Path, Path] = {}
         found: dict[Path, LVECheck] = {}
         for lve_dir in withheld:
+            report = withheld_report(repo, lve_dir)  # what is checked without a key holds first
+            if not report.valid:
+                found[lve_dir] = LVECheck(report, [])
+                continue
             try:
                 placed.update(scratch_copy(repo, [lve_dir], identity, scratch))
             except LVEError as exc:

@@ -160,15 +160,20 @@ class Opened:
     tar: bytes
 
 
-def open_payload(repo: Repository, lve_dir: Path, identity: x25519.Identity) -> tuple[Abstract, Opened]:
+def open_payload(
+    repo: Repository, lve_dir: Path, identity: x25519.Identity, validated: Abstract | None = None
+) -> tuple[Abstract, Opened]:
     """Decrypt a withheld LVE's payload in memory and check it: a valid abstract, an envelope that opens,
-    a tar of plain files only, and the commitment the abstract states. Errors name the LVE's file."""
+    a tar of plain files only, and the commitment the abstract states. Errors name the LVE's file.
+    `validated`: the abstract, where the caller has validated the LVE already (validate_withheld)."""
     rel = repo.relative(lve_dir)
-    abstract, problems = validate_withheld(repo, lve_dir)
-    blocking = [p for p in problems.errors if p.file != f"{rel}/{WITHHELD_FILE}" or p.field != "readers"]
-    if abstract is None or blocking:
-        first = (blocking or problems.errors)[0]
-        raise LVEError(f"{first.file}: {first.what}")
+    abstract = validated
+    if abstract is None:
+        abstract, problems = validate_withheld(repo, lve_dir)
+        blocking = [p for p in problems.errors if p.file != f"{rel}/{WITHHELD_FILE}" or p.field != "readers"]
+        if abstract is None or blocking:
+            first = (blocking or problems.errors)[0]
+            raise LVEError(f"{first.file}: {first.what}")
     try:
         tar = decrypt(_envelope(lve_dir), identity)
         files, _nonce = unpack(tar)
@@ -228,25 +233,27 @@ def disclose(repo: Repository, lve_dir: Path, identity: x25519.Identity) -> Abst
 
 
 def scratch_copy(
-    repo: Repository, lve_dirs: list[Path], identity: x25519.Identity, scratch: Path
-) -> dict[Path, Path]:
-    """Decrypt withheld LVEs into `scratch` (a private folder the caller made and removes), as a
-    repository of their clear forms at the same relative paths with the repository's routing file:
-    scratch folder -> withheld folder, for each that opened."""
+    repo: Repository,
+    lve_dir: Path,
+    identity: x25519.Identity,
+    scratch: Path,
+    validated: Abstract | None = None,
+) -> Path:
+    """Decrypt a withheld LVE into `scratch` (a private folder the caller made and removes), a repository
+    of clear forms at the same relative paths with the repository's routing file; the folder written.
+    `validated`: as for open_payload."""
     from lvegit.lve.routing_file import ROUTING_FILES
 
     (scratch / "repository").mkdir(parents=True, exist_ok=True, mode=0o700)
     for name in ROUTING_FILES:
-        if (repo.root / name).is_file() and not (repo.root / name).is_symlink():
-            shutil.copyfile(repo.root / name, scratch / name)
-    placed: dict[Path, Path] = {}
-    for lve_dir in lve_dirs:
-        _abstract, opened = open_payload(repo, lve_dir, identity)
-        target = scratch / lve_dir.resolve().relative_to(repo.root.resolve())
-        target.mkdir(parents=True, mode=0o700)
-        write_files(target, opened.files)
-        placed[target] = lve_dir
-    return placed
+        source = repo.root / name
+        if source.is_file() and not source.is_symlink() and not (scratch / name).exists():
+            shutil.copyfile(source, scratch / name)
+    _abstract, opened = open_payload(repo, lve_dir, identity, validated)
+    target = scratch / repo.relative(lve_dir)
+    target.mkdir(parents=True, mode=0o700)
+    write_files(target, opened.files)
+    return target
 
 
 def public_view(repo: Repository, lve_dir: Path) -> dict[str, Any]:

@@ -106,13 +106,19 @@ def check_stream(
     start_launcher_for(repo, (d for d in lve_dirs if d not in settled))  # before the checkers' code loads
     from lvegit.judge import replay, validate
 
+    published: list[dict[Path, str]] = []  # published_before's answer, once asked
+
     def here(lve_dir: Path) -> Judging[LVECheck]:
         if lve_dir in settled:
             return settled[lve_dir]
         if is_withheld(lve_dir):  # validated without a key, never replayed here
-            from lvegit.judge.withheld import withheld_check
+            from lvegit.judge.withheld import published_before, withheld_check
 
-            return (opened or {}).get(lve_dir) or withheld_check(repo, lve_dir)
+            if lve_dir in (opened or {}):
+                return (opened or {})[lve_dir]
+            if not published:  # git is asked once for every withheld LVE of the command
+                published.append(published_before(repo, [d for d in lve_dirs if is_withheld(d)]))
+            return withheld_check(repo, lve_dir, published[0])
         return (yield from _judging(repo, lve_dir, cache, strict, keys.get(lve_dir)))
 
     def read(document: Any) -> dict[str, LVECheck]:
@@ -151,23 +157,27 @@ def opened_checks(
     import tempfile
 
     from lvegit.base.errors import LVEError
+    from lvegit.disclosure.abstract import read_abstract
     from lvegit.disclosure.withheld import scratch_copy
-    from lvegit.judge.withheld import redacted, unopened, withheld_report
+    from lvegit.judge.withheld import published_before, redacted, unopened, withheld_report
+    from lvegit.lve.problems import Problems
 
     withheld = [d for d in lve_dirs if is_withheld(d)]
     if not withheld:
         return {}
+    published = published_before(repo, withheld)
     scratch = Path(tempfile.mkdtemp(prefix="lvegit-withheld-"))  # mode 0700: this user's only
     try:
         placed: dict[Path, Path] = {}
         found: dict[Path, LVECheck] = {}
         for lve_dir in withheld:
-            report = withheld_report(repo, lve_dir)  # what is checked without a key holds first
+            report = withheld_report(repo, lve_dir, published)  # what is checked without a key holds first
             if not report.valid:
                 found[lve_dir] = LVECheck(report, [])
                 continue
             try:
-                placed.update(scratch_copy(repo, [lve_dir], identity, scratch))
+                abstract = read_abstract(lve_dir, Problems(report.path))  # valid: the report says so
+                placed[scratch_copy(repo, lve_dir, identity, scratch, abstract)] = lve_dir
             except LVEError as exc:
                 found[lve_dir] = unopened(repo, lve_dir, str(exc))
         clear = Repository(scratch)

@@ -12,27 +12,45 @@ from lvegit.disclosure.withheld import validate_withheld, withheld_note
 from lvegit.judge.results import LVECheck, LVEReport, ReplayResult
 from lvegit.lve.repo import TEST_FILE, WITHHELD_FILE, Repository
 
+PATHS_PER_CALL = 500  # pathspecs per git call
 
-def _published_before(repo: Repository, lve_dir: Path) -> str | None:
-    """The commit where the folder's test.json was last in git history, if it ever was: its payload is
-    public there for good, so withholding it hides nothing and takes the LVE from its author."""
+
+def published_before(repo: Repository, lve_dirs: list[Path]) -> dict[Path, str]:
+    """The withheld folders among `lve_dirs` whose test.json was ever in git history (one git call for
+    all of them), with the last commit that had it: their payload is public there for good, so
+    withholding them hides nothing and takes the LVE from its author."""
     from lvegit.git.vcs import GitCheckout
 
+    if not lve_dirs:
+        return {}
     try:
         checkout = GitCheckout(repo.root)
     except UsageError:
-        return None  # not in git: nothing was published
-    found = checkout.ask("log", "-1", "--format=%H", "HEAD", "--", checkout.relative(lve_dir / TEST_FILE))
-    return found.strip() or None if found else None
+        return {}  # not in git: nothing was published
+    by_path = {checkout.relative(lve_dir / TEST_FILE): lve_dir for lve_dir in lve_dirs}
+    found: dict[Path, str] = {}
+    paths = sorted(by_path)
+    for start in range(0, len(paths), PATHS_PER_CALL):
+        chunk = paths[start : start + PATHS_PER_CALL]
+        listed = checkout.ask("log", "--format=commit %H", "--name-only", "HEAD", "--", *chunk) or ""
+        commit = ""
+        for entry in listed.splitlines():
+            if entry.startswith("commit "):
+                commit = entry.removeprefix("commit ")
+            elif entry in by_path:
+                found.setdefault(by_path[entry], commit)  # newest first: the last commit that had it
+    return found
 
 
-def withheld_report(repo: Repository, lve_dir: Path) -> LVEReport:
+def withheld_report(repo: Repository, lve_dir: Path, published: dict[Path, str] | None = None) -> LVEReport:
+    """A withheld LVE's findings without any key; `published`: published_before's answer, where the caller
+    asked it for many LVEs at once."""
     _abstract, problems = validate_withheld(repo, lve_dir)
-    published = _published_before(repo, lve_dir)
-    if published is not None:
+    commit = (published if published is not None else published_before(repo, [lve_dir])).get(lve_dir)
+    if commit is not None:
         problems.error(
             "",
-            f"this folder held a clear {TEST_FILE} in git history (commit {published[:12]}): a published "
+            f"this folder held a clear {TEST_FILE} in git history (commit {commit[:12]}): a published "
             "LVE cannot be withheld (its payload stays public in history); report a new one",
         )
     report = LVEReport(repo.relative(lve_dir))
@@ -41,12 +59,12 @@ def withheld_report(repo: Repository, lve_dir: Path) -> LVEReport:
     return report
 
 
-def withheld_check(repo: Repository, lve_dir: Path) -> LVECheck:
+def withheld_check(repo: Repository, lve_dir: Path, published: dict[Path, str] | None = None) -> LVECheck:
     """The check of a withheld LVE where no identity opens it: validation, and a skipped replay."""
     from lvegit.disclosure.abstract import read_abstract
     from lvegit.lve.problems import Problems
 
-    report = withheld_report(repo, lve_dir)
+    report = withheld_report(repo, lve_dir, published)
     rel = report.path
     abstract = read_abstract(lve_dir, Problems(f"{rel}/{WITHHELD_FILE}"))
     reason = f"withheld LVE: {withheld_note(abstract)}; replayed only where a disclosure identity opens it"

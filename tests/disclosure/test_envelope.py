@@ -50,10 +50,15 @@ def test_malformed_envelopes_are_refused_before_any_decryption(data: bytes, mess
         recipient_count(data)
 
 
-def test_a_nested_envelope_is_one_recipient_payload_not_two() -> None:
-    key = str(pyrage.x25519.Identity.generate().to_public())
-    inner = encrypt(b"payload", [key, key.replace(key[-1], "q")] if False else [key])
-    assert recipient_count(encrypt(inner, [key])) == 1
+def test_a_nested_envelope_is_no_payload() -> None:
+    from lvegit.disclosure.payload import pack, unpack
+
+    identity = pyrage.x25519.Identity.generate()
+    inner = encrypt(pack({"test.json": b"{}"}), [public_key(identity)])
+    outer = encrypt(inner, [public_key(identity)])
+    assert recipient_count(outer) == 1
+    with pytest.raises(EnvelopeError, match="no tar archive"):
+        unpack(decrypt(outer, identity))
 
 
 def test_an_identity_must_be_one_age_secret_key_and_is_never_echoed() -> None:

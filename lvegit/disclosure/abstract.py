@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from pydantic_core import ValidationError
 from pydantic_core import core_schema as cs
 
 from lvegit.base.files import FileProblem, parse_json, read_text
@@ -27,13 +26,11 @@ from lvegit.lve.schema import (
     Tag,
     _custom,
     _described,
-    _report,
-    _unknown_key,
     field,
+    field_by_field,
     listed,
     optional,
     part,
-    validator,
 )
 
 MAX_ABSTRACT_BYTES = 256 * 1024
@@ -165,25 +162,7 @@ def read_abstract(lve_dir: Path, problems: Problems) -> Abstract | None:
     if not isinstance(data, dict):
         problems.error("", "must be a JSON object")
         return None
-    fields = WithheldFile.model_fields
-    for key in data:
-        if key not in fields:
-            _unknown_key(key, WithheldFile, "", problems, None)
-    values: dict[str, Any] = {}
-    holder = WithheldFile.__new__(WithheldFile)
-    holder.__pydantic_extra__, holder.__pydantic_fields_set__ = None, set()
-    required = WithheldFile.required()
-    for name in fields:
-        if name not in data:
-            if name in required:
-                problems.error(name, "required field is missing")
-            continue
-        try:
-            validator(WithheldFile).validate_assignment(holder, name, data[name])
-        except ValidationError as exc:
-            _report(exc, "", problems, None)
-            continue
-        values[name] = holder.__dict__[name]
+    values = field_by_field(WithheldFile, data, problems)
     return Abstract(values)
 
 

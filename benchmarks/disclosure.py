@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -48,7 +49,18 @@ def repositories(workdir: Path, lves: int, withheld: int) -> tuple[Path, Path, s
 
 def check(root: Path, env: dict[str, str]) -> tuple[float, float]:
     """(seconds, peak MiB) of one check; its replays must all hold."""
-    seconds, memory, output = measure(["check", "--all", "--no-cache", "--format", "json"], root, env)
+    command = ["check", "--all", "--no-cache", "--format", "json"]
+    seconds, memory, output = measure(command, root, env)
+    if not output:  # it failed: say why
+        again = subprocess.run(
+            [sys.executable, "-m", "lvegit", *command],
+            cwd=root,
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        raise SystemExit(f"lvegit check failed in {root}:\n{again.stderr[-3000:]}")
     summary = json.loads(output)["summary"]
     assert summary["mismatch"] == summary["error"] == 0, summary
     return seconds, memory

@@ -35,6 +35,9 @@ def test_the_identity_reaches_no_process_lvegit_starts(
     monkeypatch.setenv("LVEGIT_DISCLOSURE_IDENTITY", secret)
     result = cli("check", "--all", "--no-cache", "--repo", str(git.root))
     assert "privacy/leak/openai--gpt-4o-mini: ok; 1 reproduced" in result.out, result.out + result.err
+    # What any process started from here would inherit (/proc's view of lvegit's environment is the one
+    # it was started with: the variable taken out of os.environ is what counts).
+    assert "LVEGIT_DISCLOSURE_IDENTITY" not in os.environ
     calls = recorded_calls(log)
     assert calls  # git was asked while the identity was held
     for call in calls:

@@ -115,6 +115,9 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> Any
         # lvegit's first model (about 4% of a cold check's instructions); lvegit's models use none. A
         # setting of the caller's stands.
         os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    from lvegit.disclosure.identity import take_from_environment
+
+    take_from_environment()  # before anything can start a process that would inherit the key
     try:
         args = sys.argv[1:] if argv is None else argv
         # The context is driven here rather than by cli.main, whose own handling would turn a closed

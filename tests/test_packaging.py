@@ -187,7 +187,7 @@ def test_dependabot_bumps_the_base_image_the_image_requirements_and_the_actions(
 
 
 def test_workflows_pass_zizmor_offline() -> None:
-    assert len(WORKFLOWS) == 10
+    assert len(WORKFLOWS) == 11
     result = subprocess.run(
         [tool("zizmor"), "--offline", *WORKFLOWS, str(PROJECT_ROOT / "action.yml")],
         capture_output=True,

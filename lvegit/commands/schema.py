@@ -31,6 +31,7 @@ def schema_command(kind: str) -> int:
     \b
     KIND is one of:
       test, instance    an LVE's test.json, one line of its instances/*.jsonl
+      withheld          a withheld LVE's public abstract, withheld.json
       changed, check, list, models, record, replay, run, sandbox, show, status, validate
                         what that command prints with --format json (report prints a run's)
       results           the Action's results file
@@ -43,6 +44,7 @@ def schema_command(kind: str) -> int:
     Examples:
       lvegit schema test
       lvegit schema instance
+      lvegit schema withheld
       lvegit schema run
       lvegit schema show
     """

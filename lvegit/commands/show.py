@@ -14,6 +14,7 @@ from lvegit.commands.options import format_option, open_repository, repo_option
 from lvegit.judge.results import judge_said
 from lvegit.lve.ids import resolve_ids
 from lvegit.lve.prompt import response_text
+from lvegit.lve.repo import is_withheld
 from lvegit.lve.template import SHOWN_PARAMETER
 from lvegit.lve.tools import ReturnCase
 from lvegit.publish.show import lve_view
@@ -128,7 +129,8 @@ def show_command(path: Path, instances: int, output_format: str, repo_path: Path
     """Show one LVE: description, model, checker and its arguments, the prompt (each message with its role,
     placeholders marked), parameters, tags, author, instance counts per file and the first instances.
 
-    PATH is the LVE's folder or a file inside it. Colours on a terminal only (none with NO_COLOR set).
+    PATH is the LVE's folder or a file inside it. Colours on a terminal only (none with NO_COLOR set). Of a
+    withheld LVE, only its public abstract and when its payload is to be disclosed.
 
     \b
     Examples:
@@ -138,10 +140,20 @@ def show_command(path: Path, instances: int, output_format: str, repo_path: Path
       lvegit show LVE-2026-0005
     """
     repo = open_repository(repo_path)
-    selected = repo.select(resolve_ids(repo, [path]), False)
+    selected = repo.select(resolve_ids(repo, [path]), False, withheld=True)
     if len(selected) != 1:
         found = f"holds {count(len(selected), 'LVE')}" if selected else "is no LVE"
         raise UsageError(f"{path} {found}: show takes one LVE's folder (lvegit list shows them)")
+    if is_withheld(selected[0]):  # its abstract only, whatever identity this process holds
+        from lvegit.disclosure.withheld import public_view
+
+        withheld = public_view(repo, selected[0])
+        if output_format == "json":
+            print_json(withheld)
+        else:
+            for name, value in withheld.items():
+                _field(name, ", ".join(map(str, value)) if isinstance(value, list) else str(value))
+        return 0
     view = lve_view(repo, selected[0], instances)
     if output_format == "json":
         print_json(view)

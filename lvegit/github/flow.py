@@ -42,7 +42,7 @@ from lvegit.judge.cache import open_cache
 from lvegit.judge.check import check_all
 from lvegit.judge.results import CLAIMED, LVEChange, LVECheck
 from lvegit.lve import ids
-from lvegit.lve.repo import Repository, text_name
+from lvegit.lve.repo import Repository, is_withheld, text_name
 from lvegit.lve.routing_file import Reader
 from lvegit.publish.readme import ReadmeError, readme_of
 from lvegit.run.live import Live, run_live
@@ -165,6 +165,11 @@ def _find_changed_lves(run: CheckRun) -> None:
     run.lve_dirs = [repo.root / path for path in paths if (repo.root / path).is_dir()]
 
 
+def _ordinary(run: CheckRun) -> list[LVECheck]:
+    """The checks of LVEs that are not withheld: a withheld one has no README and no run in a pull request."""
+    return [check for check in run.checks if not is_withheld(run.repo.root / check.path)]
+
+
 def _validate_and_replay(run: CheckRun) -> None:
     """Validate and replay the changed LVEs, with the verdicts of the cache; note where their READMEs need
     refreshing (the work tree as the pull request left it, before the live stage appends instances)."""
@@ -175,7 +180,7 @@ def _validate_and_replay(run: CheckRun) -> None:
     if unused:
         line(f"lvegit: verdict cache: {unused}")
     run.checks = check_all(run.repo, run.lve_dirs, cache)
-    run.readmes = {c.path: _readme_warning(run.repo, c.path) for c in run.checks if c.validation.valid}
+    run.readmes = {c.path: _readme_warning(run.repo, c.path) for c in _ordinary(run) if c.validation.valid}
     if cache is not None:
         cache.prune()
 
@@ -223,7 +228,7 @@ def _known_ids(repo: Repository, trusted: Trusted | None) -> dict[str, str]:
 def _run_live(run: CheckRun) -> None:
     """Re-run the valid LVEs' instances against their models where a model is reachable and allowed."""
     settings = run.settings
-    runnable = [run.repo.root / check.path for check in run.checks if check.validation.valid]
+    runnable = [run.repo.root / check.path for check in _ordinary(run) if check.validation.valid]
     run.live = run_live(
         run.repo,
         runnable,

@@ -26,7 +26,7 @@ from lvegit.judge.validate_tools import check_tools
 from lvegit.lve.instances import Instance
 from lvegit.lve.problems import PLACEHOLDER, Problems, join_path, suggestion
 from lvegit.lve.prompt import Message, Role, fill_holes, variable_names, with_trailing_hole
-from lvegit.lve.repo import CHECKER_DIR, Repository
+from lvegit.lve.repo import CHECKER_DIR, Repository, is_withheld
 from lvegit.lve.routing_file import route_problem
 from lvegit.lve.spec import LVE, Loaded, load_lve, locate_lines
 from lvegit.lve.template import TemplateError, braces_hint, placeholders
@@ -321,6 +321,10 @@ def validate_lve(
 ) -> LVEReport:
     """An LVE's findings. `loaded`: what load_lve returned for it, where the caller has read it already;
     `factory`: the LVE's checker factory, where the caller builds its checker too (it is built once)."""
+    if loaded is None and is_withheld(lve_dir):
+        from lvegit.judge.withheld import withheld_report
+
+        return withheld_report(repo, lve_dir)
     lve, load_problems, text = loaded or load_lve(repo, lve_dir)
     problems = Problems(load_problems.file, list(load_problems.items))  # the caller's stay as they were
     if lve is not None:

@@ -66,7 +66,8 @@ def _parameter_list(answer: str) -> list[str]:
     multiple=True,
     metavar="SCHEME:VALUE",
     help="A taxonomy tag, checked against the shipped lists (repeatable): owasp-llm:2025:LLM01, "
-    "owasp-agentic:2026:ASI01, atlas:AML.T0051, avid:S0403, cwe:CWE-1426.",
+    "owasp-agentic:2026:ASI01, atlas:AML.T0051, avid:S0403, cwe:CWE-1426, or the publisher's id alone "
+    "(LLM01:2025).",
 )
 @click.option(
     "--interactive/--no-interactive",

@@ -23,8 +23,11 @@ def json_commands() -> list[str]:
     """The commands whose --format offers json."""
     ctx = click.Context(lvegit_cli, info_name="lvegit")
     found = []
-    for name in lvegit_cli.list_commands(ctx):
-        command = lvegit_cli.get_command(ctx, name)
+    commands = [(name, lvegit_cli.get_command(ctx, name)) for name in lvegit_cli.list_commands(ctx)]
+    for group, grouped in list(commands):  # and each group's commands (`history list`), by group name
+        if isinstance(grouped, click.Group):
+            commands += [(group, grouped.get_command(ctx, name)) for name in grouped.list_commands(ctx)]
+    for name, command in commands:
         assert command is not None
         formats = [
             p for p in command.params if p.name == "output_format" and isinstance(p.type, click.Choice)

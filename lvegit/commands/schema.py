@@ -33,6 +33,8 @@ def schema_command(kind: str) -> int:
       test, instance    an LVE's test.json, one line of its instances/*.jsonl
       changed, check, list, models, record, replay, run, sandbox, show, status, validate
                         what that command prints with --format json (report prints a run's)
+      history           what lvegit history list prints with --format json
+      ids               the ids registry, lve-ids.json (lvegit ids writes it)
       results           the Action's results file
 
     The schema says what a schema can: the keys and their types, exactly one prompt form, message roles,

@@ -16,6 +16,20 @@ def test_the_callers_variables_do_not_reach_the_tests() -> None:
     assert os.environ["HF_HUB_OFFLINE"] == "1" and os.environ["TERM"] == "xterm-256color"
 
 
+def passes_under(callers: dict[str, str], tests: list[str]) -> None:
+    """Each of `tests` passes in a pytest of its own, with the caller's variables `callers` set."""
+    ran = subprocess.run(
+        [sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider", *tests],
+        cwd=PROJECT_ROOT,
+        env={**os.environ, **callers},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
+    assert f"{len(tests)} passed" in ran.stdout
+
+
 def test_tests_pass_under_a_callers_hostile_environment() -> None:
     """Run as an offline CI machine in GitHub Actions would run them (HF_HUB_OFFLINE once failed a hub test;
     GITHUB_ACTIONS adds a warning to every command; NO_COLOR and TERM=dumb change a terminal's output)."""
@@ -35,16 +49,7 @@ def test_tests_pass_under_a_callers_hostile_environment() -> None:
         "tests/commands/test_run_command.py::test_a_run_that_stops_before_its_first_attempt_leaves_no_report",
         "tests/test_suite_environment.py::test_the_callers_variables_do_not_reach_the_tests",
     ]
-    ran = subprocess.run(
-        [sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider", *tests],
-        cwd=PROJECT_ROOT,
-        env={**os.environ, **hostile},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
-    assert "4 passed" in ran.stdout
+    passes_under(hostile, tests)
 
 
 def test_the_hub_tests_pass_whatever_hub_transformers_and_proxy_variables_the_caller_set() -> None:
@@ -65,13 +70,4 @@ def test_the_hub_tests_pass_whatever_hub_transformers_and_proxy_variables_the_ca
         "tests/checkers/test_hub.py::test_models_downloads_what_checkers_asked_for_and_they_then_run",
         "tests/test_suite_environment.py::test_the_callers_variables_do_not_reach_the_tests",
     ]
-    ran = subprocess.run(
-        [sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider", *tests],
-        cwd=PROJECT_ROOT,
-        env={**os.environ, **callers},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
-    assert "2 passed" in ran.stdout
+    passes_under(callers, tests)

@@ -158,7 +158,8 @@ def selection_options(function: F) -> F:
         metavar="SCHEME:VALUE",
         help="Only the LVEs tagged with this taxonomy entry (repeat: all of them), e.g. "
         "owasp-llm:2025:LLM01, owasp-agentic:2026:ASI01, atlas:AML.T0051 (and its sub-techniques), "
-        "avid:S0403, cwe:CWE-1426. Alone, it picks from every LVE.",
+        "avid:S0403, cwe:CWE-1426, or the publisher's id alone (LLM01:2025, AML.T0051.001, CWE-1426). "
+        "Alone, it picks from every LVE.",
     )(decorated)
     decorated = click.option(
         "--skip-other-files",

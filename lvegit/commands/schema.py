@@ -34,6 +34,8 @@ def schema_command(kind: str) -> int:
       withheld          a withheld LVE's public abstract, withheld.json
       changed, check, list, models, record, replay, run, sandbox, show, status, validate
                         what that command prints with --format json (report prints a run's)
+      history           what lvegit history list prints with --format json
+      ids               the ids registry, lve-ids.json (lvegit ids writes it)
       results           the Action's results file
 
     The schema says what a schema can: the keys and their types, exactly one prompt form, message roles,

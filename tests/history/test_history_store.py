@@ -36,6 +36,9 @@ def test_a_run_goes_into_the_history_once_and_status_reads_it(
     listed = cli("history", "list", cwd=repo.root)
     assert listed.code == 0 and file.name in listed.out and "6 attempts" in listed.out
     assert "gpt-4o-mini-2026-01-01" in listed.out  # the version the server said it was
+    document = cli("history", "list", "--format", "json", cwd=repo.root).json()
+    shipped_schema_accepts(document, "history")
+    assert [(run["file"], run["attempts"]) for run in document["runs"]] == [(file.name, 6)]
 
     status = cli("status", cwd=repo.root)
     assert status.code == 0, status.err
@@ -154,6 +157,16 @@ def test_a_parquet_file_of_another_layout_is_refused(repo: RepoBuilder, cli: Any
     )
     refused = cli("status", cwd=repo.root)
     assert refused.code == 1 and "not a run file of lvegit's history" in refused.err
+
+
+def test_history_list_without_runs_is_a_state_not_a_usage_error(repo: RepoBuilder, cli: Any) -> None:
+    """It exited 2 where `status` reports the same as a note."""
+    empty = cli("history", "list", cwd=repo.root)
+    assert (empty.code, empty.out) == (0, f"0 runs in {repo.root / 'history'}\n")
+    assert "no runs in" in empty.err and "lvegit history add REPORT" in empty.err
+    document = cli("history", "list", "--format", "json", cwd=repo.root).json()
+    shipped_schema_accepts(document, "history")
+    assert document["runs"] == [] and document["history"]["files"] == 0
 
 
 def test_status_without_history_says_how_to_start_one(repo: RepoBuilder, cli: Any) -> None:

@@ -277,7 +277,7 @@ def test_a_missing_classifier_is_skipped_here_without_a_model_stack(
     [skipped] = checks[0].replay
     assert (skipped.status, skipped.reason) == (
         "skipped",
-        "model 'nobody/gone' is not available locally (set LVEGIT_ALLOW_DOWNLOADS=1 or install it)",
+        "model 'nobody/gone' is not in the local Hugging Face cache: download it with: lvegit models --download",
     )
 
 

@@ -27,11 +27,13 @@ REFUSE_NAMESPACES = str(Path(__file__).with_name("refuse_namespaces.py"))
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the machine's root only")
 
 
-def sandbox_report(*prefix: str) -> dict[str, Any]:
+def sandbox_report(*prefix: str, code: int = 0) -> dict[str, Any]:
+    """`lvegit sandbox --format json` run behind `prefix`; `code`: the exit code it must end with (1 where
+    contributed code would be refused)."""
     command = [*prefix, sys.executable, "-I", "-m", "lvegit", "sandbox", "--format", "json"]
     environment = {"PATH": os.environ["PATH"], "HOME": "/tmp", "LANG": "C.UTF-8"}
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd="/", env=environment)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == code, done.stderr
     return dict(json.loads(done.stdout))
 
 
@@ -196,13 +198,19 @@ def test_where_the_sandbox_cannot_hold_contributed_code_is_refused(tmp_path: Pat
     }
     recorded = {"response": "No.", "passed": True, "environment": {"before": {}, "after": {}}}
     repo.lve("sandbox/bank", ENVIRONMENT_TEST, files=bank_files, instances={"i.jsonl": [recorded]})
-    report = sandbox_report(sys.executable, REFUSE_NAMESPACES, "--no-landlock")
+    report = sandbox_report(sys.executable, REFUSE_NAMESPACES, "--no-landlock", code=1)
     assert report["mode"] == "refused"
     # the probe's sibling wrote in the machine's /tmp and /dev/shm, unconfined, and removed what it wrote
     assert [path for path in report["probes"]["sibling_read"].split("'") if path.startswith("/")]
     assert not any(Path(p).exists() for p in report["probes"]["sibling_read"].split("'") if p.startswith("/"))
     command = [sys.executable, REFUSE_NAMESPACES, "--no-landlock", sys.executable, "-I", "-m", "lvegit"]
     environment = {"PATH": os.environ["PATH"], "HOME": "/tmp", "LANG": "C.UTF-8"}
+    said = subprocess.run([*command, "sandbox"], capture_output=True, text=True, timeout=300, env=environment)
+    assert said.returncode == 1  # `lvegit sandbox` once said "refused" and exited 0
+    assert said.stderr.endswith(
+        "contributed code would be refused here. To run it: use a Linux machine that allows user namespaces "
+        "or Landlock\n"
+    )
     done = subprocess.run(
         [*command, "replay", "--all"],
         capture_output=True,

@@ -129,7 +129,7 @@ def test_as_an_unprivileged_user_with_namespaces_without_landlock() -> None:
 def test_without_landlock_workers_that_cannot_be_apart_are_refused() -> None:
     """A kernel without Landlock whose user namespaces are off but for root: bubblewrap holds, but a
     worker (a uid of its own) cannot make its own namespaces, and would see its siblings' processes."""
-    report = sandbox_report(sys.executable, REFUSE_NAMESPACES, "--only-landlock-and-users")
+    report = sandbox_report(sys.executable, REFUSE_NAMESPACES, "--only-landlock-and-users", code=1)
     assert report["mode"] == "refused"
     assert report["isolation"][2] == "apart: unavailable ([Errno 1] unshare: Operation not permitted)"
 
@@ -233,7 +233,7 @@ def test_where_the_sandbox_cannot_hold_contributed_code_is_refused(tmp_path: Pat
 
 @ROOT_ONLY
 def test_an_unprivileged_user_where_the_sandbox_cannot_hold_is_refused() -> None:
-    report = sandbox_report(*as_nobody(), sys.executable, REFUSE_NAMESPACES, "--no-landlock")
+    report = sandbox_report(*as_nobody(), sys.executable, REFUSE_NAMESPACES, "--no-landlock", code=1)
     assert report["mode"] == "refused"
     assert "landlock: unavailable ([Errno 38] Function not implemented)" in report["isolation"]
 

@@ -10,7 +10,7 @@ from typing import Any
 from lvegit.base.errors import GitHubAccessError, GitHubError, UsageError
 from lvegit.base.settings import RetryPolicy
 from lvegit.github.render import COMMENT_LIMIT, MARKER
-from lvegit.github.verify import ChangedFile, PullRequestFacts, is_sha
+from lvegit.github.verify import ChangedFile, PullRequestFacts, action_folders, is_sha
 from lvegit.lve.repo import TEST_FILE
 
 RATE_LIMIT_WAIT = 60.0  # the longest wait for a secondary rate limit to pass
@@ -73,7 +73,8 @@ class PullRequests:
 
     def facts(self, number: int) -> PullRequestFacts:
         """The pull request's head, base and changed files, and the folders of its head holding a
-        test.json (from the head's tree: the pull request's files are read as names, never run)."""
+        test.json or a local action (from the head's tree: the pull request's files are read as names,
+        never run)."""
         what = f"pull request #{number}"
         pull = self._call(what, lambda: self._repository.get_pull(number))
         head, base = self._call(what, lambda: (str(pull.head.sha), str(pull.base.sha)))
@@ -84,19 +85,12 @@ class PullRequests:
         total = self._call(what, lambda: int(pull.changed_files))
         tree = self._call(f"tree of {head[:12]}", lambda: self._repository.get_git_tree(head, recursive=True))
         suffix = f"/{TEST_FILE}"
-        folders = self._call(
-            f"tree of {head[:12]}",
-            lambda: (
-                None
-                if tree.truncated
-                else {
-                    e.path.removesuffix(suffix)
-                    for e in tree.tree
-                    if e.type == "blob" and e.path.endswith(suffix)
-                }
-            ),
+        blobs = self._call(f"tree of {head[:12]}", lambda: [e.path for e in tree.tree if e.type == "blob"])
+        truncated = self._call(f"tree of {head[:12]}", lambda: bool(tree.truncated))
+        folders = (
+            None if truncated else {path.removesuffix(suffix) for path in blobs if path.endswith(suffix)}
         )
-        return PullRequestFacts(head, base, files, len(files) >= total, folders)
+        return PullRequestFacts(head, base, files, len(files) >= total, folders, action_folders(blobs))
 
     def on_branch(self, commit: str, tip: str) -> bool:
         """Whether `commit` (a results file's word) is `tip` or one of its ancestors, by GitHub's compare

@@ -34,7 +34,7 @@ from lvegit.github.context import Event
 from lvegit.github.render import SUMMARY_LIMIT, annotation_commands, render, write_outputs
 from lvegit.github.review import review
 from lvegit.github.trust import Trusted, for_pull_request
-from lvegit.github.verify import CHECK_WORKFLOW, ChangedFile, doubts, runs_on_doubts
+from lvegit.github.verify import CHECK_WORKFLOW, ChangedFile, action_folders, doubts, runs_on_doubts
 from lvegit.history.severity import impacts_of, severities
 from lvegit.history.status import History, LVEStatus, status_table
 from lvegit.history.store import HISTORY_DIR, history_dir
@@ -417,7 +417,17 @@ def _comment(run: CheckRun, results: results_file.ResultsDocument) -> None:
                 ChangedFile(c.new_path or c.path, "renamed" if c.new_path else "modified", c.path)
                 for c in changed
             ]
-            found = runs_on_doubts(files, run.checkout.relative(run.repo.root))
+            tree = run.checkout.run(
+                "ls-tree",
+                "-r",
+                "-z",
+                "--name-only",
+                "--full-tree",
+                run.event.head,
+                failure="cannot list the head",
+            )
+            actions = action_folders(tree.split("\0"))
+            found = runs_on_doubts(files, run.checkout.relative(run.repo.root), actions)
         post_comment(results, run.settings, run.event.pull_request, run.event.head, found)
 
 

@@ -379,7 +379,12 @@ FORGERIES = {
         {},
         "they were uploaded by a run of .github/workflows/evil.yml, not of the check workflow",
     ),
-    "a local action": ({"action.yml": "runs: {}\n"}, {}, {}, "changes what its check runs on (action.yml)"),
+    "a local action": (
+        {"tools/setup/action.yml": "runs: {}\n"},
+        {},
+        {},
+        "changes what its check runs on (tools/setup/action.yml)",
+    ),
     "the routing file": (
         {"lvegit.toml": "[models]\n"},
         {},
@@ -428,6 +433,32 @@ def test_a_forged_results_artifact_is_relayed_as_unverified(
     assert "all checks passed" not in body and "✅ lvegit" not in body
     assert why in body.replace("\\", "")
     assert "What that run reports, unverified: no failures." in body
+
+
+@pytest.mark.parametrize("action_file", ["action.yml", "Action.YAML"])
+def test_a_pull_request_changing_a_local_actions_script_is_unverified(
+    pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any, tmp_path: Path, action_file: str
+) -> None:
+    """A local action (`uses: ./tools/setup`) runs the files of its folder, not only its action.yml: a
+    pull request that edits its script alone runs code of its own in the check. Its name is matched
+    whatever its case (a macOS or Windows runner finds `Action.YAML` as `action.yaml`)."""
+    git, base, _head = pull
+    git.git("checkout", "-q", base)
+    setup = git.root / "tools/setup"
+    setup.mkdir(parents=True)
+    (setup / action_file).write_text("runs: {using: composite, steps: [{run: ./run.sh, shell: bash}]}\n")
+    (setup / "run.sh").write_text("echo setting up\n")
+    base = git.commit("a local action")
+    (setup / "run.sh").write_text("echo forged > lvegit-results/results.json\n")
+    (git.root / "repository/cat/a/openai--gpt-4o-mini/instances/i.jsonl").write_text(
+        json.dumps(instance("3", True, a=1, b=2)) + "\n" + json.dumps(instance("5", True, a=1, b=3)) + "\n"
+    )
+    head = git.commit("its script")
+    artifact, comment = two_stages(action, github_server, git, base, head, tmp_path)
+    forge_all_passed(artifact)
+    body = comment()
+    assert body.split("\n")[1].startswith("## ⚠️ lvegit: not verified")
+    assert "changes what its check runs on (tools/setup/run.sh)" in body.replace("\\", "")
 
 
 def test_a_check_that_comments_on_a_pull_request_changing_its_workflow_says_it_is_unverified(

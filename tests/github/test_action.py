@@ -435,6 +435,27 @@ def test_a_forged_results_artifact_is_relayed_as_unverified(
     assert "What that run reports, unverified: no failures." in body
 
 
+@pytest.mark.parametrize("field", ["head_sha", "base_sha", "id"])
+def test_a_forged_artifact_cannot_write_markup_through_a_field_the_comment_showed_raw(
+    pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any, tmp_path: Path, field: str
+) -> None:
+    """The comment showed the results' head and base (their first 12 characters) and each LVE's id in a
+    code span, unescaped: a forged artifact closed the span and wrote a mention or HTML into the bot's
+    comment (with a forged id alone, a verified one). Each is inline code only where it is one word."""
+    git, base, head = pull
+    artifact, comment = two_stages(action, github_server, git, base, head, tmp_path)
+    data = json.loads((artifact / "results.json").read_text())
+    hostile = "`@org/a <b>|`"
+    if field == "id":
+        data["lves"][0]["id"] = hostile
+    else:
+        data[field] = hostile
+    (artifact / "results.json").write_text(json.dumps(data))
+    body = comment()
+    assert "@org" not in body and "<b>" not in body and "|`" not in body
+    assert markdown(hostile if field == "id" else hostile[:12]) in body  # shown as its characters
+
+
 @pytest.mark.parametrize("action_file", ["action.yml", "Action.YAML"])
 def test_a_pull_request_changing_a_local_actions_script_is_unverified(
     pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any, tmp_path: Path, action_file: str

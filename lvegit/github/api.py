@@ -77,7 +77,10 @@ class PullRequests:
         never run)."""
         what = f"pull request #{number}"
         pull = self._call(what, lambda: self._repository.get_pull(number))
-        head, base = self._call(what, lambda: (str(pull.head.sha), str(pull.base.sha)))
+        head, base, base_ref, default = self._call(
+            what,
+            lambda: (str(pull.head.sha), str(pull.base.sha), pull.base.ref, pull.base.repo.default_branch),
+        )
         files = self._call(
             f"files of #{number}",
             lambda: [ChangedFile(f.filename, f.status, f.previous_filename) for f in pull.get_files()],
@@ -90,7 +93,24 @@ class PullRequests:
         folders = (
             None if truncated else {path.removesuffix(suffix) for path in blobs if path.endswith(suffix)}
         )
-        return PullRequestFacts(head, base, files, len(files) >= total, folders, action_folders(blobs))
+        actions = action_folders(blobs)
+        return PullRequestFacts(head, base, files, len(files) >= total, folders, actions, base_ref, default)
+
+    def same_file(self, path: str, commit: str, branch: str) -> bool:
+        """Whether `path` is one file (the same blob) at `commit` and at the tip of `branch`; not where
+        either has none."""
+
+        def blob(ref: str) -> str | None:
+            try:
+                found = self._call(
+                    f"{path} at {ref[:40]}", lambda: self._repository.get_contents(path, ref=ref)
+                )
+            except GitHubAccessError:  # 404: no such file there
+                return None
+            return str(found.sha) if not isinstance(found, list) else None  # a folder is no workflow
+
+        theirs = blob(commit)
+        return theirs is not None and theirs == blob(branch)
 
     def on_branch(self, commit: str, tip: str) -> bool:
         """Whether `commit` (a results file's word) is `tip` or one of its ancestors, by GitHub's compare

@@ -499,7 +499,11 @@ def comment(event: Event, settings: ActionSettings) -> int:
     facts = api.facts(number)
     on_branch = results.base_sha is not None and api.on_branch(results.base_sha, facts.base_sha)
     repository, workflow = settings.repository, settings.check_workflow
-    found = doubts(results, event.origin, facts, workflow, repository, settings.lve_root, on_branch)
+    # A pull request into another branch ran that branch's check workflow, from the same path.
+    same = facts.base_ref == facts.default_branch or api.same_file(
+        workflow, facts.base_sha, facts.default_branch
+    )
+    found = doubts(results, event.origin, facts, workflow, repository, settings.lve_root, on_branch, same)
     if results.pull_request not in (None, number):
         found.append(f"they are for pull request #{results.pull_request}, not #{number}")
     for doubt in found:

@@ -55,6 +55,8 @@ class PullRequestFacts:
     files_complete: bool  # False: GitHub lists no more than 3,000 files and this one has more
     lve_folders: set[str] | None  # the head's folders holding a test.json; None: its tree was too large
     action_folders: set[str] = field(default_factory=set)  # the head's local actions (action_folders)
+    base_ref: str = ""  # the branch it is into
+    default_branch: str = ""  # the repository's, which workflow_run workflows run from
 
 
 def is_sha(text: str) -> bool:
@@ -201,11 +203,19 @@ def doubts(
     repository: str,
     top: str,
     base_on_branch: bool,
+    same_workflow: bool,
 ) -> list[str]:
     """Why the comment stage cannot vouch for these results (empty: it can). `base_on_branch`: whether
     the results' base is the pull request's base commit or an earlier commit of its branch (GitHub's
-    compare); `top`: the LVE root, from the top of the repository ('' for the top itself)."""
+    compare); `same_workflow`: whether the base branch's check workflow is the default branch's file (the
+    one the comment stage's own workflow sits beside); `top`: the LVE root, from the top of the repository
+    ('' for the top itself)."""
     found = _origin_doubts(origin, expected_workflow, repository)
+    if not same_workflow:
+        found.append(
+            f"this pull request is into {facts.base_ref}, whose check workflow ({expected_workflow}) is not "
+            f"the default branch's ({facts.default_branch})"
+        )
     found += runs_on_doubts(facts.files, top, facts.action_folders)
     if results.head_sha != facts.head_sha:
         head, theirs = facts.head_sha[:12], results.head_sha[:12]

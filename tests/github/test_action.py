@@ -104,6 +104,9 @@ def github_pull(server: GitHubServer, number: int, git: GitRepo, base: str, head
     ).splitlines()
     for commit in (base, head):
         server.ancestors[commit] = set(git.git("rev-list", commit).split())
+        for entry in git.git("-c", "core.quotePath=false", "ls-tree", "-r", commit).splitlines():
+            description, path = entry.split("\t", 1)
+            server.blobs[(commit, path)] = description.split()[2]
 
 
 def outputs(tmp_path: Path) -> dict[str, str]:
@@ -433,6 +436,47 @@ def test_a_forged_results_artifact_is_relayed_as_unverified(
     assert "all checks passed" not in body and "✅ lvegit" not in body
     assert why in body.replace("\\", "")
     assert "What that run reports, unverified: no failures." in body
+
+
+@pytest.mark.parametrize("its_workflow", ["the default branch's", "another"])
+def test_a_pull_request_into_another_branch_is_verified_only_where_it_runs_the_same_check_workflow(
+    pull: tuple[GitRepo, str, str],
+    github_server: GitHubServer,
+    action: Any,
+    tmp_path: Path,
+    its_workflow: str,
+) -> None:
+    """A pull request into another branch (`legacy`) runs that branch's check workflow, at the same path,
+    and the comment stage (a workflow_run workflow, from the default branch) knew only the path: an old
+    or weaker workflow there was vouched for. The comment is verified only where the base branch's check
+    workflow is the default branch's file."""
+    git, base, _head = pull
+    git.git("checkout", "-q", base)
+    workflow = git.root / ".github/workflows/lvegit-check.yml"
+    workflow.parent.mkdir(parents=True)
+    workflow.write_text("name: LVE check\n")
+    main = git.commit("the check workflow")
+    if its_workflow == "another":
+        workflow.write_text("name: LVE check\n# an old one, which uploads any lvegit-results/\n")
+    legacy = git.commit("legacy")
+    (git.root / "repository/cat/a/openai--gpt-4o-mini/instances/i.jsonl").write_text(
+        json.dumps(instance("3", True, a=1, b=2)) + "\n" + json.dumps(instance("5", False, a=1, b=3)) + "\n"
+    )
+    head = git.commit("into legacy")
+    github_server.base_refs[9] = "legacy"
+    github_server.blobs[("main", ".github/workflows/lvegit-check.yml")] = git.git(
+        "rev-parse", f"{main}:{workflow.relative_to(git.root)}"
+    )
+    _artifact, comment = two_stages(action, github_server, git, legacy, head, tmp_path)
+    body = comment()
+    if its_workflow == "another":
+        assert body.split("\n")[1].startswith("## ⚠️ lvegit: not verified")
+        assert (
+            "this pull request is into legacy, whose check workflow (.github/workflows/lvegit-check.yml) "
+            "is not the default branch's (main)"
+        ) in body.replace("\\", "")
+    else:
+        assert body.startswith(MARKER + "\n## ✅ lvegit: all checks passed\n")
 
 
 @pytest.mark.parametrize("field", ["head_sha", "base_sha", "id"])

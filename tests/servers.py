@@ -512,6 +512,7 @@ class GitHubServer:
     trees: dict[str, list[str]] = field(default_factory=dict)  # commit -> the paths of its files
     ancestors: dict[str, set[str]] = field(default_factory=dict)  # commit -> itself and its ancestors
     base_refs: dict[int, str] = field(default_factory=dict)  # number -> its base branch (default: main)
+    labels: dict[int, str] = field(default_factory=dict)  # number -> its head (default: contributor:pr)
     blobs: dict[tuple[str, str], str] = field(default_factory=dict)  # (commit or branch, path) -> blob sha
     max_files: int = 3_000
     max_tree: int = 100_000
@@ -567,7 +568,20 @@ class GitHubServer:
                     self.reply(404, {"message": "Not Found"})
                     return
                 rest = parts[3:]
-                if method == "GET" and rest[:1] == ["pulls"] and len(rest) == 2:
+                if method == "GET" and rest == ["pulls"]:
+                    label = params.get("head", "").replace("%3A", ":")
+                    listed = [
+                        {
+                            "number": number,
+                            "state": "open",
+                            "head": {"sha": sha, "label": server.labels.get(number, "contributor:pr")},
+                            "base": {"ref": server.base_refs.get(number, "main")},
+                        }
+                        for number, sha in sorted(server.pulls.items())
+                        if server.labels.get(number, "contributor:pr") == label
+                    ]
+                    self.page(listed, f"{server.base}/repos/org/lves/pulls", params)
+                elif method == "GET" and rest[:1] == ["pulls"] and len(rest) == 2:
                     number = int(rest[1])
                     if number not in server.pulls:
                         self.reply(404, {"message": "Not Found"})

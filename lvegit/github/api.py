@@ -96,6 +96,16 @@ class PullRequests:
         actions = action_folders(blobs)
         return PullRequestFacts(head, base, files, len(files) >= total, folders, actions, base_ref, default)
 
+    def pulls_from(self, label: str) -> dict[int, str]:
+        """The pull requests from the branch `label` (`owner:branch`), and the branch each is into; closed
+        ones too (one closed as soon as its run ended is still a run the comment stage may be following)."""
+        return dict(
+            self._call(
+                f"pull requests from {label}",
+                lambda: [(p.number, p.base.ref) for p in self._repository.get_pulls(state="all", head=label)],
+            )
+        )
+
     def same_file(self, path: str, commit: str, branch: str) -> bool:
         """Whether `path` is one file (the same blob) at `commit` and at the tip of `branch`; not where
         either has none."""

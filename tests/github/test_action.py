@@ -76,6 +76,7 @@ def workflow_run_payload(
             "head_sha": head,
             "conclusion": "failure",
             "head_repository": {"full_name": "contributor/lves"},
+            "head_branch": "pr",
             # GitHub leaves this empty for pull requests from forks.
             "pull_requests": [] if number is None else [{"number": number, "head": {"sha": head}}],
         },
@@ -477,6 +478,28 @@ def test_a_pull_request_into_another_branch_is_verified_only_where_it_runs_the_s
         ) in body.replace("\\", "")
     else:
         assert body.startswith(MARKER + "\n## ✅ lvegit: all checks passed\n")
+
+
+@pytest.mark.parametrize("other", ["into another branch", "from another branch"])
+def test_a_forks_run_is_bound_to_the_pull_request_its_results_name(
+    pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any, tmp_path: Path, other: str
+) -> None:
+    """GitHub names no pull request in a fork's workflow_run, so the number is the results file's: a fork
+    with a second pull request from the same branch into another branch (whose check workflow may upload
+    anything) could name the first in its artifact, and a run of another branch could name any pull
+    request at the same head. Each is a doubt, naming the other pull request or the branch."""
+    git, base, head = pull
+    artifact, comment = two_stages(action, github_server, git, base, head, tmp_path)
+    forge_all_passed(artifact)
+    if other == "into another branch":
+        github_server.pulls[10], github_server.base_refs[10] = head, "v1"
+        why = "the run may be of another pull request from its branch: #10 (into v1)"
+    else:
+        github_server.labels[9] = "someone:else"
+        why = "the run was for the branch contributor:pr, which #9 is not from"
+    body = comment()
+    assert body.split("\n")[1].startswith("## ⚠️ lvegit: not verified")
+    assert why in body.replace("\\", "")
 
 
 @pytest.mark.parametrize("field", ["head_sha", "base_sha", "id"])

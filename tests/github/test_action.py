@@ -286,14 +286,21 @@ def test_fork_pull_request_two_stage_flow(
     assert len([m for m, _ in github_server.requests if m in ("POST", "PATCH")]) == 1
 
 
+@pytest.mark.parametrize("forged", ["another schema", "nested past the parser's depth", "not UTF-8"])
 def test_comment_mode_treats_the_results_file_as_hostile(
-    github_server: GitHubServer, action: Any, tmp_path: Path
+    github_server: GitHubServer, action: Any, tmp_path: Path, forged: str
 ) -> None:
+    """A results file that is not one is a usage error naming it (exit 2, nothing posted), also where it
+    nests deeper than Python's parser goes (a RecursionError was lvegit's own bug, exit 3)."""
     github_server.pulls[4] = "a" * 40
     artifact = tmp_path / "artifact"
     artifact.mkdir()
-    forged = {"schema": "lvegit-results", "version": 1, "lves": "<script>"}
-    (artifact / "results.json").write_text(json.dumps(forged))
+    texts = {
+        "another schema": json.dumps({"schema": "lvegit-results", "version": 1, "lves": "<script>"}).encode(),
+        "nested past the parser's depth": b"[" * 100_000,
+        "not UTF-8": b'{"schema": "\xff"}',
+    }
+    (artifact / "results.json").write_bytes(texts[forged])
     result = action(
         "workflow_run",
         workflow_run_payload("a" * 40, 4),
@@ -302,7 +309,7 @@ def test_comment_mode_treats_the_results_file_as_hostile(
         results_dir=str(artifact),
         github_token="t",
     )
-    assert result.code == 2 and "results file:" in result.err
+    assert result.code == 2 and "results file" in result.err, result.err
     assert github_server.requests == []
 
 

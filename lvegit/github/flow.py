@@ -506,18 +506,19 @@ def comment(event: Event, settings: ActionSettings) -> int:
     found = doubts(results, event.origin, facts, workflow, repository, settings.lve_root, on_branch, same)
     if results.pull_request not in (None, number):
         found.append(f"they are for pull request #{results.pull_request}, not #{number}")
-    if event.pull_request is None and event.origin is not None:  # a fork's: the number is the file's
-        found += _fork_doubts(api, event.origin.head_label, number, facts.base_ref)
+    if event.origin is not None:
+        found += _branch_doubts(api, event.origin.head_label, number, facts.base_ref)
     for doubt in found:
         line(f"lvegit: not verified: {doubt}")
     _upsert(api, number, render(results, settings.server_url, doubts=found))
     return 0
 
 
-def _fork_doubts(api: PullRequests, label: str, number: int, base_ref: str) -> list[str]:
-    """GitHub names no pull request in a fork's workflow_run: the run must be of `number`'s branch, and
-    no other pull request from that branch, open or closed, may be into another base branch (whose check
-    workflow the run may have been, naming `number` in its artifact)."""
+def _branch_doubts(api: PullRequests, label: str, number: int, base_ref: str) -> list[str]:
+    """Which pull request a run was for, GitHub does not say (a fork's workflow_run names none, and
+    another's names each from its branch): the run must be of `number`'s branch, and no other pull
+    request from that branch, open or closed, may be into another base branch (whose check workflow the
+    run may have been, naming `number` in its artifact)."""
     pulls = api.pulls_from(label) if label else {}
     if number not in pulls:
         return [f"the run was for the branch {label or 'GitHub did not name'}, which #{number} is not from"]

@@ -487,18 +487,21 @@ def test_a_pull_request_into_another_branch_is_verified_only_where_it_runs_the_s
         assert body.startswith(MARKER + "\n## ✅ lvegit: all checks passed\n")
 
 
-@pytest.mark.parametrize("other", ["into another branch", "from another branch"])
-def test_a_forks_run_is_bound_to_the_pull_request_its_results_name(
+@pytest.mark.parametrize("other", ["into another branch", "from another branch", "named by GitHub too"])
+def test_a_run_is_bound_to_the_pull_request_its_results_name(
     pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any, tmp_path: Path, other: str
 ) -> None:
     """GitHub names no pull request in a fork's workflow_run, so the number is the results file's: a fork
     with a second pull request from the same branch into another branch (whose check workflow may upload
     anything) could name the first in its artifact, and a run of another branch could name any pull
-    request at the same head. Each is a doubt, naming the other pull request or the branch."""
+    request at the same head. A branch of the repository's own has both pull requests in the event, the
+    first of them taken. Each is a doubt, naming the other pull request or the branch."""
     git, base, head = pull
-    artifact, comment = two_stages(action, github_server, git, base, head, tmp_path)
+    named = [{"number": 9, "head": {"sha": head}}, {"number": 10, "head": {"sha": head}}]
+    run = {"pull_requests": named} if other == "named by GitHub too" else {}
+    artifact, comment = two_stages(action, github_server, git, base, head, tmp_path, **run)
     forge_all_passed(artifact)
-    if other == "into another branch":
+    if other != "from another branch":
         github_server.pulls[10], github_server.base_refs[10] = head, "v1"
         why = "the run may be of another pull request from its branch: #10 (into v1)"
     else:

@@ -34,7 +34,7 @@ from lvegit.github.context import Event
 from lvegit.github.render import SUMMARY_LIMIT, annotation_commands, render, write_outputs
 from lvegit.github.review import review
 from lvegit.github.trust import Trusted, for_pull_request
-from lvegit.github.verify import CHECK_WORKFLOW, ChangedFile, doubts, runs_on_doubts
+from lvegit.github.verify import CHECK_WORKFLOW, ChangedFile, action_folders, doubts, runs_on_doubts
 from lvegit.history.severity import impacts_of, severities
 from lvegit.history.status import History, LVEStatus, status_table
 from lvegit.history.store import HISTORY_DIR, history_dir
@@ -422,7 +422,17 @@ def _comment(run: CheckRun, results: results_file.ResultsDocument) -> None:
                 ChangedFile(c.new_path or c.path, "renamed" if c.new_path else "modified", c.path)
                 for c in changed
             ]
-            found = runs_on_doubts(files, run.checkout.relative(run.repo.root))
+            tree = run.checkout.run(
+                "ls-tree",
+                "-r",
+                "-z",
+                "--name-only",
+                "--full-tree",
+                run.event.head,
+                failure="cannot list the head",
+            )
+            actions = action_folders(tree.split("\0"))
+            found = runs_on_doubts(files, run.checkout.relative(run.repo.root), actions)
         post_comment(results, run.settings, run.event.pull_request, run.event.head, found)
 
 
@@ -499,13 +509,31 @@ def comment(event: Event, settings: ActionSettings) -> int:
     facts = api.facts(number)
     on_branch = results.base_sha is not None and api.on_branch(results.base_sha, facts.base_sha)
     repository, workflow = settings.repository, settings.check_workflow
-    found = doubts(results, event.origin, facts, workflow, repository, settings.lve_root, on_branch)
+    # A pull request into another branch ran that branch's check workflow, from the same path.
+    same = facts.base_ref == facts.default_branch or api.same_file(
+        workflow, facts.base_sha, facts.default_branch
+    )
+    found = doubts(results, event.origin, facts, workflow, repository, settings.lve_root, on_branch, same)
     if results.pull_request not in (None, number):
         found.append(f"they are for pull request #{results.pull_request}, not #{number}")
+    if event.origin is not None:
+        found += _branch_doubts(api, event.origin.head_label, number, facts.base_ref)
     for doubt in found:
         line(f"lvegit: not verified: {doubt}")
     _upsert(api, number, render(results, settings.server_url, doubts=found))
     return 0
+
+
+def _branch_doubts(api: PullRequests, label: str, number: int, base_ref: str) -> list[str]:
+    """Which pull request a run was for, GitHub does not say (a fork's workflow_run names none, and
+    another's names each from its branch): the run must be of `number`'s branch, and no other pull
+    request from that branch, open or closed, may be into another base branch (whose check workflow the
+    run may have been, naming `number` in its artifact)."""
+    pulls = api.pulls_from(label) if label else {}
+    if number not in pulls:
+        return [f"the run was for the branch {label or 'GitHub did not name'}, which #{number} is not from"]
+    others = [f"#{other} (into {ref})" for other, ref in sorted(pulls.items()) if ref != base_ref]
+    return [f"the run may be of another pull request from its branch: {', '.join(others)}"] if others else []
 
 
 def environment_settings(workspace: Path) -> dict[str, Any]:

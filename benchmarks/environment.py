@@ -161,7 +161,7 @@ def bench_agentdojo(workdir: Path, suite_name: str) -> list[str]:
                     (folder / "openai--gpt-4o-2024-05-13/instances" / f"{kind}.jsonl").read_text()
                 )
                 calls = [c for step in instance["response"]["steps"] for c in step.get("tool_calls") or []]
-                if [call["result"] for call in calls] != results:
+                if [call["result"] for call in calls if call.get("result") is not None] != results:
                     differs.append(f"{kind} {user_id} {injection_id}: a tool result")
                 if (instance["passed"], instance["utility"]) != (not security, utility):
                     differs.append(f"{kind} {user_id} {injection_id}: a verdict")

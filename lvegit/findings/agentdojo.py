@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import importlib
 import importlib.metadata
 import importlib.resources
@@ -96,9 +97,9 @@ def drafts(
 ) -> tuple[list[Draft], list[LeftOut]]:
     """A draft per user task and injection task of `suite`, under AgentDojo's attack `attack_name`, and the
     pairs whose environment cannot be an LVE's, with why."""
-    attack = aimed_attack(suite, attack_name, model)
-    files = environment_files(suite)
     loader = _Loader(suite)
+    attack = aimed_attack(loader.fast_suite(), attack_name, model)
+    files = environment_files(suite)
     made, left_out = [], []
     for user_id in user_ids:
         user_task = suite.user_tasks[user_id]
@@ -110,7 +111,7 @@ def drafts(
                 raise UsageError(f"AgentDojo cannot attack {suite.name} {user_id}: {exc}") from None
             draft = _draft(suite, benchmark, user_task, injection_task, attack_name, model, category)
             try:
-                state, injections = placed(loader, texts)
+                state, injections = loader.placed(texts)
             except LVEError as exc:  # this pair's environment cannot be an LVE's: named, the rest written
                 left_out.append(LeftOut(f"{user_id} with {injection_id}", str(exc)))
                 continue
@@ -188,10 +189,11 @@ def _draft(
         source=source,
         note=note,
     )
-    draft.settings = {"tools": offered_tools(suite), "max_tool_steps": MAX_TOOL_STEPS}
+    draft.settings = {"tools": copy.deepcopy(offered_tools(suite)), "max_tool_steps": MAX_TOOL_STEPS}
     return draft
 
 
+@functools.cache  # one suite's, for each of its pairs
 def offered_tools(suite: Any) -> list[dict[str, Any]]:
     """The suite's tools as AgentDojo offers them to an OpenAI model (its _function_to_openai); no
     `returns`: the environment answers them."""
@@ -416,14 +418,45 @@ class _Loader:
         self.defaults = suite.get_injection_vector_defaults()
         self.validate_injections = validate_injections
         self.vectors = _Vectors(list(self.defaults))
+        self.loaded: dict[tuple[tuple[str, str], ...], Any] = {}
+        self.placements: dict[tuple[tuple[str, str], ...], tuple[Any, dict[str, str]] | LVEError] = {}
         self.marked = self.environment(self.vectors.canaries)
 
-    def environment(self, texts: dict[str, str]) -> Any:
-        """The environment under `texts`, as JSON data."""
+    def model(self, texts: dict[str, str]) -> Any:
+        """The environment under `texts` (AgentDojo's environment object)."""
         self.validate_injections(texts, self.defaults)
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         data = yaml.load(self.text.format(**dict(self.defaults, **texts)), Loader=loader)
-        return self.validated(data)
+        return self.suite.environment_type.model_validate(data)
+
+    def environment(self, texts: dict[str, str]) -> Any:
+        """The environment under `texts`, as JSON data, read only (pairs whose user tasks read the same
+        vectors share their texts: loaded once)."""
+        key = tuple(sorted(texts.items()))
+        if key not in self.loaded:
+            self.loaded[key] = self.model(texts).model_dump(mode="json")
+        return self.loaded[key]
+
+    def placed(self, texts: dict[str, str]) -> tuple[Any, dict[str, str]]:
+        """placed(self, texts), once for the pairs that share their texts."""
+        key = tuple(sorted(texts.items()))
+        if key not in self.placements:
+            try:
+                self.placements[key] = placed(self, texts)
+            except LVEError as exc:
+                self.placements[key] = exc
+        found = self.placements[key]
+        if isinstance(found, LVEError):
+            raise found
+        return found
+
+    def fast_suite(self) -> Any:
+        """The suite loading its environment here (an attack loads it once per user task to see which
+        vectors its agent reads)."""
+        suite = copy.copy(self.suite)
+        suite.load_and_inject_default_environment = self.model
+        suite.get_injection_vector_defaults = lambda: dict(self.defaults)
+        return suite
 
     def validated(self, data: Any) -> Any:
         return self.suite.environment_type.model_validate(data).model_dump(mode="json")

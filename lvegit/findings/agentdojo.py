@@ -10,8 +10,9 @@ vectors a user task's agent reads. A draft holds what AgentDojo runs for one pai
   loop), EnvironmentChecker;
 - environment/state.json: the suite's environment as AgentDojo loads it, each vector a `{placeholder}`;
 - environment/*.py: AgentDojo's own code, copied (its tools, its environment and task classes, their imports
-  of agentdojo pointed at the copies), with runtime.py (lvegit/findings/agentdojo_runtime.py) standing in
-  for the parts of agentdojo that import its LLM clients; tools.py and checks.py call into them.
+  of agentdojo pointed at the copies, their reads of the clock at the LVE's fixed one), with runtime.py
+  (lvegit/findings/agentdojo_runtime.py) standing in for the parts of agentdojo that import its LLM clients;
+  tools.py and checks.py call into them.
 
 AgentDojo fills its vectors into the YAML text before it parses it, so a text with line breaks arrives
 changed (a double-quoted YAML string folds them); the injections hold each text as AgentDojo's environment

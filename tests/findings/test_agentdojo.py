@@ -179,14 +179,15 @@ def test_without_agentdojo_the_extra_is_named(
 
 
 # A sample of each suite, the whole in benchmarks/environment.py (--agentdojo): banking's and slack's
-# readers of what the injection asks for, travel's and workspace's user tasks that create events, send
-# e-mails and change files (whose checks look for what the agent created, stamped by the clock), workspace's
-# user_task_13 reading files whose size the injection changes.
+# readers of what the injection asks for, travel's user tasks that create events and send e-mails (whose
+# checks look for what the agent created, stamped by the clock). Workspace is not compared here: its
+# create_calendar_event orders the participants as a Python set iterates (list(set(...))), which differs
+# between processes with their string hashes, in AgentDojo's runs as in lvegit's worker; its import is
+# tested above and below.
 USER_TASKS = {
     "banking": ("user_task_0", "user_task_2", "user_task_4"),
     "slack": ("user_task_1", "user_task_2", "user_task_12"),
     "travel": ("user_task_1", "user_task_3"),
-    "workspace": ("user_task_13",),
 }
 
 

@@ -23,8 +23,11 @@ from lvegit.commands.catalog import COMMANDS
 from builders import PROJECT_ROOT, GitRepo
 from servers import Running
 
-# Runs only inside GitHub Actions (an event file and a token); tests/github runs it end to end.
+# Runs only inside GitHub Actions (an event file and a token); tests/github runs it end to end. The
+# disclosure commands need the repository's recipients and a disclosure identity, which the bundled
+# repository does not publish; tests/commands/test_disclosure_command.py runs them on a repository of its own.
 NEEDS_GITHUB = ("action",)
+NEEDS_AN_IDENTITY = ("disclosure",)
 # Reaches the Hugging Face hub; tests/checkers/test_hub.py runs it against a loopback hub.
 NEEDS_THE_HUB = "--download"
 
@@ -74,7 +77,7 @@ OUTPUTS = documented_examples()
 EXAMPLES = [  # each once, where it first appears (the README, the docs, then --help)
     e
     for e in dict.fromkeys([*OUTPUTS, *help_examples()])
-    if shlex.split(e)[1] not in NEEDS_GITHUB and NEEDS_THE_HUB not in shlex.split(e)
+    if shlex.split(e)[1] not in NEEDS_GITHUB + NEEDS_AN_IDENTITY and NEEDS_THE_HUB not in shlex.split(e)
 ]
 
 

@@ -6,12 +6,12 @@ import json
 from typing import Any
 
 import pytest
-from withholding import CANARY, CANARY_TEST, Keys, with_recipients
 
 from lvegit.disclosure.withheld import open_payload
 from lvegit.lve.repo import Repository
 
 from builders import RepoBuilder, instance
+from withholding import CANARY, CANARY_TEST, Keys, with_recipients
 
 
 def test_withhold_grant_revoke_and_disclose_from_the_command_line(repo: RepoBuilder, cli: Any) -> None:
@@ -62,9 +62,9 @@ def test_withhold_refuses_a_date_that_is_none(repo: RepoBuilder, cli: Any, date:
 
 
 def test_show_gives_a_withheld_lves_abstract_and_its_embargo_only(repo: RepoBuilder, cli: Any) -> None:
-    from withholding import ABSTRACT
-
     from lvegit.disclosure.withheld import withhold
+
+    from withholding import ABSTRACT
 
     keys = Keys()
     with_recipients(repo, keys.public(keys.maintainer))

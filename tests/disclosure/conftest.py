@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from withholding import CANARY, CANARY_TEST, Keys, with_recipients
 
 from builders import RepoBuilder
+from withholding import CANARY, CANARY_TEST, Keys, with_recipients
 
 
 @pytest.fixture

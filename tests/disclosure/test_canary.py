@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from withholding import ABSTRACT, CANARY, CANARY_TEST, Keys, with_recipients
 
 from lvegit.disclosure.withheld import withhold
 from lvegit.lve.repo import Repository
 
 from builders import RepoBuilder, instance
+from withholding import ABSTRACT, CANARY, CANARY_TEST, Keys, with_recipients
 
 CUSTOM = f"""from lvegit.checkers import BaseChecker
 

@@ -5,7 +5,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from withholding import ABSTRACT, CANARY, CANARY_TEST, Keys, with_recipients
 
 from lvegit.base.errors import UsageError
 from lvegit.disclosure.identity import load_identity, take_from_environment
@@ -13,6 +12,7 @@ from lvegit.disclosure.withheld import withhold
 from lvegit.lve.repo import Repository
 
 from builders import GitRepo, RepoBuilder, instance, recorded_calls, recording_git
+from withholding import ABSTRACT, CANARY, CANARY_TEST, Keys, with_recipients
 
 
 def test_the_identity_reaches_no_process_lvegit_starts(

@@ -4,7 +4,6 @@ import json
 from pathlib import Path
 
 import pytest
-from withholding import ABSTRACT, CANARY, Keys, with_recipients
 
 from lvegit.base.errors import LVEError, UsageError
 from lvegit.disclosure.envelope import encrypt
@@ -19,6 +18,7 @@ from lvegit.disclosure.withheld import (
 from lvegit.lve.repo import Repository
 
 from builders import RepoBuilder
+from withholding import ABSTRACT, CANARY, Keys, with_recipients
 
 
 def _folder_bytes(folder: Path) -> bytes:

@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from withholding import ABSTRACT, CANARY, CANARY_TEST, Keys, with_recipients
 
 from lvegit.disclosure.withheld import withhold
 from lvegit.lve.repo import Repository
 
 from builders import GitRepo, RepoBuilder, instance, pull_request_payload
 from servers import GitHubServer, serve_github
+from withholding import ABSTRACT, CANARY, CANARY_TEST, Keys, with_recipients
 
 pytest.importorskip("pyrage")
 

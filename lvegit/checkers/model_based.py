@@ -179,10 +179,12 @@ def classifier(model: str) -> Any:
                 raise CheckerUnavailable(f"this checker needs: {install_hint('transformers')}") from None
             # lvegit's output is its own: no loading bars
             transformers_logging.disable_progress_bar()
+            # The cache model_missing looked in (huggingface_hub fixes its own when first imported)
+            cache = str(model_stack.hub_cache())
             try:
-                tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=local_only)
+                tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=local_only, cache_dir=cache)
                 network = AutoModelForSequenceClassification.from_pretrained(
-                    model, local_files_only=local_only
+                    model, local_files_only=local_only, cache_dir=cache
                 )
             except (OSError, ValueError) as exc:
                 hint = f" ({model_stack.DOWNLOAD_STEP})" if local_only else ""

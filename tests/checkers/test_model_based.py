@@ -20,7 +20,7 @@ from lvegit.base.extras import install_hint
 from lvegit.base.settings import Settings, configure
 from lvegit.checkers.model_based import BiasChecker, PII_Checker, ToxicityChecker
 
-from builders import RepoBuilder, instance, train_tiny_classifier
+from builders import RepoBuilder, cache_hub_model, instance, train_tiny_classifier
 from servers import Running
 
 # Found, not imported: collecting this module in every worker would import presidio, transformers and torch
@@ -190,6 +190,18 @@ def test_toxicity_checker(toxicity_model: Path) -> None:
     assert not check(checker, "you are stupid")
     assert check(checker, "have a nice day")
     assert check(ToxicityChecker(1.0, str(toxicity_model)), "you are stupid")  # no score is above 1
+
+
+def test_a_hub_model_loads_from_the_cache_lvegit_looked_in(
+    toxicity_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """huggingface_hub fixes its cache's place when first imported; lvegit found the model where the
+    environment says now (a suite's collection imported it first, and the scaffolds' round trip failed)."""
+    import huggingface_hub  # noqa: F401  (imported before the cache moves)
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    cache_hub_model(tmp_path / "hub", "lve-tests/moved-toxic", toxicity_model)
+    assert not check(ToxicityChecker(0.5, "lve-tests/moved-toxic"), "you are stupid")
 
 
 def test_bias_checker(bias_model: Path) -> None:

@@ -34,21 +34,13 @@ def confined() -> bool:
 
 # The caller's variables that would change what lvegit does under test: its own settings, model keys and
 # endpoints (a real key must never reach a test), GitHub's (CI sets GITHUB_ACTIONS), git's (a hook sets
-# GIT_DIR), the hub's and transformers' (offline modes, endpoints), proxies and certificate authorities
-# (HTTP_PROXY sent the loopback hub's requests away), colour and terminal size. Tests that need one set it
-# themselves.
+# GIT_DIR), the hub's and transformers' (offline modes, endpoints), colour and terminal size. Tests that
+# need one set it themselves.
 CALLERS_PREFIXES = (
     "LVEGIT_", "OPENAI_", "AZURE_OPENAI_", "GITHUB_", "RUNNER_", "INPUT_", "HF_", "HUGGING_FACE_", "GIT_",
     "TRANSFORMERS_",
 )  # fmt: skip
-PROXIES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 CALLERS_NAMES = (
-    *PROXIES,
-    *(name.lower() for name in PROXIES),
-    "REQUESTS_CA_BUNDLE",
-    "CURL_CA_BUNDLE",
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
     "NO_COLOR",
     "FORCE_COLOR",
     "CLICOLOR",
@@ -57,18 +49,23 @@ CALLERS_NAMES = (
     "LINES",
     "XDG_CACHE_HOME",
 )
+# Kept: a proxy and its certificates are how this machine reaches the package registries (the tests that
+# install the bare wheel or build pre-commit's environment go there); the loopback servers bypass them.
+LOOPBACK = "127.0.0.1,localhost,::1"
 KEPT = ("LVEGIT_REFERENCE_DIR",)  # where the official schemas are: the tests' own input
 
 
 @pytest.fixture(autouse=True, scope="session")
 def test_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """The environment the suite needs, whatever the caller's: without the caller's lvegit, model, GitHub
-    and hub variables, with an empty hub cache of its own and the hub offline (tests download nothing; the
+    and hub variables, the loopback servers past any proxy, with an empty hub cache of its own and the hub offline (tests download nothing; the
     loopback hub's tests switch it on), and a plain terminal type for the processes that get a terminal."""
     with pytest.MonkeyPatch.context() as patch:
         for name in list(os.environ):
             if (name.startswith(CALLERS_PREFIXES) or name in CALLERS_NAMES) and name not in KEPT:
                 patch.delenv(name)
+        for name in ("NO_PROXY", "no_proxy"):
+            patch.setenv(name, ",".join(filter(None, [os.environ.get(name), LOOPBACK])))
         patch.setenv("HF_HOME", str(tmp_path_factory.mktemp("hf-home")))
         patch.setenv("HF_HUB_OFFLINE", "1")
         patch.setenv("TERM", "xterm-256color")

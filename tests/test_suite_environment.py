@@ -11,8 +11,9 @@ from builders import PROJECT_ROOT
 
 def test_the_callers_variables_do_not_reach_the_tests() -> None:
     for name in ("OPENAI_API_KEY", "GITHUB_ACTIONS", "NO_COLOR", "COLUMNS", "LVEGIT_CACHE", "GIT_DIR",
-                 "TRANSFORMERS_OFFLINE", "HF_ENDPOINT", "HTTP_PROXY", "https_proxy", "NO_PROXY"):  # fmt: skip
+                 "TRANSFORMERS_OFFLINE", "HF_ENDPOINT"):  # fmt: skip
         assert name not in os.environ, name
+    assert all("127.0.0.1" in os.environ[name].split(",") for name in ("NO_PROXY", "no_proxy"))
     assert os.environ["HF_HUB_OFFLINE"] == "1" and os.environ["TERM"] == "xterm-256color"
 
 

@@ -234,7 +234,7 @@ def test_the_watch_ends_a_worker_past_its_bound_and_all_past_the_total(tmp_path:
     many.mkdir(parents=True)
     nest(many)  # 2,500 folders deep, some unlistable: all counted
     try:
-        assert scratch.usage(str(many), 100_000)[1] == DEPTH + 7
+        assert scratch.usage(str(many), 100_000) == (scratch.usage(str(many), 100_000)[0], DEPTH + 7, True)
         assert scratch.usage(str(many), 100)[1] == 101  # counted no further than needed
         # four folders within their bound of 200 KiB; with what a worker wrote outside its own, past the
         # 800 KiB of all
@@ -285,6 +285,45 @@ def test_a_checker_past_its_scratch_bound_is_ended_and_named(repo: RepoBuilder, 
     assert (
         str(raised.value)
         == "scratch/filler: the checker's scratch folder passed its bound of 8 MiB or 20,000 files"
+    )
+
+
+# 15,000 empty files, whose listing takes a while, and beside them a folder of 12 MiB renamed through 100
+# names without pause: each measure listed a name, found it gone when it opened it and counted nothing
+# beneath it (50 MiB unseen in 40 measures of 40); the checker wrote on past any bound, unseen.
+HIDER = """
+for number in range(15_000):
+    open(f'f{number}', 'w').close()
+os.mkdir('n0')
+open('n0/data', 'wb').write(b'x' * 12 * 1024**2)
+number = 0
+while True:
+    os.rename(f'n{number % 100}', f'n{(number + 1) % 100}')
+    number += 1
+"""
+
+
+def test_a_checker_that_renames_its_folders_while_measured_is_ended(
+    repo: RepoBuilder, confined: bool
+) -> None:
+    if not confined:
+        pytest.skip("the sandbox does not hold here: contributed code is refused")
+    from lvegit.checkers.sandbox import CheckerWorker, SandboxSettings
+    from lvegit.lve.prompt import Message, Role
+
+    lve_dir = checker_lve(repo, "scratch/hider", HIDER)
+    configure(Settings(checkers=CheckerSettings(scratch_mib=8)))
+    worker = CheckerWorker("scratch/hider", lve_dir, SandboxSettings(call_timeout=30))
+    try:
+        checker = worker.build("Probe", {})
+        with pytest.raises(CheckerError) as raised:
+            checker.invoke_check([Message("12", Role.user)], [Message("3", Role.assistant)], {})
+    finally:
+        worker.close()
+    # seen at last (a measure that went through it all) or never: ended either way, before the timeout
+    assert str(raised.value) in (
+        "scratch/hider: the checker's scratch folder passed its bound of 8 MiB or 20,000 files",
+        "scratch/hider: the checker's scratch folder changed under 4 measures in a row: it cannot be bounded",
     )
 
 

@@ -201,7 +201,7 @@ class Watch:
     those, 256 of 16 MiB)."""
 
     POLL_SECONDS = 0.25
-    # A checker renamed a folder through 100 names without pause beside 15,000 empty files: each measure
+    # A checker renamed a folder through 100 names without pause beside 10,000 empty files: each measure
     # listed a name, found it gone when it opened it, and counted nothing beneath (50 MiB unseen in 40
     # measures of 40). An honest checker's folder is not changing under so many measures in a row.
     NOT_WHOLE = 4

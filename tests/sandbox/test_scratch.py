@@ -288,11 +288,11 @@ def test_a_checker_past_its_scratch_bound_is_ended_and_named(repo: RepoBuilder, 
     )
 
 
-# 15,000 empty files, whose listing takes a while, and beside them a folder of 12 MiB renamed through 100
+# 10,000 empty files, whose listing takes a while, and beside them a folder of 12 MiB renamed through 100
 # names without pause: each measure listed a name, found it gone when it opened it and counted nothing
 # beneath it (50 MiB unseen in 40 measures of 40); the checker wrote on past any bound, unseen.
 HIDER = """
-for number in range(15_000):
+for number in range(10_000):
     open(f'f{number}', 'w').close()
 os.mkdir('n0')
 open('n0/data', 'wb').write(b'x' * 12 * 1024**2)

@@ -115,6 +115,11 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> Any
         # lvegit's first model (about 4% of a cold check's instructions); lvegit's models use none. A
         # setting of the caller's stands.
         os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+        # What a killed lvegit (SIGKILL: a cancelled job) left in its sandbox's scratch folders goes at the
+        # next start of any command, not only of one that starts a sandbox again.
+        from lvegit.sandbox.scratch import sweep
+
+        sweep()
     try:
         args = sys.argv[1:] if argv is None else argv
         # The context is driven here rather than by cli.main, whose own handling would turn a closed

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from lvegit.base.errors import CheckerError
-from lvegit.sandbox.privileges import size_text
 
 PREFIX = "lvegit-sandbox-"
 LOCK_SUFFIX = ".lock"
@@ -231,6 +230,8 @@ class Watch:
 
     def check(self) -> None:
         """Measure every watched folder once (what the thread does each poll)."""
+        from lvegit.sandbox.privileges import size_text  # ctypes: not on every start, which sweeps
+
         with self._lock:
             watched = list(self._watched)
         bounds = self.bounds()

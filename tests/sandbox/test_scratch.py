@@ -360,3 +360,15 @@ def test_a_folder_without_a_lock_is_swept_once_it_is_old(tmp_path: Path) -> None
     finally:
         scratch.remove_root(str(locked))
     assert not locked.exists() and not Path(f"{locked}{scratch.LOCK_SUFFIX}").exists()
+
+
+def test_any_start_of_lvegit_sweeps_a_killed_lvegits_scratch(tmp_path: Path) -> None:
+    """Not only one that starts a launcher: `lvegit validate` after a killed `lvegit replay` left it all."""
+    leftover = tmp_path / f"{scratch.PREFIX}killed"
+    (leftover / "worker-1" / "deep").mkdir(parents=True)
+    Path(f"{leftover}{scratch.LOCK_SUFFIX}").touch()  # its lock, free: its lvegit is gone
+    environment = {"PATH": os.environ["PATH"], "HOME": "/tmp", "LANG": "C.UTF-8", "TMPDIR": str(tmp_path)}
+    command = [sys.executable, "-I", "-m", "lvegit", "--version"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=environment, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert os.listdir(tmp_path) == []

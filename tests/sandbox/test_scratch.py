@@ -267,23 +267,28 @@ def test_the_watch_ends_a_worker_past_its_bound_and_all_past_the_total(tmp_path:
 FILLER = "for number in range(64):\n    open(str(number), 'wb').write(b'x' * 1024**2)\ntime.sleep(120)"
 
 
-def test_a_checker_past_its_scratch_bound_is_ended_and_named(repo: RepoBuilder, confined: bool) -> None:
-    if not confined:
-        pytest.skip("the sandbox does not hold here: contributed code is refused")
+def ended_with_8_mib(repo: RepoBuilder, name: str, body: str, timeout: float) -> str:
+    """Why the checker of `body`, run with scratch folders of 8 MiB, was ended in its first call."""
     from lvegit.checkers.sandbox import CheckerWorker, SandboxSettings
     from lvegit.lve.prompt import Message, Role
 
-    lve_dir = checker_lve(repo, "scratch/filler", FILLER)
+    lve_dir = checker_lve(repo, name, body)
     configure(Settings(checkers=CheckerSettings(scratch_mib=8)))
-    worker = CheckerWorker("scratch/filler", lve_dir, SandboxSettings(call_timeout=60))
+    worker = CheckerWorker(name, lve_dir, SandboxSettings(call_timeout=timeout))
     try:
         checker = worker.build("Probe", {})
         with pytest.raises(CheckerError) as raised:
             checker.invoke_check([Message("12", Role.user)], [Message("3", Role.assistant)], {})
     finally:
         worker.close()
+    return str(raised.value)
+
+
+def test_a_checker_past_its_scratch_bound_is_ended_and_named(repo: RepoBuilder, confined: bool) -> None:
+    if not confined:
+        pytest.skip("the sandbox does not hold here: contributed code is refused")
     assert (
-        str(raised.value)
+        ended_with_8_mib(repo, "scratch/filler", FILLER, 60)
         == "scratch/filler: the checker's scratch folder passed its bound of 8 MiB or 20,000 files"
     )
 
@@ -308,20 +313,8 @@ def test_a_checker_that_renames_its_folders_while_measured_is_ended(
 ) -> None:
     if not confined:
         pytest.skip("the sandbox does not hold here: contributed code is refused")
-    from lvegit.checkers.sandbox import CheckerWorker, SandboxSettings
-    from lvegit.lve.prompt import Message, Role
-
-    lve_dir = checker_lve(repo, "scratch/hider", HIDER)
-    configure(Settings(checkers=CheckerSettings(scratch_mib=8)))
-    worker = CheckerWorker("scratch/hider", lve_dir, SandboxSettings(call_timeout=30))
-    try:
-        checker = worker.build("Probe", {})
-        with pytest.raises(CheckerError) as raised:
-            checker.invoke_check([Message("12", Role.user)], [Message("3", Role.assistant)], {})
-    finally:
-        worker.close()
     # seen at last (a measure that went through it all) or never: ended either way, before the timeout
-    assert str(raised.value) in (
+    assert ended_with_8_mib(repo, "scratch/hider", HIDER, 30) in (
         "scratch/hider: the checker's scratch folder passed its bound of 8 MiB or 20,000 files",
         "scratch/hider: the checker's scratch folder changed under 4 measures in a row: it cannot be bounded",
     )

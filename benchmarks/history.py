@@ -67,7 +67,7 @@ def synthesize(folder: Path, lves: int, models: int, runs: int, seed: int = 7) -
                 "repetition": pa.array([0] * rows, pa.int32()),
                 "unsafe": unsafe_column,
             },
-            schema=arrow_schema(),
+            schema=arrow_schema(invalid=False),  # no invalid verdict: the first layout
         )
         parquet = folder / f"{run_id}.parquet"
         write_table(table, parquet)

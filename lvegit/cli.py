@@ -120,6 +120,9 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> Any
         from lvegit.sandbox.scratch import sweep
 
         sweep()
+    from lvegit.disclosure.identity import take_from_environment
+
+    take_from_environment()  # before anything can start a process that would inherit the key
     try:
         args = sys.argv[1:] if argv is None else argv
         # The context is driven here rather than by cli.main, whose own handling would turn a closed

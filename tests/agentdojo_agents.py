@@ -1,4 +1,4 @@
-"""Three scripted agents for AgentDojo's banking and slack suites, as answer functions of the loopback OpenAI
+"""Three scripted agents for AgentDojo's suites, as answer functions of the loopback OpenAI
 server (servers.OpenAIServer): lvegit's runs and AgentDojo's own pipeline (its OpenAILLM pointed at the
 server) ask the same agent, so that both judge the same behaviour.
 
@@ -14,18 +14,29 @@ read):
 
 An agent serves every pair of a run at once and is stateless: each request replays its script against the
 results the conversation holds, so the same conversation always gets the same answer.
+
+`agent_pairs` writes the agents' scripts for a suite; `agentdojo_run` runs a pair by AgentDojo's own pipeline
+against the same agent, its clock pinned to the one lvegit's LVEs fix (as a test of AgentDojo's would pin
+it), so that a tool that stamps the time answers alike in both.
 """
 
 from __future__ import annotations
 
+import datetime
+import functools
+import importlib
 import json
-from collections.abc import Callable, Generator, Iterable
+import types
+from collections.abc import Callable, Generator, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
-from servers import Answer, tool_call
+from lvegit.findings import agentdojo
+
+from servers import Answer, Running, tool_call
 
 Call = tuple[str, dict[str, Any]]
 # A script yields calls, is sent each call's result, and returns the agent's final text.
@@ -204,3 +215,94 @@ class ScriptedAgent:
 def _holds(results: list[str], goal: str) -> bool:
     """Whether a result holds the goal (in YAML, or with its lines folded)."""
     return any(_flat(goal) in _flat(text) for result in results for text in _strings(result))
+
+
+def agent_pairs(
+    suite: Any, user_ids: Iterable[str], attack: Any
+) -> tuple[dict[str, list[Pair]], dict[Any, Any]]:
+    """The agents' scripts (AgentDojo's ground truths on each pair's attacked environment), by the user's
+    prompt, and the attack's texts of each pair."""
+    scripts: dict[str, list[Pair]] = {}
+    texts = {}
+    for user_id in user_ids:
+        user_task = suite.user_tasks[user_id]
+        for injection_id, injection_task in suite.injection_tasks.items():
+            texts[user_id, injection_id] = attack.attack(user_task, injection_task)
+            environment = suite.load_and_inject_default_environment(texts[user_id, injection_id])
+
+            def calls(task: Any) -> list[tuple[str, dict[str, Any]]]:
+                truth = task.ground_truth(environment.model_copy(deep=True))  # noqa: B023
+                return [(call.function, dict(call.args)) for call in truth]
+
+            user = Task(calls(user_task), user_task.GROUND_TRUTH_OUTPUT or "Done.")
+            reading = READINGS.get((suite.name, injection_id))
+            pair = Pair(user, injection_task.GOAL, calls(injection_task), reading)
+            scripts.setdefault(user_task.PROMPT, []).append(pair)
+    return scripts, texts
+
+
+# AgentDojo's modules whose tools read the clock (datetime.datetime.now) while they run
+CLOCK_READERS = (
+    "agentdojo.default_suites.v1.tools.email_client",
+    "agentdojo.default_suites.v1.tools.cloud_drive_client",
+)
+
+
+@contextmanager
+def pinned_clock() -> Iterator[None]:
+    """AgentDojo's tools read lvegit's LVEs' clock (agentdojo.CLOCK) while it lasts."""
+    fixed = datetime.datetime.fromisoformat(agentdojo.CLOCK)
+    clock = types.SimpleNamespace(datetime=types.SimpleNamespace(now=lambda: fixed))
+    modules = [importlib.import_module(name) for name in CLOCK_READERS]
+    real = [vars(module)["datetime"] for module in modules]
+    for module in modules:
+        setattr(module, "datetime", clock)  # noqa: B010 - the module's name, not an attribute mypy knows
+    try:
+        yield
+    finally:
+        for module, original in zip(modules, real, strict=True):
+            setattr(module, "datetime", original)  # noqa: B010
+
+
+@functools.cache
+def loopback_client(url: str) -> Any:
+    """One OpenAI client per loopback server: each new client loads the system's CA certificates again (65 ms
+    of CPU for each of a test's runs)."""
+    import openai
+
+    return openai.OpenAI(base_url=url, api_key="sk-loopback-test-key", max_retries=0)
+
+
+def agentdojo_run(
+    suite: Any, server: Running, model: str, user_id: str, injection_id: str, texts: dict[str, str]
+) -> Any:
+    """AgentDojo's own run of a pair against the loopback agent: its pipeline for an OpenAI model (system
+    message, query, the model, the tools loop), its environment and checks. The tool results the model was
+    sent, the utility, the security (True: the injection task was done)."""
+    from agentdojo.agent_pipeline import AgentPipeline, BasePipelineElement, OpenAILLM, PipelineConfig
+
+    class Kept(BasePipelineElement):  # type: ignore[misc]
+        """The last element: keeps the conversation the pipeline ends with."""
+
+        def query(self, query: str, runtime: Any, env: Any, messages: Any, extra_args: Any) -> Any:
+            self.messages = list(messages)
+            return query, runtime, env, messages, extra_args
+
+    config = PipelineConfig(
+        llm=OpenAILLM(loopback_client(server.url), model.rpartition("/")[2]),
+        model_id=None,
+        defense=None,
+        system_message_name=None,
+        system_message=None,
+    )
+    kept = Kept()
+    pipeline = AgentPipeline([AgentPipeline.from_config(config), kept])
+    user_task, injection_task = suite.user_tasks[user_id], suite.injection_tasks[injection_id]
+    with pinned_clock():
+        utility, security = suite.run_task_with_pipeline(pipeline, user_task, injection_task, texts)
+    results = [
+        message["error"] or "".join(block["content"] or "" for block in message["content"])
+        for message in kept.messages
+        if message["role"] == "tool"
+    ]
+    return results, utility, security

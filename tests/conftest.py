@@ -34,11 +34,21 @@ def confined() -> bool:
 
 # The caller's variables that would change what lvegit does under test: its own settings, model keys and
 # endpoints (a real key must never reach a test), GitHub's (CI sets GITHUB_ACTIONS), git's (a hook sets
-# GIT_DIR), the hub's, colour and terminal size. Tests that need one set it themselves.
+# GIT_DIR), the hub's and transformers' (offline modes, endpoints), proxies and certificate authorities
+# (HTTP_PROXY sent the loopback hub's requests away), colour and terminal size. Tests that need one set it
+# themselves.
 CALLERS_PREFIXES = (
     "LVEGIT_", "OPENAI_", "AZURE_OPENAI_", "GITHUB_", "RUNNER_", "INPUT_", "HF_", "HUGGING_FACE_", "GIT_",
+    "TRANSFORMERS_",
 )  # fmt: skip
+PROXIES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 CALLERS_NAMES = (
+    *PROXIES,
+    *(name.lower() for name in PROXIES),
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
     "NO_COLOR",
     "FORCE_COLOR",
     "CLICOLOR",

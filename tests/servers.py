@@ -502,7 +502,8 @@ def serve_proxy(state: ProxyServer) -> Iterator[str]:
 @dataclass
 class GitHubServer:
     """The slice of GitHub's REST API the action uses: pull requests, their files, issues and their
-    comments, a commit's tree, the comparison of two commits, with pagination (Link headers), GitHub's
+    comments, a commit's tree, a file's blob at a commit or branch, the comparison of two commits, with
+    pagination (Link headers), GitHub's
     limits (a 65,536-character body, 3,000 files listed, 100,000 tree entries) and injectable faults."""
 
     pulls: dict[int, str] = field(default_factory=dict)  # number -> head sha
@@ -510,6 +511,9 @@ class GitHubServer:
     files: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # number -> its changed files
     trees: dict[str, list[str]] = field(default_factory=dict)  # commit -> the paths of its files
     ancestors: dict[str, set[str]] = field(default_factory=dict)  # commit -> itself and its ancestors
+    base_refs: dict[int, str] = field(default_factory=dict)  # number -> its base branch (default: main)
+    labels: dict[int, str] = field(default_factory=dict)  # number -> its head (default: contributor:pr)
+    blobs: dict[tuple[str, str], str] = field(default_factory=dict)  # (commit or branch, path) -> blob sha
     max_files: int = 3_000
     max_tree: int = 100_000
     comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
@@ -564,7 +568,20 @@ class GitHubServer:
                     self.reply(404, {"message": "Not Found"})
                     return
                 rest = parts[3:]
-                if method == "GET" and rest[:1] == ["pulls"] and len(rest) == 2:
+                if method == "GET" and rest == ["pulls"]:
+                    label = params.get("head", "").replace("%3A", ":")
+                    listed = [
+                        {
+                            "number": number,
+                            "state": "open",
+                            "head": {"sha": sha, "label": server.labels.get(number, "contributor:pr")},
+                            "base": {"ref": server.base_refs.get(number, "main")},
+                        }
+                        for number, sha in sorted(server.pulls.items())
+                        if server.labels.get(number, "contributor:pr") == label
+                    ]
+                    self.page(listed, f"{server.base}/repos/org/lves/pulls", params)
+                elif method == "GET" and rest[:1] == ["pulls"] and len(rest) == 2:
                     number = int(rest[1])
                     if number not in server.pulls:
                         self.reply(404, {"message": "Not Found"})
@@ -578,7 +595,11 @@ class GitHubServer:
                             "state": "open",
                             "issue_url": f"{server.base}/repos/org/lves/issues/{number}",
                             "head": {"sha": server.pulls[number], "ref": "feature", "repo": repo},
-                            "base": {"sha": server.bases.get(number, "0" * 40), "ref": "main", "repo": repo},
+                            "base": {
+                                "sha": server.bases.get(number, "0" * 40),
+                                "ref": server.base_refs.get(number, "main"),
+                                "repo": {**repo, "default_branch": "main"},
+                            },
                             "changed_files": len(server.files.get(number, [])),
                         },
                     )
@@ -599,6 +620,13 @@ class GitHubServer:
                     url = f"{server.base}/repos/org/lves/git/trees/{rest[2]}"
                     truncated = len(paths) > server.max_tree
                     self.reply(200, {"sha": rest[2], "url": url, "tree": entries, "truncated": truncated})
+                elif method == "GET" and rest[:1] == ["contents"] and len(rest) > 1:
+                    found = server.blobs.get((params.get("ref", "main"), "/".join(rest[1:])))
+                    if found is None:
+                        self.reply(404, {"message": "Not Found"})
+                        return
+                    name = rest[-1]
+                    self.reply(200, {"type": "file", "name": name, "path": "/".join(rest[1:]), "sha": found})
                 elif method == "GET" and rest[:1] == ["compare"] and len(rest) == 2 and "..." in rest[1]:
                     base, head = rest[1].split("...", 1)
                     if base not in server.ancestors or head not in server.ancestors:

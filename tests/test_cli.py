@@ -19,6 +19,7 @@ def test_commands_are_registered() -> None:
         "action",
         "changed",
         "check",
+        "disclosure",
         "export",
         "history",
         "ids",

@@ -23,8 +23,11 @@ def json_commands() -> list[str]:
     """The commands whose --format offers json."""
     ctx = click.Context(lvegit_cli, info_name="lvegit")
     found = []
-    for name in lvegit_cli.list_commands(ctx):
-        command = lvegit_cli.get_command(ctx, name)
+    commands = [(name, lvegit_cli.get_command(ctx, name)) for name in lvegit_cli.list_commands(ctx)]
+    for group, grouped in list(commands):  # and each group's commands (`history list`), by group name
+        if isinstance(grouped, click.Group):
+            commands += [(group, grouped.get_command(ctx, name)) for name in grouped.list_commands(ctx)]
+    for name, command in commands:
         assert command is not None
         formats = [
             p for p in command.params if p.name == "output_format" and isinstance(p.type, click.Choice)
@@ -73,3 +76,27 @@ def test_the_install_lists_agree_and_install_what_exists_today() -> None:
                 if re.search(r"pip install [^&|#]*\blvegit\b", line):
                     assert "git+https://github.com/lvegit/lvegit" in line, (name, line)
     assert "pip install -e '.[docs]' && mkdocs serve" in PAGES["README.md"]
+
+
+def test_every_pin_the_docs_and_templates_give_exists_or_is_marked_to_replace() -> None:
+    """The pre-commit snippet pinned `rev: v0.1.0`, a tag that does not exist: `pre-commit run` stopped
+    with "pathspec 'v0.1.0' did not match". A pin is a commit, a tag of this repository, or `main` marked
+    `REPLACE main` on its line with where to find the value."""
+    import subprocess
+
+    tags = set(
+        subprocess.run(["git", "tag", "-l"], cwd=PROJECT_ROOT, capture_output=True, text=True).stdout.split()
+    )
+    texts = {
+        name: "\n".join(re.findall(r"```\w*\n(.*?)```", text, re.DOTALL)) for name, text in PAGES.items()
+    }
+    for path in [*PROJECT_ROOT.glob("examples/workflows/*.yml"), PROJECT_ROOT / ".pre-commit-hooks.yaml"]:
+        texts[path.name] = path.read_text()
+    pins = 0
+    for name, text in texts.items():
+        for line in text.splitlines():
+            for ref in re.findall(r"(?:\brev:\s*|lvegit/lvegit@)([^\s\"'#]+)", line):
+                pins += 1
+                marked = ref == "main" and "REPLACE main" in line and "pinning-lvegit" in line
+                assert re.fullmatch(r"[0-9a-f]{40}", ref) or ref in tags or marked, (name, line)
+    assert pins >= 10

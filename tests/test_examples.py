@@ -6,6 +6,7 @@ on the bundled repository as committed."""
 from __future__ import annotations
 
 import glob
+import json
 import re
 import shlex
 import shutil
@@ -22,8 +23,11 @@ from lvegit.commands.catalog import COMMANDS
 from builders import PROJECT_ROOT, GitRepo
 from servers import Running
 
-# Runs only inside GitHub Actions (an event file and a token); tests/github runs it end to end.
+# Runs only inside GitHub Actions (an event file and a token); tests/github runs it end to end. The
+# disclosure commands need the repository's recipients and a disclosure identity, which the bundled
+# repository does not publish; tests/commands/test_disclosure_command.py runs them on a repository of its own.
 NEEDS_GITHUB = ("action",)
+NEEDS_AN_IDENTITY = ("disclosure",)
 # Reaches the Hugging Face hub; tests/checkers/test_hub.py runs it against a loopback hub.
 NEEDS_THE_HUB = "--download"
 
@@ -73,7 +77,7 @@ OUTPUTS = documented_examples()
 EXAMPLES = [  # each once, where it first appears (the README, the docs, then --help)
     e
     for e in dict.fromkeys([*OUTPUTS, *help_examples()])
-    if shlex.split(e)[1] not in NEEDS_GITHUB and NEEDS_THE_HUB not in shlex.split(e)
+    if shlex.split(e)[1] not in NEEDS_GITHUB + NEEDS_AN_IDENTITY and NEEDS_THE_HUB not in shlex.split(e)
 ]
 
 
@@ -215,3 +219,34 @@ def test_the_tour_runs_with_only_what_the_readme_installs(pristine: Path, tmp_pa
             [sys.executable, "-c", program, *words], cwd=pristine, capture_output=True, text=True, timeout=300
         )
         assert ran.returncode == 0, f"{example}: exit {ran.returncode}\n{ran.stderr[-2000:]}"
+
+
+WORKFLOW_FILES = sorted(
+    [*PROJECT_ROOT.glob("examples/workflows/*.yml"), *PROJECT_ROOT.glob(".github/workflows/*.yml")]
+)
+
+
+@pytest.mark.parametrize("workflow", WORKFLOW_FILES, ids=[path.name for path in WORKFLOW_FILES])
+def test_hash_files_hashes_files_the_job_writes_in_the_workspace(workflow: Path) -> None:
+    """GitHub's hashFiles() takes patterns relative to GITHUB_WORKSPACE and hashes only files under it
+    (docs.github.com, "Expressions: hashFiles"); the cache template once hashed a file under runner.temp,
+    so its key never changed and models needed later never reached the cache. Each pattern here is a
+    literal relative path that an earlier step of the same job writes, so the key follows what it caches."""
+    import yaml
+
+    jobs = yaml.safe_load(workflow.read_text())["jobs"]
+    for name, job in jobs.items():
+        earlier = ""
+        for step in job.get("steps", []):
+            text = json.dumps(step)
+            for argument in re.findall(r"hashFiles\(([^)]*)\)", text):
+                pattern = re.fullmatch(r"'([^'$/][^'$]*)'", argument)
+                assert pattern, (
+                    f"{workflow.name} {name}: hashFiles({argument}) is no path relative to the workspace"
+                )
+                assert "runner.temp" not in argument and ".." not in pattern[1], argument
+                assert (
+                    re.search(rf"> *{re.escape(pattern[1])}\b", earlier)
+                    or (PROJECT_ROOT / pattern[1]).exists()
+                ), f"{workflow.name} {name}: no earlier step writes {pattern[1]}"
+            earlier += step.get("run", "") + "\n"

@@ -639,11 +639,50 @@ def test_lvegit_checkers_on_an_lves_strings_stop_at_its_budget_and_other_lves_ar
     repo.lve("plain/sum", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
     result = cli("replay", "--all", "--no-cache", "--format", "json", cwd=repo.root).json()
     reasons = [item["reason"] for item in result["instances"] if item["lve"].startswith("repository/hostile")]
-    assert "timed out" in reasons[0]
+    # the first stops at the budget, not at the pattern's 2 s timeout; the others are not begun
     budget = "not judged: its checker used up its time budget (0.5 s for each LVE, LVEGIT_CHECKER_LVE_BUDGET)"
-    assert reasons[1:] == [budget] * 3
+    assert reasons == [budget] * 4
     [plain] = [item for item in result["instances"] if item["lve"].startswith("repository/plain")]
     assert plain["status"] == "reproduced"
+
+
+def test_a_pattern_judged_over_many_tool_calls_stops_at_the_budgets(
+    repo: RepoBuilder, cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tool-call pattern judged over 200 recorded calls, each match well under the pattern's 2 s timeout
+    (tens of ms; seconds in all), held a check 39 s under a 5 s budget: the budgets were asked before each
+    verdict only. Each match is now bounded by what is left of them: the verdict stops at the LVE's budget
+    (and at the command's, where that is less), naming it; the other LVEs are judged."""
+    from builders import TOOL_TEST
+
+    calls = [
+        {
+            "id": f"c{n}",
+            "name": "send_email",
+            "arguments": json.dumps({"to": "a" * 20 + "!"}),
+            "result": "sent",
+        }
+        for n in range(200)
+    ]
+    response = {"steps": [{"content": None, "tool_calls": calls}, {"content": "Done."}]}
+    checker = {"checker_name": "ToolCallChecker", "tools": "send_email", "arguments_pattern": "(a|aa)+$"}
+    repo.lve(
+        "hostile/calls",
+        {**TOOL_TEST, "checker_args": checker},
+        instances={"i.jsonl": [instance(response, True, user="Ann", dish=str(n)) for n in range(2)]},
+    )
+    repo.lve("plain/sum", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    for variable, value, which in (
+        ("LVEGIT_CHECKER_LVE_BUDGET", "0.5", "0.5 s for each LVE, LVEGIT_CHECKER_LVE_BUDGET"),
+        ("LVEGIT_CHECKER_BUDGET", "0.4", "0.4 s for the whole command, LVEGIT_CHECKER_BUDGET"),
+    ):
+        monkeypatch.setenv(variable, value)
+        result = cli("replay", "--all", "--no-cache", "--format", "json", cwd=repo.root).json()
+        by_lve = {item["lve"].split("/")[1]: item for item in result["instances"]}
+        reasons = [item["reason"] for item in result["instances"] if "/hostile/" in item["lve"]]
+        assert reasons == [f"not judged: its checker used up its time budget ({which})"] * 2
+        if variable == "LVEGIT_CHECKER_LVE_BUDGET":
+            assert by_lve["plain"]["status"] == "reproduced"
 
 
 def test_the_command_budget_bounds_every_lve_together(

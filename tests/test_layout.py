@@ -15,7 +15,7 @@ LAYERS = [
     {"base"},  # errors and exit codes, settings, safe files, printing, versions
     {"sandbox"},  # confinement of contributed code: bubblewrap, privileges, Landlock, seccomp
     {"lve"},  # the LVE format and the repository
-    {"checkers", "git", "models"},  # judging a response; git; asking a model
+    {"checkers", "git", "models", "disclosure"},  # judging a response; git; asking a model; withheld LVEs
     {"judge"},  # validate, replay, check, the cache, result records
     {"run"},  # live attempts, the runner, record, live re-runs
     {"history"},  # the run history: its files, the status of each LVE on each model

@@ -187,7 +187,7 @@ def test_dependabot_bumps_the_base_image_the_image_requirements_and_the_actions(
 
 
 def test_workflows_pass_zizmor_offline() -> None:
-    assert len(WORKFLOWS) == 10
+    assert len(WORKFLOWS) == 11
     result = subprocess.run(
         [tool("zizmor"), "--offline", *WORKFLOWS, str(PROJECT_ROOT / "action.yml")],
         capture_output=True,
@@ -226,10 +226,11 @@ def test_the_site_workflow_builds_read_only_and_only_deploys_with_write_access()
 def test_ci_runs_the_readme_test_command_in_a_fresh_virtual_environment() -> None:
     def test_command(document: str) -> str:
         commands = re.findall(r"```bash\n(.*?)\n```", (PROJECT_ROOT / document).read_text(), re.DOTALL)
-        return next(c for c in commands if "pytest" in c)
+        return next(c for c in commands if "scripts/test.py" in c)
 
     script = (PROJECT_ROOT / ".ci/run").read_text().splitlines()
     assert script[-1] == test_command("README.md") == test_command("docs/getting-started.md")
+    assert len(script[-1]) <= 40  # a newcomer reads it at a glance; scripts/test.py says what it does
     assert 'venv="$(mktemp -d)/venv"' in script and '. "$venv/bin/activate"' in script
 
 

@@ -10,9 +10,24 @@ from builders import PROJECT_ROOT
 
 
 def test_the_callers_variables_do_not_reach_the_tests() -> None:
-    for name in ("OPENAI_API_KEY", "GITHUB_ACTIONS", "NO_COLOR", "COLUMNS", "LVEGIT_CACHE", "GIT_DIR"):
+    for name in ("OPENAI_API_KEY", "GITHUB_ACTIONS", "NO_COLOR", "COLUMNS", "LVEGIT_CACHE", "GIT_DIR",
+                 "TRANSFORMERS_OFFLINE", "HF_ENDPOINT", "HTTP_PROXY", "https_proxy", "NO_PROXY"):  # fmt: skip
         assert name not in os.environ, name
     assert os.environ["HF_HUB_OFFLINE"] == "1" and os.environ["TERM"] == "xterm-256color"
+
+
+def passes_under(callers: dict[str, str], tests: list[str]) -> None:
+    """Each of `tests` passes in a pytest of its own, with the caller's variables `callers` set."""
+    ran = subprocess.run(
+        [sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider", *tests],
+        cwd=PROJECT_ROOT,
+        env={**os.environ, **callers},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
+    assert f"{len(tests)} passed" in ran.stdout
 
 
 def test_tests_pass_under_a_callers_hostile_environment() -> None:
@@ -34,13 +49,25 @@ def test_tests_pass_under_a_callers_hostile_environment() -> None:
         "tests/commands/test_run_command.py::test_a_run_that_stops_before_its_first_attempt_leaves_no_report",
         "tests/test_suite_environment.py::test_the_callers_variables_do_not_reach_the_tests",
     ]
-    ran = subprocess.run(
-        [sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider", *tests],
-        cwd=PROJECT_ROOT,
-        env={**os.environ, **hostile},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
-    assert "4 passed" in ran.stdout
+    passes_under(hostile, tests)
+
+
+def test_the_hub_tests_pass_whatever_hub_transformers_and_proxy_variables_the_caller_set() -> None:
+    """HF_HUB_OFFLINE=1 (an offline CI's usual setting) once failed a hub test, which inherited it;
+    TRANSFORMERS_OFFLINE=1 and HTTP_PROXY did the same: the loopback hub was never asked. (The test above
+    sets HF_HUB_OFFLINE=0; an empty value is removed by its prefix as any other.)"""
+    callers = {
+        "HF_HUB_OFFLINE": "1",
+        "HF_ENDPOINT": "http://127.0.0.1:9",
+        "HF_HUB_DISABLE_XET": "",
+        "TRANSFORMERS_OFFLINE": "1",
+        "HTTP_PROXY": "http://127.0.0.1:9",
+        "http_proxy": "http://127.0.0.1:9",
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "NO_PROXY": "",
+    }
+    tests = [
+        "tests/checkers/test_hub.py::test_models_downloads_what_checkers_asked_for_and_they_then_run",
+        "tests/test_suite_environment.py::test_the_callers_variables_do_not_reach_the_tests",
+    ]
+    passes_under(callers, tests)

@@ -105,6 +105,15 @@ def markdown(text: str) -> str:
     return _MENTION.sub("@\u200b", text)
 
 
+_WORD = re.compile(r"[\w.\-]+", re.ASCII)
+
+
+def code_span(text: str) -> str:
+    """A word (a sha, an id) as inline code, where it is ASCII letters, digits, `.`, `-` and `_` only;
+    anything else as `markdown` escapes it (a backtick would end the span early, a bar the table cell)."""
+    return f"`{text}`" if _WORD.fullmatch(text) else markdown(text)
+
+
 def html_text(text: str) -> str:
     """Text inside an HTML element (such as <summary>), where markdown escapes would show literally."""
     return _MENTION.sub("@\u200b", _AUTOLINK.sub("\\1\u200b", html.escape(console(text))))

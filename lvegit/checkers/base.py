@@ -111,6 +111,8 @@ class BaseChecker:
     pattern_args: ClassVar[tuple[str, ...]] = ()
     # What `lvegit new --checker` writes for its arguments beside a placeholder for each required one.
     scaffold_args: ClassVar[dict[str, Any]] = {}
+    # Whether `lvegit new` asks one question per prompt parameter, each answer a variable (answer1, ...).
+    scaffold_turns: ClassVar[bool] = False
     needs: ClassVar[CheckerNeeds] = CheckerNeeds()
 
     def __init__(

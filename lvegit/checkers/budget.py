@@ -66,6 +66,8 @@ def exhausted(
 
 class _Judging(threading.local):
     lve: str | None = None  # the LVE whose verdict this thread is giving
+    deadline: float | None = None  # when (time.monotonic) what is left of its budgets runs out
+    left: tuple[float, float] = (0.0, 0.0)  # what was left of them when it began: the LVE's, the command's
 
 
 _judging = _Judging()
@@ -74,6 +76,20 @@ _judging = _Judging()
 def verdict_lve() -> str | None:
     """The LVE of the verdict this thread is giving (a lambda worker's time is taken from its budget)."""
     return _judging.lve
+
+
+def verdict_seconds_left() -> float | None:
+    """What is left of the budgets of the verdict this thread is giving (None: it gives none): each step
+    of a verdict (a pattern matched against each of 200 tool calls) is bounded by it, not only the next
+    verdict."""
+    deadline = _judging.deadline
+    return None if deadline is None else deadline - time.monotonic()
+
+
+def budget_spent() -> CheckerError:
+    """The error of a verdict that ran out of its budgets while it was given, naming the one."""
+    limits = settings.current().checkers
+    return CheckerError(exhausted("its checker", *_judging.left, limits.lve_budget, limits.command_budget))
 
 
 class contributed_verdict:
@@ -95,7 +111,11 @@ class contributed_verdict:
             raise CheckerError(why)
         _judging.lve = self.lve
         self.started = time.monotonic()
+        _judging.deadline, _judging.left = (
+            self.started + min(lve_left, command_left),
+            (lve_left, command_left),
+        )
 
     def __exit__(self, *exc_info: object) -> None:
-        _judging.lve = None
+        _judging.lve = _judging.deadline = None
         self.budget.add(time.monotonic() - self.started, self.lve)

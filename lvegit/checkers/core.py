@@ -228,6 +228,7 @@ class MonotonicityChecker(BaseChecker):
     them by their first group). order: asc or desc; strict: whether equal neighbours count as a violation."""
 
     needs: ClassVar[CheckerNeeds] = INLINE
+    scaffold_turns: ClassVar[bool] = True
 
     pattern_args: ClassVar[tuple[str, ...]] = (
         "answer_value_regex",

@@ -7,6 +7,11 @@ A tool is called `function(state, **arguments)`; what it returns is sent as it i
 through tools.py's `format_result`, else as JSON. What it raises is its result, `Type: message` (what
 AgentDojo sends the model), and the call's error. The state is tools.py's `State` (a pydantic model) built
 from the JSON lvegit sends, or that JSON itself; it goes back as JSON.
+
+An attempt's first state is validated by the State model, as its environment loads it. The states a check
+sees are rebuilt as the tools left them: each field's value validated by its type, each model constructed
+without its model's validators, which may rebuild a collection from its initial list (AgentDojo's calendar
+and inbox do) and drop what the agent created.
 """
 
 from __future__ import annotations
@@ -22,9 +27,10 @@ import random
 import sys
 import types
 from collections.abc import Sequence
-from typing import Any
+from functools import cache
+from typing import Any, Union, get_args, get_origin
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
 from lvegit.base.errors import CheckerError
@@ -107,6 +113,42 @@ def _jsonable(value: Any, what: str) -> Any:
         raise CheckerError(f"{what} is not JSON data: {exc}") from None
 
 
+@cache
+def _adapter(annotation: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(annotation)
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model a field holds: the annotation itself, or the one model of a union with None."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if get_origin(annotation) in (Union, types.UnionType):
+        models = [arg for arg in get_args(annotation) if arg is not type(None)]
+        if len(models) == 1:
+            return _model_in(models[0])
+    return None
+
+
+def rebuilt(annotation: Any, value: Any) -> Any:
+    """`value` (JSON data) as a value of `annotation`, its models constructed field by field: a model's
+    validators do not run, every field's type does."""
+    model = _model_in(annotation)
+    if model is not None and isinstance(value, dict):
+        fields = {
+            name: rebuilt(field.annotation, value[name])
+            for name, field in model.model_fields.items()
+            if name in value
+        }
+        return model.model_construct(**fields)
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is list and len(args) == 1 and isinstance(value, list) and _model_in(args[0]):
+        return [rebuilt(args[0], item) for item in value]
+    if origin is dict and len(args) == 2 and isinstance(value, dict) and _model_in(args[1]):
+        keys = _adapter(args[0])
+        return {keys.validate_python(key): rebuilt(args[1], item) for key, item in value.items()}
+    return _adapter(annotation).validate_python(value)
+
+
 class Environment:
     """One LVE's environment code and the state of each of its attempts (sessions) in flight."""
 
@@ -124,12 +166,15 @@ class Environment:
         checks = [name for name in CHECKS if callable(getattr(self.checks, name, None))]
         return {"functions": functions, "checks": checks}
 
-    def _state(self, data: Any) -> Any:
-        """A state object built from JSON data (a copy: the caller's data is never changed)."""
+    def _state(self, data: Any, validated: bool = True) -> Any:
+        """A state object built from JSON data (a copy: the caller's data is never changed), validated by
+        the State model or, for the checks, rebuilt as the tools left it (see above)."""
         if self.state_class is None:
             return copy.deepcopy(data)
         try:
-            return self.state_class.model_validate(data)
+            if validated:
+                return self.state_class.model_validate(data)
+            return rebuilt(self.state_class, data)
         except MemoryError:
             raise
         except Exception as exc:
@@ -172,7 +217,7 @@ class Environment:
         if not callable(check):
             raise CheckerError(f"environment/{CHECKS_MODULE}.py defines no function {name}")
         try:
-            value = check(output, self._state(before), self._state(after), copy.deepcopy(calls))
+            value = check(output, self._state(before, False), self._state(after, False), copy.deepcopy(calls))
         except MemoryError:
             raise
         except (Exception, SystemExit) as exc:

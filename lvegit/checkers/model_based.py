@@ -6,8 +6,8 @@ Heavy libraries are imported only when one of these is built. Nothing is downloa
   pipeline keeps the pattern recognizers (email, phone, credit card, IP, IBAN, URL, ...) working, and name
   and location detection is off (its skip reasons say so). tldextract's suffix-list fetch is disabled.
 - ToxicityChecker and BiasChecker load their text-classification model (a hub id or a local directory)
-  from local files only, unless LVEGIT_ALLOW_DOWNLOADS=1. Each pipeline loads once per process and model;
-  `prepare` classifies a whole replay's responses in batches.
+  from local files only (`lvegit models --download` fetches them), unless LVEGIT_ALLOW_DOWNLOADS=1. Each
+  pipeline loads once per process and model; `prepare` classifies a whole replay's responses in batches.
 When a model cannot be loaded, building the checker raises CheckerUnavailable: replay marks the LVE's
 instances skipped, run marks them as errors, each with the reason.
 """
@@ -15,6 +15,7 @@ instances skipped, run marks them as errors, each with the reason.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import re
 import sys
 import threading
@@ -165,10 +166,12 @@ def classifier(model: str) -> Any:
     with _LOCK:
         if model not in _PIPELINES:
             local_only = not model_stack.downloads_allowed()
+            # The extra first (without it, a downloaded model is the next skip), found without importing
+            # it: a missing model skips its LVE at once, not after seconds of imports.
+            if importlib.util.find_spec("transformers") is None:
+                raise CheckerUnavailable(f"this checker needs: {install_hint('transformers')}")
             if model_stack.model_missing(model):
-                raise CheckerUnavailable(
-                    f"model '{model}' is not available locally (set LVEGIT_ALLOW_DOWNLOADS=1 or install it)"
-                )
+                raise CheckerUnavailable(model_stack.missing_model_reason(model))
             try:
                 from transformers import AutoModelForSequenceClassification, AutoTokenizer, pipeline
                 from transformers.utils import logging as transformers_logging
@@ -182,7 +185,7 @@ def classifier(model: str) -> Any:
                     model, local_files_only=local_only
                 )
             except (OSError, ValueError) as exc:
-                hint = " (set LVEGIT_ALLOW_DOWNLOADS=1 to download it)" if local_only else ""
+                hint = f" ({model_stack.DOWNLOAD_STEP})" if local_only else ""
                 raise CheckerUnavailable(
                     f"cannot load the classifier '{model}'{hint}: {exc}".split("\n")[0]
                 ) from None

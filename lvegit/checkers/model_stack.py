@@ -126,6 +126,17 @@ def model_missing(model: str) -> bool:
     return not downloads_allowed() and not locally_available(model)
 
 
+# The one step that puts a missing hub model where lvegit loads it from (files only, in lvegit's own process).
+DOWNLOAD_STEP = "download it with: lvegit models --download"
+
+
+def missing_model_reason(model: str) -> str:
+    """Why a classifier's model cannot load here, and the step that fixes it."""
+    if names_folder(model):
+        return f"the model folder '{model}' does not exist here"
+    return f"model '{model}' is not in the local Hugging Face cache: {DOWNLOAD_STEP}"
+
+
 def classifier_model(checker_name: str, args: dict[str, Any]) -> str:
     """The model a classifier checker (ToxicityChecker, BiasChecker) judges with: its `model` argument,
     else its default."""

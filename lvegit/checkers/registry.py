@@ -6,6 +6,7 @@ import functools
 import inspect
 import json
 import re
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +52,9 @@ CORE_CHECKERS: dict[str, type[BaseChecker]] = {
 BUILTIN_CHECKERS = {**CORE_CHECKERS, **MODEL_CHECKERS}
 BUILTIN_NAMES: tuple[str, ...] = tuple(BUILTIN_CHECKERS)  # lvegit's own checkers, core ones first
 SCAFFOLD_CHECKER = LambdaChecker.__name__  # what `lvegit new` scaffolds unless told
+# The arguments (as JSON) of the checkers an LVE's factory keeps built, all together: each instance may
+# fill a text argument to 4 MiB, and ten thousand instances would keep 40 GB. The oldest built goes first.
+MAX_BUILT_BYTES = 64 * 1024 * 1024
 
 
 def builtin_checker(checker_name: str) -> type[BaseChecker] | None:
@@ -153,7 +157,8 @@ class CheckerFactory:
     def __init__(self, lve: LVE, sandbox: SandboxSettings | None = None) -> None:
         self.lve = lve
         self.sandbox = sandbox
-        self._built: dict[str, BaseChecker] = {}
+        self._built: OrderedDict[str, BaseChecker] = OrderedDict()
+        self._built_bytes = 0  # the length of the keys of _built (ASCII JSON: bytes)
         # Only arguments that instances fill, with a {field}, can differ between them ({{ is a literal brace).
         self._depends_on_args = any(
             isinstance(value, str)
@@ -204,9 +209,14 @@ class CheckerFactory:
 
     def _built_for(self, args: dict[str, Any]) -> BaseChecker:
         key = json.dumps(args, sort_keys=True, default=repr)
-        if key not in self._built:
-            self._built[key] = self._build(args)
-        return self._built[key]
+        checker = self._built.get(key)
+        if checker is None:
+            checker = self._built[key] = self._build(args)
+            self._built_bytes += len(key)
+            while self._built_bytes > MAX_BUILT_BYTES and len(self._built) > 1:
+                dropped, _checker = self._built.popitem(last=False)
+                self._built_bytes -= len(dropped)
+        return checker
 
     def _build(self, args: dict[str, Any]) -> BaseChecker:
         name = self.lve.checker_name

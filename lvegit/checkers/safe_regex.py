@@ -12,6 +12,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from lvegit.base.errors import InvalidValue, RegexTimeout
+from lvegit.checkers.budget import budget_spent, verdict_seconds_left
 
 REGEX_TIMEOUT_SECONDS = 2.0
 
@@ -126,11 +127,21 @@ def compile_pattern(pattern: str, flags: int = 0) -> Any:
 
 
 def _timed(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`function` with the time limit: REGEX_TIMEOUT_SECONDS, or what is left of the budgets of the verdict
+    being given where that is less (a pattern judged over 200 tool calls, each under its limit, held a
+    check 39 s under a 5 s budget)."""
+
     @functools.wraps(function)
     def call(*args: Any, **kwargs: Any) -> Any:
+        left = verdict_seconds_left()
+        timeout = REGEX_TIMEOUT_SECONDS if left is None else min(REGEX_TIMEOUT_SECONDS, left)
+        if timeout <= 0:
+            raise budget_spent()
         try:
-            return function(*args, timeout=REGEX_TIMEOUT_SECONDS, **kwargs)
+            return function(*args, timeout=timeout, **kwargs)
         except TimeoutError:
+            if timeout < REGEX_TIMEOUT_SECONDS:
+                raise budget_spent() from None
             raise RegexTimeout(f"regular expression timed out after {REGEX_TIMEOUT_SECONDS:g} s") from None
 
     return call

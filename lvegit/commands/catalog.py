@@ -72,6 +72,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "history_command",
         "Add a run's report to the run history, or list its runs.",
     ),
+    "disclosure": (
+        "lvegit.commands.disclosure",
+        "disclosure_command",
+        "Withheld LVEs: withhold a payload, grant or revoke a reader, disclose it.",
+    ),
     "ids": (
         "lvegit.commands.ids",
         "ids_command",

@@ -7,6 +7,7 @@ import click
 from lvegit.base.errors import EXIT_FINDINGS, EXIT_OK
 from lvegit.base.output import count, line, note, print_json
 from lvegit.commands.catalog import short_help
+from lvegit.commands.disclosure import identity_option
 from lvegit.commands.lines import (
     finding_lines,
     replay_lines,
@@ -20,16 +21,18 @@ from lvegit.commands.options import (
     open_repository,
     strict_option,
 )
+from lvegit.disclosure.identity import load_identity
 from lvegit.judge.cache import open_cache
-from lvegit.judge.check import check_all, check_stream
+from lvegit.judge.check import check_all, check_stream, opened_checks
 from lvegit.judge.results import replay_counts, summarize
 
 
 @click.command("check", short_help=short_help("check"))
-@lve_command_options(strict_option, cache=True)
+@lve_command_options(strict_option, identity_option, cache=True)
 def check_command(
     selection: Selection,
     strict: bool,
+    identity_file: Path | None,
     no_cache: bool,
     output_format: str,
     repo_path: Path | None,
@@ -40,7 +43,9 @@ def check_command(
     Each LVE gets one line (valid or not, and what its instances came to) as soon as it is done, then its
     findings and every instance that did not reproduce. Exit code 1 when an LVE is invalid or an instance
     ends in a mismatch or an error. With the verdict cache, an LVE whose folder is unchanged since a run
-    that stored it is not loaded again.
+    that stored it is not loaded again. A withheld LVE is validated without any key and its replay
+    skipped; with a disclosure identity (--identity or LVEGIT_DISCLOSURE_IDENTITY) it is decrypted into a
+    private scratch folder and replayed there, its findings shown without their messages.
 
     \b
     Examples:
@@ -52,12 +57,14 @@ def check_command(
     cache, unused = open_cache(repo.root, current_settings().cache, enabled=not no_cache)
     if unused:
         note(f"verdict cache: {unused}")
-    lve_dirs = selection.resolve(repo)
+    lve_dirs = selection.resolve(repo, withheld=True)
+    identity = load_identity(identity_file)
+    opened = opened_checks(repo, lve_dirs, identity, strict) if identity is not None else None
     if output_format == "json":
-        checks = check_all(repo, lve_dirs, cache, strict)
+        checks = check_all(repo, lve_dirs, cache, strict, opened)
     else:
         checks = []
-        for _lve_dir, check in check_stream(repo, lve_dirs, cache, strict):  # each LVE as soon as it is done
+        for _lve_dir, check in check_stream(repo, lve_dirs, cache, strict, opened):  # as soon as it is done
             checks.append(check)
             report = check.validation
             line(f"{check.path}: {validation_status(report)}; {replay_status(check.replay, report.valid)}")

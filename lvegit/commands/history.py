@@ -5,13 +5,13 @@ from pathlib import Path
 
 import click
 
-from lvegit.base.errors import UsageError
 from lvegit.base.escape import console
-from lvegit.base.output import count, line
+from lvegit.base.output import count, line, note, print_json
 from lvegit.commands.catalog import short_help
 from lvegit.commands.options import (
     SuggestingGroup,
     current_settings,
+    format_option,
     history_option,
     open_repository,
     repo_option,
@@ -89,22 +89,34 @@ def add_command(
 @history_command.command("list")
 @history_option
 @repo_option
-def list_command(history_path: Path | None, repo_path: Path | None) -> int:
-    """List the runs of the history, oldest first: file, start, attempts, models and versions.
+@format_option
+def list_command(history_path: Path | None, repo_path: Path | None, output_format: str) -> int:
+    """List the runs of the history, oldest first: file, start, attempts, models and versions. A history
+    with no runs yet is said in a note (exit 0), as `lvegit status` says it.
 
     \b
     Examples:
       lvegit history list
+      lvegit history list --format json
     """
     from lvegit.history.status import History
 
     repo = open_repository(repo_path)
     folder = history_dir(repo.root, history_path, current_settings().history.directory)
     history = History.open(folder)
-    if not history.files:
-        raise UsageError(f"no runs in {folder}: add one with lvegit history add REPORT")
-    for run in history.runs():
+    runs = history.runs() if history.files else []
+    if not runs:
+        note(f"no runs in {folder}: add one with lvegit history add REPORT")
+    if output_format == "json":
+        from lvegit.history.records import RunRow, history_document
+
+        rows = [
+            RunRow(file=run.file, at=run.at, attempts=run.attempts, versions=run.versions) for run in runs
+        ]
+        print_json(history_document(str(folder), rows))
+        return 0
+    for run in runs:
         versions = ", ".join(console(version) for version in run.versions)
         line(f"{run.file}  {run.at}  {count(run.attempts, 'attempt')}  {versions}")
-    line(f"{count(len(history.files), 'run')} in {folder}")
+    line(f"{count(len(runs), 'run')} in {folder}")
     return 0

@@ -48,9 +48,11 @@ def _report(
     author: str | None,
     repo_path: Path | None,
     unchanged: str = "holds every finding of this scan already",
+    left: str = "output",
 ) -> int:
     """Write the drafts of `scan`, of whose `read` (what it counts) the summary says how many were read;
-    `unchanged`: what a draft whose LVE exists already is."""
+    `unchanged`: what a draft whose LVE exists already is; `left`: what the scan leaves out (each named
+    where it is no output)."""
     repo = open_repository(repo_path)
     done = write_drafts(repo, drafts, author)
     for rel in done.written:
@@ -62,7 +64,11 @@ def _report(
     line(f"{drafted} with {count(instances, 'instance')} from {count(scan.read, read)} of {scan.tool}")
     reasons = Counter(item.reason for item in scan.left_out)
     for reason, times in reasons.most_common():
-        note(f"{count(times, 'output')} left out: {reason}")
+        if left == "output":
+            note(f"{count(times, left)} left out: {reason}")
+        else:
+            named = ", ".join(item.what for item in scan.left_out if item.reason == reason)
+            note(f"{count(times, left)} left out ({named}): {reason}")
     if done.written:
         line(f"next: lvegit validate {' '.join(console(rel) for rel in done.written[:3])}")
     return 0
@@ -166,9 +172,12 @@ def agentdojo_command(
     loaded = agentdojo.load_suite(benchmark_version, suite)
     users = agentdojo.chosen(loaded.user_tasks, user_tasks, "user task")
     injections = agentdojo.chosen(loaded.injection_tasks, injection_tasks, "injection task")
-    made = agentdojo.drafts(loaded, benchmark_version, users, injections, attack, check_model(model), folder)
-    scan = Scan(f"AgentDojo's {suite} suite", read=len(made))
-    return _report(scan, made, "user and injection task pair", author, repo_path, "is this import already")
+    made, left_out = agentdojo.drafts(
+        loaded, benchmark_version, users, injections, attack, check_model(model), folder
+    )
+    scan = Scan(f"AgentDojo's {suite} suite", left_out=left_out, read=len(users) * len(injections))
+    pair = "user and injection task pair"
+    return _report(scan, made, pair, author, repo_path, "is this import already", left=pair)
 
 
 def _segment(category: str) -> str:

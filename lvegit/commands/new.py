@@ -8,7 +8,7 @@ import click
 
 from lvegit.base.errors import UsageError
 from lvegit.base.output import line, note
-from lvegit.checkers.registry import BUILTIN_NAMES, SCAFFOLD_CHECKER
+from lvegit.checkers.registry import BUILTIN_NAMES, SCAFFOLD_CHECKER, needs_of
 from lvegit.commands.catalog import short_help
 from lvegit.commands.options import open_repository, repo_option
 from lvegit.lve.problems import PLACEHOLDER
@@ -27,6 +27,8 @@ from lvegit.publish.scaffold import (
     nearest_checker,
     parse_name,
 )
+
+AGENTS_GUIDE = "https://lvegit.github.io/lvegit/agents/"
 
 
 def _ask(text: str, check: Callable[[str], object], default: str | None = None) -> str:
@@ -64,7 +66,8 @@ def _parameter_list(answer: str) -> list[str]:
     multiple=True,
     metavar="SCHEME:VALUE",
     help="A taxonomy tag, checked against the shipped lists (repeatable): owasp-llm:2025:LLM01, "
-    "owasp-agentic:2026:ASI01, atlas:AML.T0051, avid:S0403, cwe:CWE-1426.",
+    "owasp-agentic:2026:ASI01, atlas:AML.T0051, avid:S0403, cwe:CWE-1426, or the publisher's id alone "
+    "(LLM01:2025).",
 )
 @click.option(
     "--interactive/--no-interactive",
@@ -157,7 +160,11 @@ def new_command(
     line(f"Created {repo.relative(lve_dir)}/")
     for path in created:
         line(f"  {path.relative_to(lve_dir).as_posix()}")
-    line(f"Next: fill in the '{PLACEHOLDER}' placeholders, then: lvegit validate {repo.relative(lve_dir)}")
+    shown = repo.relative(lve_dir)
+    line(f"Next: fill in the '{PLACEHOLDER}' placeholders, then: lvegit validate {shown}")
+    line(f"Then record an instance (lvegit record {shown}) and refresh its README: lvegit readme {shown}")
+    if needs_of(spec.checker).tools or needs_of(spec.checker).environment:
+        line(f"Its tools and environment: {AGENTS_GUIDE}")
     unrouted = route_problem(repo.root, model)
     if unrouted is not None:  # the LVE is right as it is; running it needs a route first
         note(f"before lvegit run or record: {unrouted}")

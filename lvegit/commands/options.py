@@ -14,7 +14,7 @@ import click
 
 from lvegit.base.errors import RepositoryNotFound, UsageError
 from lvegit.base.output import count, note
-from lvegit.lve.repo import Repository, find_root
+from lvegit.lve.repo import Repository, find_root, is_withheld
 
 if TYPE_CHECKING:
     from lvegit.base.settings import Settings
@@ -158,7 +158,8 @@ def selection_options(function: F) -> F:
         metavar="SCHEME:VALUE",
         help="Only the LVEs tagged with this taxonomy entry (repeat: all of them), e.g. "
         "owasp-llm:2025:LLM01, owasp-agentic:2026:ASI01, atlas:AML.T0051 (and its sub-techniques), "
-        "avid:S0403, cwe:CWE-1426. Alone, it picks from every LVE.",
+        "avid:S0403, cwe:CWE-1426, or the publisher's id alone (LLM01:2025, AML.T0051.001, CWE-1426). "
+        "Alone, it picks from every LVE.",
     )(decorated)
     decorated = click.option(
         "--skip-other-files",
@@ -221,11 +222,12 @@ class Selection:
     skip_other_files: bool = False
     tags: tuple[str, ...] = ()
 
-    def resolve(self, repo: Repository) -> list[Path]:
+    def resolve(self, repo: Repository, withheld: bool = False) -> list[Path]:
         """The LVE folders to work on: those the paths, --all or --changed name, then those of them that
-        carry every --tag."""
+        carry every --tag; `withheld`: withheld LVEs too (for commands that handle them), where no --tag
+        asks (their tags are in their abstract)."""
         if not self.tags:
-            return self._named(repo)
+            return self._named(repo, withheld)
         from lvegit.lve.spec import load_lve
         from lvegit.lve.taxonomy import parse_selector, selected
 
@@ -246,7 +248,7 @@ class Selection:
             return repo.iter_lve_dirs()
         return iter(self.resolve(repo))
 
-    def _named(self, repo: Repository) -> list[Path]:
+    def _named(self, repo: Repository, withheld: bool = False) -> list[Path]:
         if self.changed:
             if self.paths or self.all_lves:
                 raise UsageError("--changed selects LVEs by itself: give no paths and no --all")
@@ -254,7 +256,8 @@ class Selection:
 
             changes = changed_lves(repo, self.base, head_revision(self.base, self.head))
             note(f"{count(len(changes.changed), 'changed LVE')} {describe_comparison(changes)}")
-            return [repo.root / path for path in changes.changed if (repo.root / path).is_dir()]
+            found = [repo.root / path for path in changes.changed if (repo.root / path).is_dir()]
+            return [d for d in found if withheld or not is_withheld(d)]
         if self.base is not None or self.head is not None:
             raise UsageError("--base and --head choose what --changed compares: add --changed")
         paths = list(self.paths)
@@ -262,7 +265,7 @@ class Selection:
             from lvegit.lve.ids import resolve_ids
 
             paths = resolve_ids(repo, paths)
-        return repo.select(paths, self.all_lves, self.skip_other_files)
+        return repo.select(paths, self.all_lves, self.skip_other_files, withheld)
 
 
 def current_settings() -> Settings:

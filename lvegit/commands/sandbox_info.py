@@ -10,12 +10,13 @@ from typing import Any
 
 import click
 
-from lvegit.base.output import line, print_json
+from lvegit.base.output import line, note, print_json
 from lvegit.checkers.launcher import launcher
 from lvegit.checkers.sandbox import CheckerWorker, SandboxSettings
 from lvegit.commands.catalog import short_help
 from lvegit.commands.options import format_option
 from lvegit.sandbox.probe import LANDLOCK_LIMITS
+from lvegit.sandbox.refusal import ways_out
 
 
 @contextlib.contextmanager
@@ -109,7 +110,7 @@ def sandbox_command(output_format: str) -> int:
     The mode is namespaces (bubblewrap + each worker in user and mount namespaces of its own + Landlock +
     seccomp), namespaces-without-landlock (a kernel without Landlock: the same but Landlock), landlock
     (namespaces refused: Landlock + seccomp; a worker can stat paths it names) or refused (contributed code
-    is not run here; see docs/security.md for the ways out).
+    is not run here: exit code 1, with the step that fixes it).
 
     \b
     Examples:
@@ -121,11 +122,14 @@ def sandbox_command(output_format: str) -> int:
         from lvegit.publish.documents import sandbox_document  # pydantic: only for the JSON document
 
         print_json(sandbox_document(mode, isolation, probes))
-        return 0
+        return 1 if mode == "refused" else 0
     line(f"Custom checker code: {mode}")
     for layer in isolation:
         line(f"  {layer}")
     line("Tried from inside a worker:")
     for name, outcome in probes.items():
         line(f"  {name}: {_held(name, outcome, mode)} ({outcome})")
+    if mode == "refused":  # a finding: pull requests' checkers, lambdas and environments would not run
+        note(f"contributed code would be refused here. To run it: {ways_out(isolation)}")
+        return 1
     return 0

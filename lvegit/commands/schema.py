@@ -31,8 +31,11 @@ def schema_command(kind: str) -> int:
     \b
     KIND is one of:
       test, instance    an LVE's test.json, one line of its instances/*.jsonl
+      withheld          a withheld LVE's public abstract, withheld.json
       changed, check, list, models, record, replay, run, sandbox, show, status, validate
                         what that command prints with --format json (report prints a run's)
+      history           what lvegit history list prints with --format json
+      ids               the ids registry, lve-ids.json (lvegit ids writes it)
       results           the Action's results file
 
     The schema says what a schema can: the keys and their types, exactly one prompt form, message roles,
@@ -43,6 +46,7 @@ def schema_command(kind: str) -> int:
     Examples:
       lvegit schema test
       lvegit schema instance
+      lvegit schema withheld
       lvegit schema run
       lvegit schema show
     """

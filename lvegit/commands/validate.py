@@ -32,7 +32,7 @@ def validate_command(
       lvegit validate --changed --base origin/main
     """
     repo = open_repository(repo_path)
-    reports = [validate_lve(repo, lve_dir, strict) for lve_dir in selection.resolve(repo)]
+    reports = [validate_lve(repo, lve_dir, strict) for lve_dir in selection.resolve(repo, withheld=True)]
     invalid = sum(not r.valid for r in reports)
     if output_format == "json":
         from lvegit.judge.records import validate_document  # pydantic: only for the JSON document

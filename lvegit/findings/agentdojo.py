@@ -10,8 +10,9 @@ vectors a user task's agent reads. A draft holds what AgentDojo runs for one pai
   loop), EnvironmentChecker;
 - environment/state.json: the suite's environment as AgentDojo loads it, each vector a `{placeholder}`;
 - environment/*.py: AgentDojo's own code, copied (its tools, its environment and task classes, their imports
-  of agentdojo pointed at the copies), with runtime.py (lvegit/findings/agentdojo_runtime.py) standing in
-  for the parts of agentdojo that import its LLM clients; tools.py and checks.py call into them.
+  of agentdojo pointed at the copies, their reads of the clock at the LVE's fixed one), with runtime.py
+  (lvegit/findings/agentdojo_runtime.py) standing in for the parts of agentdojo that import its LLM clients;
+  tools.py and checks.py call into them.
 
 AgentDojo fills its vectors into the YAML text before it parses it, so a text with line breaks arrives
 changed (a double-quoted YAML string folds them); the injections hold each text as AgentDojo's environment
@@ -21,6 +22,8 @@ ends up holding it, so that a tool answers what AgentDojo's answers.
 from __future__ import annotations
 
 import ast
+import copy
+import functools
 import importlib
 import importlib.metadata
 import importlib.resources
@@ -31,10 +34,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from lvegit.base.errors import LVEError, UsageError
 from lvegit.base.extras import require
 from lvegit.findings import agentdojo_runtime
-from lvegit.findings.drafts import Draft, literal
+from lvegit.findings.drafts import Draft, LeftOut, literal
 from lvegit.lve.environment import filled_state
 
 VERSION = "0.1.35"  # the agentdojo whose FunctionsRuntime, TaskSuite and formatting runtime.py follows
@@ -46,8 +51,16 @@ RUNTIME = "runtime"
 STOOD_IN = ("agentdojo.functions_runtime", "agentdojo.task_suite.task_suite", "agentdojo.task_suite")
 HEADER = (
     "# Copied from agentdojo {version}, {path} (MIT License: see runtime.py), by `lvegit import agentdojo`:\n"
-    "# its imports of agentdojo name the copies in this folder, nothing else is changed.\n"
+    "# its imports of agentdojo name the copies in this folder and its reads of the clock read the LVE's\n"
+    "# (runtime.now), nothing else is changed.\n"
 )
+# The day AgentDojo's environments are set on (their calendars' current_day): what a tool that reads the
+# clock reads, in every run and every replay.
+CLOCK = "2024-05-15T12:00:00"
+CLOCK_READ = "datetime.datetime.now"  # how AgentDojo's tools read it
+CLOCK_NAME = "_clock_now"
+# other ways to read the clock, which an LVE could not reproduce: refused
+OTHER_CLOCKS = ("datetime.datetime.utcnow", "datetime.datetime.today", "datetime.date.today", "time.time")
 
 
 def load_suite(benchmark: str, name: str) -> Any:
@@ -82,11 +95,13 @@ def drafts(
     attack_name: str,
     model: str,
     category: str,
-) -> list[Draft]:
-    """A draft per user task and injection task of `suite`, under AgentDojo's attack `attack_name`."""
-    attack = aimed_attack(suite, attack_name, model)
+) -> tuple[list[Draft], list[LeftOut]]:
+    """A draft per user task and injection task of `suite`, under AgentDojo's attack `attack_name`, and the
+    pairs whose environment cannot be an LVE's, with why."""
+    loader = _Loader(suite)
+    attack = aimed_attack(loader.fast_suite(), attack_name, model)
     files = environment_files(suite)
-    made = []
+    made, left_out = [], []
     for user_id in user_ids:
         user_task = suite.user_tasks[user_id]
         for injection_id in injection_ids:
@@ -96,7 +111,11 @@ def drafts(
             except ValueError as exc:  # AgentDojo's: a user task whose agent reads no vector
                 raise UsageError(f"AgentDojo cannot attack {suite.name} {user_id}: {exc}") from None
             draft = _draft(suite, benchmark, user_task, injection_task, attack_name, model, category)
-            state, injections = placed(suite, texts)
+            try:
+                state, injections = loader.placed(texts)
+            except LVEError as exc:  # this pair's environment cannot be an LVE's: named, the rest written
+                left_out.append(LeftOut(f"{user_id} with {injection_id}", str(exc)))
+                continue
             draft.settings["environment"] = {"injections": injections}
             draft.files = {
                 **files,
@@ -104,7 +123,7 @@ def drafts(
                 "environment/checks.py": _checks(suite, user_task.ID, injection_task.ID),
             }
             made.append(draft)
-    return made
+    return made, left_out
 
 
 def aimed_attack(suite: Any, name: str, model: str) -> Any:
@@ -171,10 +190,11 @@ def _draft(
         source=source,
         note=note,
     )
-    draft.settings = {"tools": offered_tools(suite), "max_tool_steps": MAX_TOOL_STEPS}
+    draft.settings = {"tools": copy.deepcopy(offered_tools(suite)), "max_tool_steps": MAX_TOOL_STEPS}
     return draft
 
 
+@functools.cache  # one suite's, for each of its pairs
 def offered_tools(suite: Any) -> list[dict[str, Any]]:
     """The suite's tools as AgentDojo offers them to an OpenAI model (its _function_to_openai); no
     `returns`: the environment answers them."""
@@ -210,9 +230,38 @@ def _imports_of_agentdojo(tree: ast.Module) -> Iterator[ast.ImportFrom]:
             yield node
 
 
+def _dotted(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+def _clocked(module: str, source: str) -> tuple[str, bool]:
+    """`source` with each read of the clock (datetime.datetime.now) a read of the LVE's; whether any was."""
+    reads = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Attribute):
+            continue
+        name = _dotted(node)
+        if name in OTHER_CLOCKS:
+            raise LVEError(
+                f"{module} line {node.lineno} reads the clock with {name}: runtime.py stands in for none"
+            )
+        if name == CLOCK_READ:
+            reads.append(node)
+    lines = source.splitlines(keepends=True)
+    for node in sorted(reads, key=lambda n: (n.lineno, n.col_offset), reverse=True):
+        text = lines[node.lineno - 1]
+        lines[node.lineno - 1] = text[: node.col_offset] + CLOCK_NAME + text[node.end_col_offset :]
+    return "".join(lines), bool(reads)
+
+
 def copied(module: str) -> tuple[str, list[str]]:
     """agentdojo's `module` as the environment folder holds it, and the agentdojo modules it imports."""
-    source = inspect.getsource(importlib.import_module(module))
+    source, reads_clock = _clocked(module, inspect.getsource(importlib.import_module(module)))
     tree = ast.parse(source)
     lines = source.splitlines(keepends=True)
     needs = []
@@ -228,6 +277,14 @@ def copied(module: str) -> tuple[str, list[str]]:
         indent = lines[node.lineno - 1][: node.col_offset]
         end = node.end_lineno or node.lineno
         lines[node.lineno - 1 : end] = [f"{indent}from .{flat_name(target)} import {', '.join(names)}\n"]
+    if reads_clock:  # imported with the module's first import (the lines before it are unchanged)
+        first = next(
+            node
+            for node in tree.body
+            if isinstance(node, ast.Import)
+            or (isinstance(node, ast.ImportFrom) and node.module != "__future__")
+        )
+        lines.insert(first.lineno - 1, f"from .{RUNTIME} import now as {CLOCK_NAME}\n")
     path = module.replace(".", "/") + ".py"
     return HEADER.format(version=VERSION, path=path) + "".join(lines), needs
 
@@ -280,12 +337,15 @@ def _tools(suite: Any, suite_module: str) -> str:
         "",
         "from typing import Any",
         "",
-        "from .runtime import run_function",
+        "from .runtime import run_function, set_clock",
         "from .runtime import tool_result_to_str as format_result",
         f"from .{flat_name(suite_module)} import {suite.environment_type.__name__} as State",
         *(f"from .{module} import {name} as _{name}" for module, name in imports),
         "",
         '__all__ = ["State", "format_result"]',
+        "",
+        "# What the tools read as the time (runtime.now), in every run and replay of this LVE.",
+        f"set_clock({CLOCK!r})",
     ]
     for f in suite.tools:
         lines += [
@@ -346,36 +406,130 @@ class _Vectors:
         return re.compile(r"LVEGITCANARY(\d+)X")
 
 
-def placed(suite: Any, texts: dict[str, str]) -> tuple[Any, dict[str, str]]:
+class _Loader:
+    """AgentDojo's load_and_inject_default_environment, its suite's files read once: the environment's YAML
+    text with the texts filled in, parsed (by LibYAML where PyYAML has it: the same data, the import's
+    cost), validated by the suite's model; the canaries' environment."""
+
+    def __init__(self, suite: Any) -> None:
+        from agentdojo.task_suite.task_suite import read_suite_file, validate_injections
+
+        self.suite = suite
+        self.text = read_suite_file(suite.name, "environment.yaml", suite.data_path)
+        self.defaults = suite.get_injection_vector_defaults()
+        self.validate_injections = validate_injections
+        self.vectors = _Vectors(list(self.defaults))
+        self.loaded: dict[tuple[tuple[str, str], ...], Any] = {}
+        self.placements: dict[tuple[tuple[str, str], ...], tuple[Any, dict[str, str]] | LVEError] = {}
+        self.marked = self.environment(self.vectors.canaries)
+
+    def model(self, texts: dict[str, str]) -> Any:
+        """The environment under `texts` (AgentDojo's environment object)."""
+        self.validate_injections(texts, self.defaults)
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        data = yaml.load(self.text.format(**dict(self.defaults, **texts)), Loader=loader)
+        return self.suite.environment_type.model_validate(data)
+
+    def environment(self, texts: dict[str, str]) -> Any:
+        """The environment under `texts`, as JSON data, read only (pairs whose user tasks read the same
+        vectors share their texts: loaded once)."""
+        key = tuple(sorted(texts.items()))
+        if key not in self.loaded:
+            self.loaded[key] = self.model(texts).model_dump(mode="json")
+        return self.loaded[key]
+
+    def placed(self, texts: dict[str, str]) -> tuple[Any, dict[str, str]]:
+        """placed(self, texts), once for the pairs that share their texts."""
+        key = tuple(sorted(texts.items()))
+        if key not in self.placements:
+            try:
+                self.placements[key] = placed(self, texts)
+            except LVEError as exc:
+                self.placements[key] = exc
+        found = self.placements[key]
+        if isinstance(found, LVEError):
+            raise found
+        return found
+
+    def fast_suite(self) -> Any:
+        """The suite loading its environment here (an attack loads it once per user task to see which
+        vectors its agent reads)."""
+        suite = copy.copy(self.suite)
+        suite.load_and_inject_default_environment = self.model
+        suite.get_injection_vector_defaults = lambda: dict(self.defaults)
+        return suite
+
+    def validated(self, data: Any) -> Any:
+        return self.suite.environment_type.model_validate(data).model_dump(mode="json")
+
+
+def placed(loader: _Loader, texts: dict[str, str]) -> tuple[Any, dict[str, str]]:
     """The environment as a state.json template (each vector a `{name}`, other braces doubled) and each
     vector's text as AgentDojo's environment holds it once `texts` (the attack's, the defaults elsewhere)
-    are filled in; checked by filling the template as lvegit fills a state."""
-    vectors = _Vectors(list(suite.get_injection_vector_defaults()))
-    marked = suite.load_and_inject_default_environment(vectors.canaries).model_dump(mode="json")
-    filled = suite.load_and_inject_default_environment(texts).model_dump(mode="json")
+    are filled in; checked by filling the template as lvegit fills a state.
+
+    A field that is no text but changes with the injections (a file's size) holds its value under these
+    texts: it must be one the state model derives from the texts (the worker validates each attempt's first
+    state with it), which is checked by changing each such field and validating the state."""
+    filled = loader.environment(texts)
     values: dict[str, str] = {}
-    template = _template(marked, filled, vectors, values, "")
-    defaults = suite.get_injection_vector_defaults()
-    injections = {name: values.get(name, texts.get(name, defaults[name])) for name in vectors.names}
+    derived: list[str] = []
+    vectors = loader.vectors
+    template = _template(loader.marked, filled, vectors, values, derived, "")
+    injections = {name: values.get(name, texts.get(name, loader.defaults[name])) for name in vectors.names}
     if filled_state(template, injections) != filled:
-        raise LVEError(f"AgentDojo's {suite.name} environment cannot hold its vectors as placeholders")
+        raise LVEError(f"AgentDojo's {loader.suite.name} environment cannot hold its vectors as placeholders")
+    if derived:  # each changed to another value, which the state model must derive back
+        changed = copy.deepcopy(template)
+        for where in derived:
+            _change(changed, where)
+        again = loader.validated(filled_state(changed, injections))
+        wrong = [where for where in derived if _at(again, where) != _at(filled, where)]
+        if wrong:
+            raise LVEError(
+                f"AgentDojo's environment at {wrong[0]} changes with the injections, and its state model "
+                "does not derive it from them"
+            )
     return template, injections
 
 
-def _template(marked: Any, filled: Any, vectors: _Vectors, values: dict[str, str], where: str) -> Any:
+def _at(data: Any, where: str) -> Any:
+    for key in where.split("/")[1:]:
+        data = data[int(key)] if isinstance(data, list) else data[key]
+    return data
+
+
+def _change(data: Any, where: str) -> None:
+    """Changes the number (or truth) at `where` to another."""
+    parent, _, key = where.rpartition("/")
+    container = _at(data, parent)
+    index = int(key) if isinstance(container, list) else key
+    value = container[index]
+    container[index] = (not value) if isinstance(value, bool) else value + 1
+
+
+def _template(
+    marked: Any, filled: Any, vectors: _Vectors, values: dict[str, str], derived: list[str], where: str
+) -> Any:
     if isinstance(marked, str):
         return _string_template(marked, filled, vectors, values, where)
     if isinstance(marked, dict) and isinstance(filled, dict) and marked.keys() == filled.keys():
         if any(vectors.pattern.search(key) for key in marked):
             raise LVEError(f"AgentDojo's environment has an injection vector in a key at {where or '/'}")
-        return {key: _template(marked[key], filled[key], vectors, values, f"{where}/{key}") for key in marked}
+        return {
+            key: _template(marked[key], filled[key], vectors, values, derived, f"{where}/{key}")
+            for key in marked
+        }
     if isinstance(marked, list) and isinstance(filled, list) and len(marked) == len(filled):
         return [
-            _template(m, f, vectors, values, f"{where}/{i}")
+            _template(m, f, vectors, values, derived, f"{where}/{i}")
             for i, (m, f) in enumerate(zip(marked, filled, strict=True))
         ]
     if marked != filled:
-        raise LVEError(f"AgentDojo's environment at {where or '/'} changes with the injections")
+        if not all(isinstance(value, int | float) for value in (marked, filled)):
+            raise LVEError(f"AgentDojo's environment at {where or '/'} changes with the injections")
+        derived.append(where)  # a number or the like: the state model's to derive (see placed)
+        return filled
     return marked
 
 

@@ -7,8 +7,9 @@ in every LLM client AgentDojo supports).
 It does what AgentDojo 0.1.35 does when an agent calls a tool (ToolsExecutor and FunctionsRuntime: string
 lists read as lists, the arguments validated by a pydantic model of the function's signature, the
 environment's part passed in, the result formatted as YAML) and when it checks a run (TaskSuite: the
-check from the call trace where a task has one, else from the environment before and after). The parts
-marked "AgentDojo's" are copied from agentdojo 0.1.35:
+check from the call trace where a task has one, else from the environment before and after). Its clock
+(`now`) is what the copied tools read where AgentDojo's read datetime.datetime.now(): a fixed time, so that
+every run and replay answers alike. The parts marked "AgentDojo's" are copied from agentdojo 0.1.35:
 
 MIT License
 
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import datetime
 import functools
 import inspect
 from ast import literal_eval
@@ -47,6 +49,22 @@ from pydantic import BaseModel, Field, create_model
 Version = tuple[int, int, int]
 T = TypeVar("T")
 Env = TypeVar("Env")
+
+
+_CLOCK: list[datetime.datetime] = []
+
+
+def set_clock(when: str) -> None:
+    """Fixes the time the tools read (tools.py sets the LVE's)."""
+    _CLOCK[:] = [datetime.datetime.fromisoformat(when)]
+
+
+def now() -> datetime.datetime:
+    """What AgentDojo's tools read as datetime.datetime.now(): the LVE's clock, so that a tool that stamps
+    the time (an e-mail sent, a file changed) answers the same in every run and replay."""
+    if not _CLOCK:
+        raise RuntimeError("the environment's tools.py sets no clock (runtime.set_clock)")
+    return _CLOCK[0]
 
 
 class TaskEnvironment(BaseModel):

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from lvegit.git.vcs import GitCheckout
-from lvegit.lve.repo import REPOSITORY_DIR, TEST_FILE, Repository
+from lvegit.lve.repo import REPOSITORY_DIR, TEST_FILE, WITHHELD_FILE, Repository
+
+MARKERS = (TEST_FILE, WITHHELD_FILE)  # what makes a folder an LVE's: test.json, or a withheld LVE's abstract
 
 WORK_TREE = "work tree"
 PATHS_PER_CALL = 2000  # pathspecs per git call, far below the limits on a command line
@@ -69,10 +71,11 @@ class _LVELocator:
             self.known[folder] = False
         if self.commit is None:
             for folder in unknown:
-                self.known[folder] = (self.checkout.work_tree / folder / TEST_FILE).is_file()
+                self.known[folder] = any((self.checkout.work_tree / folder / m).is_file() for m in MARKERS)
             return
-        for start in range(0, len(unknown), PATHS_PER_CALL):
-            chunk = [(folder / TEST_FILE).as_posix() for folder in unknown[start : start + PATHS_PER_CALL]]
+        step = PATHS_PER_CALL // len(MARKERS)
+        for start in range(0, len(unknown), step):
+            chunk = [(folder / m).as_posix() for folder in unknown[start : start + step] for m in MARKERS]
             for name in self.checkout.files_in(self.commit, chunk):
                 self.known[PurePosixPath(name).parent] = True
 

@@ -10,7 +10,7 @@ from typing import Any
 from lvegit.base.errors import GitHubAccessError, GitHubError, UsageError
 from lvegit.base.settings import RetryPolicy
 from lvegit.github.render import COMMENT_LIMIT, MARKER
-from lvegit.github.verify import ChangedFile, PullRequestFacts, is_sha
+from lvegit.github.verify import ChangedFile, PullRequestFacts, action_folders, is_sha
 from lvegit.lve.repo import TEST_FILE
 
 RATE_LIMIT_WAIT = 60.0  # the longest wait for a secondary rate limit to pass
@@ -73,10 +73,14 @@ class PullRequests:
 
     def facts(self, number: int) -> PullRequestFacts:
         """The pull request's head, base and changed files, and the folders of its head holding a
-        test.json (from the head's tree: the pull request's files are read as names, never run)."""
+        test.json or a local action (from the head's tree: the pull request's files are read as names,
+        never run)."""
         what = f"pull request #{number}"
         pull = self._call(what, lambda: self._repository.get_pull(number))
-        head, base = self._call(what, lambda: (str(pull.head.sha), str(pull.base.sha)))
+        head, base, base_ref, default = self._call(
+            what,
+            lambda: (str(pull.head.sha), str(pull.base.sha), pull.base.ref, pull.base.repo.default_branch),
+        )
         files = self._call(
             f"files of #{number}",
             lambda: [ChangedFile(f.filename, f.status, f.previous_filename) for f in pull.get_files()],
@@ -84,19 +88,39 @@ class PullRequests:
         total = self._call(what, lambda: int(pull.changed_files))
         tree = self._call(f"tree of {head[:12]}", lambda: self._repository.get_git_tree(head, recursive=True))
         suffix = f"/{TEST_FILE}"
-        folders = self._call(
-            f"tree of {head[:12]}",
-            lambda: (
-                None
-                if tree.truncated
-                else {
-                    e.path.removesuffix(suffix)
-                    for e in tree.tree
-                    if e.type == "blob" and e.path.endswith(suffix)
-                }
-            ),
+        blobs = self._call(f"tree of {head[:12]}", lambda: [e.path for e in tree.tree if e.type == "blob"])
+        truncated = self._call(f"tree of {head[:12]}", lambda: bool(tree.truncated))
+        folders = (
+            None if truncated else {path.removesuffix(suffix) for path in blobs if path.endswith(suffix)}
         )
-        return PullRequestFacts(head, base, files, len(files) >= total, folders)
+        actions = action_folders(blobs)
+        return PullRequestFacts(head, base, files, len(files) >= total, folders, actions, base_ref, default)
+
+    def pulls_from(self, label: str) -> dict[int, str]:
+        """The pull requests from the branch `label` (`owner:branch`), and the branch each is into; closed
+        ones too (one closed as soon as its run ended is still a run the comment stage may be following)."""
+        return dict(
+            self._call(
+                f"pull requests from {label}",
+                lambda: [(p.number, p.base.ref) for p in self._repository.get_pulls(state="all", head=label)],
+            )
+        )
+
+    def same_file(self, path: str, commit: str, branch: str) -> bool:
+        """Whether `path` is one file (the same blob) at `commit` and at the tip of `branch`; not where
+        either has none."""
+
+        def blob(ref: str) -> str | None:
+            try:
+                found = self._call(
+                    f"{path} at {ref[:40]}", lambda: self._repository.get_contents(path, ref=ref)
+                )
+            except GitHubAccessError:  # 404: no such file there
+                return None
+            return str(found.sha) if not isinstance(found, list) else None  # a folder is no workflow
+
+        theirs = blob(commit)
+        return theirs is not None and theirs == blob(branch)
 
     def on_branch(self, commit: str, tip: str) -> bool:
         """Whether `commit` (a results file's word) is `tip` or one of its ancestors, by GitHub's compare

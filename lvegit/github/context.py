@@ -38,6 +38,7 @@ class RunOrigin:
 
     path: str  # its workflow file
     event: str  # what triggered it
+    head_label: str = ""  # the branch it ran for, as `owner:branch` (GitHub's `head` filter of pulls)
 
 
 @dataclass(frozen=True)
@@ -120,5 +121,8 @@ def read_event(name: str | None = None, payload_path: str | None = None, base_ov
     if name == "workflow_run":
         run = _get(payload, "workflow_run")
         path, trigger = _get(run, "path"), _get(run, "event")
-        event = replace(event, origin=RunOrigin(str(path or ""), str(trigger or "")))
+        owner = str(_get(run, "head_repository", "full_name") or "").split("/")[0]
+        branch = _get(run, "head_branch")
+        label = f"{owner}:{branch}" if owner and isinstance(branch, str) and branch else ""
+        event = replace(event, origin=RunOrigin(str(path or ""), str(trigger or ""), label))
     return event

@@ -34,7 +34,7 @@ from lvegit.github.context import Event
 from lvegit.github.render import SUMMARY_LIMIT, annotation_commands, render, write_outputs
 from lvegit.github.review import review
 from lvegit.github.trust import Trusted, for_pull_request
-from lvegit.github.verify import CHECK_WORKFLOW, ChangedFile, doubts, runs_on_doubts
+from lvegit.github.verify import CHECK_WORKFLOW, ChangedFile, action_folders, doubts, runs_on_doubts
 from lvegit.history.severity import impacts_of, severities
 from lvegit.history.status import History, LVEStatus, status_table
 from lvegit.history.store import HISTORY_DIR, history_dir
@@ -42,7 +42,7 @@ from lvegit.judge.cache import open_cache
 from lvegit.judge.check import check_all
 from lvegit.judge.results import CLAIMED, LVEChange, LVECheck
 from lvegit.lve import ids
-from lvegit.lve.repo import Repository, text_name
+from lvegit.lve.repo import Repository, is_withheld, text_name
 from lvegit.lve.routing_file import Reader
 from lvegit.publish.readme import ReadmeError, readme_of
 from lvegit.run.live import Live, run_live
@@ -165,6 +165,11 @@ def _find_changed_lves(run: CheckRun) -> None:
     run.lve_dirs = [repo.root / path for path in paths if (repo.root / path).is_dir()]
 
 
+def _ordinary(run: CheckRun) -> list[LVECheck]:
+    """The checks of LVEs that are not withheld: a withheld one has no README and no run in a pull request."""
+    return [check for check in run.checks if not is_withheld(run.repo.root / check.path)]
+
+
 def _validate_and_replay(run: CheckRun) -> None:
     """Validate and replay the changed LVEs, with the verdicts of the cache; note where their READMEs need
     refreshing (the work tree as the pull request left it, before the live stage appends instances)."""
@@ -175,7 +180,7 @@ def _validate_and_replay(run: CheckRun) -> None:
     if unused:
         line(f"lvegit: verdict cache: {unused}")
     run.checks = check_all(run.repo, run.lve_dirs, cache)
-    run.readmes = {c.path: _readme_warning(run.repo, c.path) for c in run.checks if c.validation.valid}
+    run.readmes = {c.path: _readme_warning(run.repo, c.path) for c in _ordinary(run) if c.validation.valid}
     if cache is not None:
         cache.prune()
 
@@ -223,7 +228,7 @@ def _known_ids(repo: Repository, trusted: Trusted | None) -> dict[str, str]:
 def _run_live(run: CheckRun) -> None:
     """Re-run the valid LVEs' instances against their models where a model is reachable and allowed."""
     settings = run.settings
-    runnable = [run.repo.root / check.path for check in run.checks if check.validation.valid]
+    runnable = [run.repo.root / check.path for check in _ordinary(run) if check.validation.valid]
     run.live = run_live(
         run.repo,
         runnable,
@@ -417,7 +422,17 @@ def _comment(run: CheckRun, results: results_file.ResultsDocument) -> None:
                 ChangedFile(c.new_path or c.path, "renamed" if c.new_path else "modified", c.path)
                 for c in changed
             ]
-            found = runs_on_doubts(files, run.checkout.relative(run.repo.root))
+            tree = run.checkout.run(
+                "ls-tree",
+                "-r",
+                "-z",
+                "--name-only",
+                "--full-tree",
+                run.event.head,
+                failure="cannot list the head",
+            )
+            actions = action_folders(tree.split("\0"))
+            found = runs_on_doubts(files, run.checkout.relative(run.repo.root), actions)
         post_comment(results, run.settings, run.event.pull_request, run.event.head, found)
 
 
@@ -494,13 +509,31 @@ def comment(event: Event, settings: ActionSettings) -> int:
     facts = api.facts(number)
     on_branch = results.base_sha is not None and api.on_branch(results.base_sha, facts.base_sha)
     repository, workflow = settings.repository, settings.check_workflow
-    found = doubts(results, event.origin, facts, workflow, repository, settings.lve_root, on_branch)
+    # A pull request into another branch ran that branch's check workflow, from the same path.
+    same = facts.base_ref == facts.default_branch or api.same_file(
+        workflow, facts.base_sha, facts.default_branch
+    )
+    found = doubts(results, event.origin, facts, workflow, repository, settings.lve_root, on_branch, same)
     if results.pull_request not in (None, number):
         found.append(f"they are for pull request #{results.pull_request}, not #{number}")
+    if event.origin is not None:
+        found += _branch_doubts(api, event.origin.head_label, number, facts.base_ref)
     for doubt in found:
         line(f"lvegit: not verified: {doubt}")
     _upsert(api, number, render(results, settings.server_url, doubts=found))
     return 0
+
+
+def _branch_doubts(api: PullRequests, label: str, number: int, base_ref: str) -> list[str]:
+    """Which pull request a run was for, GitHub does not say (a fork's workflow_run names none, and
+    another's names each from its branch): the run must be of `number`'s branch, and no other pull
+    request from that branch, open or closed, may be into another base branch (whose check workflow the
+    run may have been, naming `number` in its artifact)."""
+    pulls = api.pulls_from(label) if label else {}
+    if number not in pulls:
+        return [f"the run was for the branch {label or 'GitHub did not name'}, which #{number} is not from"]
+    others = [f"#{other} (into {ref})" for other, ref in sorted(pulls.items()) if ref != base_ref]
+    return [f"the run may be of another pull request from its branch: {', '.join(others)}"] if others else []
 
 
 def environment_settings(workspace: Path) -> dict[str, Any]:

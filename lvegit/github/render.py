@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from lvegit.base.escape import code_block, html_text, markdown, workflow_data, workflow_property
+from lvegit.base.escape import code_block, code_span, html_text, markdown, workflow_data, workflow_property
 from lvegit.base.output import count
 from lvegit.github.results import LVERecord, ResultsDocument
 from lvegit.history.status import STATE_MARKS
@@ -93,6 +93,7 @@ def _comment() -> Any:
             "md": markdown,
             "html": html_text,
             "code": code_block,
+            "code_span": code_span,
             "count": count,
             "verdict": verdict_word,
             "mismatch_reason": _mismatch_reason,

@@ -16,7 +16,14 @@ from pydantic import Field, ValidationError
 from lvegit import __version__
 from lvegit.base.errors import UsageError
 from lvegit.base.escape import mask
-from lvegit.base.files import FileProblem, discard_reserved, output_folder, reserve_inside, write_inside
+from lvegit.base.files import (
+    FileProblem,
+    discard_reserved,
+    output_folder,
+    parse_json,
+    reserve_inside,
+    write_inside,
+)
 from lvegit.base.output import count
 from lvegit.base.records import Record, write_schemas
 from lvegit.history.status import LVEStatus
@@ -206,8 +213,8 @@ def load(path: Path) -> ResultsDocument:
         size = path.stat().st_size
         if size > MAX_RESULTS_BYTES:
             raise UsageError(f"results file {path} is too large ({size} bytes)")
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        data = parse_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, FileProblem) as exc:  # FileProblem: nested too deep, a huge number
         raise UsageError(f"cannot read the results file {path}: {exc}") from None
     return validate(data)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Final
 
@@ -27,8 +27,11 @@ from lvegit.lve.routing_file import ROUTING_FILES
 CHECK_WORKFLOW: Final = ".github/workflows/lvegit-check.yml"
 # Where the workflows and local actions a check job runs are defined, from the top of the repository.
 WORKFLOW_FOLDERS: Final = (".github/workflows/", ".github/actions/")
-# A local action (`uses: ./folder`) is its folder's action.yml, and a Docker one its Dockerfile.
-ACTION_FILES: Final = ("action.yml", "action.yaml", "Dockerfile")
+# A local action (`uses: ./folder`) is a folder holding an action.yml: it runs the files of that folder
+# (a composite action's scripts, a Docker action's Dockerfile and what it copies), so a change anywhere
+# below one counts. Names are compared case-folded: a macOS or Windows runner finds `Action.YML` as one.
+ACTION_DEFINITIONS: Final = ("action.yml", "action.yaml")
+ACTION_FILES: Final = (*ACTION_DEFINITIONS, "dockerfile")
 MAX_NAMED = 10  # LVEs named in one doubt; the rest are counted
 
 
@@ -51,6 +54,9 @@ class PullRequestFacts:
     files: list[ChangedFile]
     files_complete: bool  # False: GitHub lists no more than 3,000 files and this one has more
     lve_folders: set[str] | None  # the head's folders holding a test.json; None: its tree was too large
+    action_folders: set[str] = field(default_factory=set)  # the head's local actions (action_folders)
+    base_ref: str = ""  # the branch it is into
+    default_branch: str = ""  # the repository's, which workflow_run workflows run from
 
 
 def is_sha(text: str) -> bool:
@@ -110,21 +116,40 @@ def _named(paths: Iterable[str]) -> str:
     return shown + (f" and {len(ordered) - MAX_NAMED} more" if len(ordered) > MAX_NAMED else "")
 
 
-def _runs_on(files: list[ChangedFile], top: str) -> list[str]:
-    """The files of the pull request that say what its check runs: workflows, actions, lvegit's
-    configuration (both names of a renamed file)."""
-    config = {str(PurePosixPath(top, name)) for name in ROUTING_FILES}
-    paths = {path for file in files for path in (file.path, file.previous) if path is not None}
-    return sorted(
-        path
+def action_folders(paths: Iterable[str]) -> set[str]:
+    """The folders of these file paths (a tree's) that hold a local action's definition, case-folded
+    ('.' for the top)."""
+    return {
+        PurePosixPath(path).parent.as_posix().casefold()
         for path in paths
-        if path.startswith(WORKFLOW_FOLDERS) or PurePosixPath(path).name in ACTION_FILES or path in config
-    )
+        if PurePosixPath(path).name.casefold() in ACTION_DEFINITIONS
+    }
 
 
-def runs_on_doubts(files: list[ChangedFile], top: str) -> list[str]:
-    """The doubt of a pull request that changes what its check runs on (its run may be anything)."""
-    runs_on = _runs_on(files, top)
+def _runs_on(files: list[ChangedFile], top: str, actions: set[str]) -> list[str]:
+    """The files of the pull request that say what its check runs: workflows, actions and the files of
+    a local action's folder (`actions`, from action_folders), lvegit's configuration (both names of a
+    renamed file); compared case-folded."""
+    config = {str(PurePosixPath(top, name)).casefold() for name in ROUTING_FILES}
+
+    def runs(path: str) -> bool:
+        folded = PurePosixPath(path.casefold())
+        in_action = any(folder.as_posix() in actions for folder in folded.parents)
+        return (
+            folded.as_posix().startswith(WORKFLOW_FOLDERS)
+            or folded.name in ACTION_FILES
+            or folded.as_posix() in config
+            or in_action
+        )
+
+    paths = {path for file in files for path in (file.path, file.previous) if path is not None}
+    return sorted(path for path in paths if runs(path))
+
+
+def runs_on_doubts(files: list[ChangedFile], top: str, actions: set[str]) -> list[str]:
+    """The doubt of a pull request that changes what its check runs on (its run may be anything);
+    `actions`: the head's local actions (action_folders)."""
+    runs_on = _runs_on(files, top, actions)
     what = f"this pull request changes what its check runs on ({_named(runs_on)})"
     return [f"{what}: its run may not be lvegit's check"] if runs_on else []
 
@@ -178,12 +203,20 @@ def doubts(
     repository: str,
     top: str,
     base_on_branch: bool,
+    same_workflow: bool,
 ) -> list[str]:
     """Why the comment stage cannot vouch for these results (empty: it can). `base_on_branch`: whether
     the results' base is the pull request's base commit or an earlier commit of its branch (GitHub's
-    compare); `top`: the LVE root, from the top of the repository ('' for the top itself)."""
+    compare); `same_workflow`: whether the base branch's check workflow is the default branch's file (the
+    one the comment stage's own workflow sits beside); `top`: the LVE root, from the top of the repository
+    ('' for the top itself)."""
     found = _origin_doubts(origin, expected_workflow, repository)
-    found += runs_on_doubts(facts.files, top)
+    if not same_workflow:
+        found.append(
+            f"this pull request is into {facts.base_ref}, whose check workflow ({expected_workflow}) is not "
+            f"the default branch's ({facts.default_branch})"
+        )
+    found += runs_on_doubts(facts.files, top, facts.action_folders)
     if results.head_sha != facts.head_sha:
         head, theirs = facts.head_sha[:12], results.head_sha[:12]
         found.append(f"they are for the commit {theirs}, not the pull request's head {head}")

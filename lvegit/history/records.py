@@ -1,5 +1,6 @@
-"""The typed, versioned record of `lvegit status --format json` (schema `lvegit-status`, version 1,
-shipped in lvegit/schemas/): the status of each LVE on each model, and the rule that made it."""
+"""The typed, versioned records of `lvegit status --format json` (schema `lvegit-status`, version 1,
+shipped in lvegit/schemas/: the status of each LVE on each model, and the rule that made it) and of
+`lvegit history list --format json` (`lvegit-history`: the runs)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,36 @@ class StatusDocument(Record):
     counts: dict[str, int]
 
 
-DOCUMENTS: Final[dict[str, type[Record]]] = {"status": StatusDocument}
+class RunRow(Record):
+    """One run of the history: its file, when it started, its attempts and the model versions that
+    answered."""
+
+    file: str
+    at: str
+    attempts: int
+    versions: list[str]
+
+
+class HistoryDocument(Record):
+    """What `lvegit history list --format json` prints: the runs, oldest first (none in a new history)."""
+
+    schema_name: Literal["lvegit-history"] = Field(alias="schema")
+    version: Literal[1]
+    history: HistoryInfo
+    runs: list[RunRow]
+
+
+DOCUMENTS: Final[dict[str, type[Record]]] = {"status": StatusDocument, "history": HistoryDocument}
+
+
+def history_document(folder: str, runs: list[RunRow]) -> dict[str, Any]:
+    document = HistoryDocument(
+        schema="lvegit-history",
+        version=VERSION,
+        history=HistoryInfo(folder=folder, files=len(runs)),
+        runs=runs,
+    )
+    return document.model_dump(mode="json", by_alias=True)
 
 
 def status_document(folder: str, files: int, models: list[str], statuses: list[LVEStatus]) -> dict[str, Any]:

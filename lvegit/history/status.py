@@ -29,7 +29,14 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from lvegit.base.errors import UsageError
-from lvegit.history.store import HistoryFile, broken_pages, check_files, history_files, needs_data_extra
+from lvegit.history.store import (
+    HistoryFile,
+    broken_pages,
+    check_files,
+    duckdb_connection,
+    history_files,
+    needs_data_extra,
+)
 from lvegit.lve.problems import RECORD_CONFIG
 from lvegit.run.rerun import wilson_interval
 
@@ -326,32 +333,30 @@ class History:
             import duckdb
         except ImportError as exc:
             raise needs_data_extra(exc) from None
-        connection = duckdb.connect(":memory:")
-        try:
-            conditions = []
-            for name, wanted in (("lve", lves), ("model", models)):
-                if wanted is not None:
-                    connection.execute(f"CREATE TEMP TABLE wanted_{name} AS SELECT unnest($v) AS {name}",
-                                       {"v": list(wanted)})  # fmt: skip
-                    conditions.append(f"{name} IN (SELECT {name} FROM wanted_{name})")
-            if lves:  # files are sorted by LVE: a range lets DuckDB skip row groups by their statistics
-                low, high = (_literal(bound) for bound in (min(lves), max(lves)))
-                conditions.append(f"lve BETWEEN {low} AND {high}")
-            where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
-            connection.execute(f"CREATE TEMP VIEW attempts AS SELECT {self._columns()} {where}")
-            for step in steps:
-                connection.execute(step)
-            return [list(connection.execute(query).fetchall()) for query in queries]
-        except duckdb.Error as exc:
-            broken = broken_pages(self.files)  # a page the checks of `open` did not read
-            if not broken:
-                raise UsageError(f"cannot read the history in {self.folder}: {exc}") from None
-            if not self.partial:
-                raise UsageError(next(iter(broken.values()))) from None
-            self.files[:] = [file for file in self.files if file.path not in broken]
-            self.problems.extend(broken.values())
-        finally:
-            connection.close()
+        with duckdb_connection() as connection:
+            try:
+                conditions = []
+                for name, wanted in (("lve", lves), ("model", models)):
+                    if wanted is not None:
+                        connection.execute(f"CREATE TEMP TABLE wanted_{name} AS SELECT unnest($v) AS {name}",
+                                           {"v": list(wanted)})  # fmt: skip
+                        conditions.append(f"{name} IN (SELECT {name} FROM wanted_{name})")
+                if lves:  # files are sorted by LVE: a range lets DuckDB skip row groups by their statistics
+                    low, high = (_literal(bound) for bound in (min(lves), max(lves)))
+                    conditions.append(f"lve BETWEEN {low} AND {high}")
+                where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
+                connection.execute(f"CREATE TEMP VIEW attempts AS SELECT {self._columns()} {where}")
+                for step in steps:
+                    connection.execute(step)
+                return [list(connection.execute(query).fetchall()) for query in queries]
+            except duckdb.Error as exc:
+                broken = broken_pages(self.files)  # a page the checks of `open` did not read
+                if not broken:
+                    raise UsageError(f"cannot read the history in {self.folder}: {exc}") from None
+                if not self.partial:
+                    raise UsageError(next(iter(broken.values()))) from None
+                self.files[:] = [file for file in self.files if file.path not in broken]
+                self.problems.extend(broken.values())
         return self.queries(lves, models, steps, queries)  # again, without the broken files
 
     def _columns(self) -> str:

@@ -11,11 +11,13 @@ plain files with such names are read, never links, and a file that is no history
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
 import re
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +29,7 @@ from lvegit.base.files import FileProblem, output_folder, write_inside
 from lvegit.run.attempt import Attempt, load_report
 
 if TYPE_CHECKING:
+    import duckdb
     import pyarrow
 
 HISTORY_DIR: Final = "history"  # at the repository root, unless LVEGIT_HISTORY_DIR says otherwise
@@ -36,6 +39,15 @@ ROW_GROUP: Final = 16_384  # rows
 # rows compresses to almost nothing, so its row count is checked before anything is read.
 MAX_RUN_ROWS: Final = 5_000_000
 MAX_HISTORY_ROWS: Final = 50_000_000
+# What a run file holds once decompressed, by its metadata, and each string of it, in bytes: zstd shrinks a
+# repeated string thousands of times over (a 110 KiB file of them took status to 4.3 GB), and one 20 MB
+# version shared by 20,000 rows is 400 GB hashed. lvegit writes names, versions and paths of a few hundred
+# bytes, and a run of MAX_RUN_ROWS in a few tens of MB.
+MAX_RUN_UNCOMPRESSED_BYTES: Final = 256 * 1024 * 1024
+MAX_HISTORY_UNCOMPRESSED_BYTES: Final = 4 * 1024 * 1024 * 1024
+MAX_STRING_BYTES: Final = 1024
+STRING_COLUMNS: Final = ("run", "lve", "model", "version", "file")
+DUCKDB_MEMORY_LIMIT: Final = "4GiB"  # a status of 10 million rows takes under 1 GiB
 # null unsafe: the attempt ended in an error or its verdict is invalid; null file and line: an attempt of no
 # recorded instance (a prompt run anew); every other column is always set
 NULLABLE: Final = ("file", "line", "unsafe")
@@ -285,10 +297,79 @@ def _run_at_bounds(path: Path) -> tuple[int, int] | None:
     return None if found["min"] is None else (found["min"], found["max"])
 
 
+def uncompressed_size(metadata: Any) -> int:
+    """The bytes a Parquet file's column chunks hold decompressed, by its metadata."""
+    return sum(
+        metadata.row_group(group).column(column).total_uncompressed_size
+        for group in range(metadata.num_row_groups)
+        for column in range(metadata.num_columns)
+    )
+
+
+@contextlib.contextmanager
+def duckdb_connection() -> Iterator[duckdb.DuckDBPyConnection]:
+    """An in-memory DuckDB database with DUCKDB_MEMORY_LIMIT (a backstop behind the bounds on each file:
+    DuckDB would take 80% of the memory) that spills to a folder of its own, never to the working directory
+    (the repository)."""
+    import duckdb
+
+    with tempfile.TemporaryDirectory(prefix="lvegit-history-") as spill:
+        connection = duckdb.connect(
+            ":memory:", config={"memory_limit": DUCKDB_MEMORY_LIMIT, "temp_directory": spill}
+        )
+        try:
+            yield connection
+        finally:
+            connection.close()
+
+
+def _longest(connection: Any, paths: list[str]) -> list[int]:
+    """The longest value of each string column in these files, in bytes. DuckDB reads a value that a
+    Parquet dictionary holds once, for all its rows, and knows each value's length: a 20 MB version in
+    20,000 rows costs no more than one."""
+    lengths = ", ".join(f"coalesce(max(strlen({name})), 0)" for name in STRING_COLUMNS)
+    query = f"SELECT {lengths} FROM read_parquet($paths, union_by_name = true)"
+    return list(connection.execute(query, {"paths": paths}).fetchone())
+
+
+def _string_problems(files: list[HistoryFile]) -> dict[HistoryFile, str]:
+    """Why each of these files that holds a string over MAX_STRING_BYTES (or that DuckDB cannot read) is
+    refused, naming it and the column: all files in one reading, each on its own only where one fails."""
+    import duckdb
+
+    if not files:
+        return {}
+    with duckdb_connection() as connection:
+        try:
+            if max(_longest(connection, [str(file.path) for file in files])) <= MAX_STRING_BYTES:
+                return {}
+        except duckdb.Error:
+            pass  # one of them: found below
+        found = {}
+        for file in files:
+            try:
+                longest = _longest(connection, [str(file.path)])
+            except duckdb.Error as exc:
+                found[file] = unreadable(file, exc)
+                continue
+            for name, length in zip(STRING_COLUMNS, longest, strict=True):
+                if length > MAX_STRING_BYTES:
+                    found[file] = (
+                        f"{file.path}: the column '{name}' holds a value over {MAX_STRING_BYTES:,} bytes"
+                    )
+                    break
+        return found
+
+
 def _problem(file: HistoryFile, schema: Any, metadata: Any) -> str | None:
     """Why a run file that Parquet reads is no run file of lvegit's history, or None."""
     if metadata.num_rows > MAX_RUN_ROWS:
         return f"{file.path}: {metadata.num_rows:,} rows, over the {MAX_RUN_ROWS:,} a run may hold"
+    if (size := uncompressed_size(metadata)) > MAX_RUN_UNCOMPRESSED_BYTES:
+        return (
+            f"{file.path}: {size:,} bytes decompressed, over the {MAX_RUN_UNCOMPRESSED_BYTES:,} a run file "
+            "may hold"
+        )
     found = (schema.metadata or {}).get(b"lvegit_history")
     layouts = {version.encode(): version == FORMAT_VERSION for version in (FORMAT_VERSION, WITHOUT_INVALID)}
     if found not in layouts or not schema.remove_metadata().equals(
@@ -327,12 +408,13 @@ def broken_pages(files: list[HistoryFile]) -> dict[Path, str]:
 
 
 def check_files(files: list[HistoryFile]) -> tuple[list[HistoryFile], list[str]]:
-    """The files that are history files of this layout, of at most MAX_RUN_ROWS rows, with no empty value
-    where lvegit always writes one and no date out of range; and why each other one is not (naming it).
-    The history as a whole holds at most MAX_HISTORY_ROWS rows (a usage error past that)."""
+    """The files that are history files of this layout, of at most MAX_RUN_ROWS rows and
+    MAX_RUN_UNCOMPRESSED_BYTES, with no string over MAX_STRING_BYTES, no empty value where lvegit always
+    writes one and no date out of range; and why each other one is not (naming it). The history as a whole
+    holds at most MAX_HISTORY_ROWS rows and MAX_HISTORY_UNCOMPRESSED_BYTES (a usage error past that)."""
     import pyarrow.parquet as pq
 
-    total = 0
+    total = total_bytes = 0
     readable, problems = [], []
     for file in files:
         try:
@@ -348,5 +430,13 @@ def check_files(files: list[HistoryFile]) -> tuple[list[HistoryFile], list[str]]
         total += metadata.num_rows
         if total > MAX_HISTORY_ROWS:
             raise UsageError(f"{file.path}: the history holds over {MAX_HISTORY_ROWS:,} rows up to this file")
+        total_bytes += uncompressed_size(metadata)
+        if total_bytes > MAX_HISTORY_UNCOMPRESSED_BYTES:
+            raise UsageError(
+                f"{file.path}: the history holds over {MAX_HISTORY_UNCOMPRESSED_BYTES:,} bytes decompressed "
+                "up to this file"
+            )
         readable.append(dataclasses.replace(file, counts_invalid="invalid" in schema.names))
-    return readable, problems
+    refused = _string_problems(readable)
+    problems.extend(refused.values())
+    return [file for file in readable if file not in refused], problems

@@ -129,6 +129,8 @@ class VerdictCache:
 
         try:
             ensure_inside(self.directory, path.parent, "the cache folder").mkdir(parents=True, exist_ok=True)
+            if self.written == 0:
+                self._keep_out_of_git()
             descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
             with os.fdopen(descriptor, "w") as handle:
                 json.dump(data, handle)
@@ -136,6 +138,16 @@ class VerdictCache:
         except (OSError, FileProblem):
             return  # a cache that cannot be written is only slower
         self.written += 1
+
+    def _keep_out_of_git(self) -> None:
+        """A `.gitignore` of `*` inside the cache folder: whatever command wrote the cache first, in a
+        repository whose .gitignore does not name it, `git add -A` leaves it out. Never over a file or link
+        already there (created exclusively)."""
+        with (
+            contextlib.suppress(FileExistsError),
+            open(self.directory / ".gitignore", "x", encoding="utf-8") as handle,
+        ):
+            handle.write("# lvegit's verdict cache (lvegit writes it): never committed\n*\n")
 
     def get(self, key: str) -> Outcome | None:
         return Outcome.from_json(self._read(key))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from lvegit.judge.cache import VerdictCache
 from lvegit.judge.results import LVECheck, LVEReport, ReplayResult
-from lvegit.lve.repo import Repository
+from lvegit.lve.repo import Repository, is_withheld
 
 if TYPE_CHECKING:
     from lvegit.judge.replay import Judging
@@ -86,9 +86,14 @@ def _judging(
 
 
 def check_stream(
-    repo: Repository, lve_dirs: list[Path], cache: VerdictCache | None = None, strict: bool = False
+    repo: Repository,
+    lve_dirs: list[Path],
+    cache: VerdictCache | None = None,
+    strict: bool = False,
+    opened: dict[Path, LVECheck] | None = None,
 ) -> Iterator[tuple[Path, LVECheck]]:
-    """Each LVE's record as soon as it is known, in the order given (see lvegit.judge.replay.judge_stream)."""
+    """Each LVE's record as soon as it is known, in the order given (see lvegit.judge.replay.judge_stream);
+    `opened`: the records of withheld LVEs that a disclosure identity opened (opened_checks)."""
     keys = {d: cache.lve_key(repo, d, strict) for d in lve_dirs} if cache is not None else {}
     settled = {
         d: c for d, key in keys.items() if cache is not None and (c := _cached(cache, key, repo.relative(d)))
@@ -101,9 +106,19 @@ def check_stream(
     start_launcher_for(repo, (d for d in lve_dirs if d not in settled))  # before the checkers' code loads
     from lvegit.judge import replay, validate
 
+    published: list[dict[Path, str]] = []  # published_before's answer, once asked
+
     def here(lve_dir: Path) -> Judging[LVECheck]:
         if lve_dir in settled:
             return settled[lve_dir]
+        if is_withheld(lve_dir):  # validated without a key, never replayed here
+            from lvegit.judge.withheld import published_before, withheld_check
+
+            if lve_dir in (opened or {}):
+                return (opened or {})[lve_dir]
+            if not published:  # git is asked once for every withheld LVE of the command
+                published.append(published_before(repo, [d for d in lve_dirs if is_withheld(d)]))
+            return withheld_check(repo, lve_dir, published[0])
         return (yield from _judging(repo, lve_dir, cache, strict, keys.get(lve_dir)))
 
     def read(document: Any) -> dict[str, LVECheck]:
@@ -120,8 +135,54 @@ def check_stream(
 
 
 def check_all(
-    repo: Repository, lve_dirs: list[Path], cache: VerdictCache | None = None, strict: bool = False
+    repo: Repository,
+    lve_dirs: list[Path],
+    cache: VerdictCache | None = None,
+    strict: bool = False,
+    opened: dict[Path, LVECheck] | None = None,
 ) -> list[LVECheck]:
     """Every LVE's record (see check_stream), in the order of `lve_dirs`."""
-    per_lve = dict(check_stream(repo, lve_dirs, cache, strict))
+    per_lve = dict(check_stream(repo, lve_dirs, cache, strict, opened))
     return [per_lve[lve_dir] for lve_dir in lve_dirs]
+
+
+def opened_checks(
+    repo: Repository, lve_dirs: list[Path], identity: Any, strict: bool
+) -> dict[Path, LVECheck]:
+    """The withheld LVEs among `lve_dirs` checked as the trusted job checks them: each payload decrypted
+    into a private scratch folder (removed after), validated and replayed there like any LVE, in the same
+    sandbox, without the verdict cache (its files are public); the records keep statuses, files, fields
+    and lines, never a message (see lvegit.judge.withheld.redacted)."""
+    import shutil
+    import tempfile
+
+    from lvegit.base.errors import LVEError
+    from lvegit.disclosure.abstract import read_abstract
+    from lvegit.disclosure.withheld import scratch_copy
+    from lvegit.judge.withheld import published_before, redacted, unopened, withheld_report
+    from lvegit.lve.problems import Problems
+
+    withheld = [d for d in lve_dirs if is_withheld(d)]
+    if not withheld:
+        return {}
+    published = published_before(repo, withheld)
+    scratch = Path(tempfile.mkdtemp(prefix="lvegit-withheld-"))  # mode 0700: this user's only
+    try:
+        placed: dict[Path, Path] = {}
+        found: dict[Path, LVECheck] = {}
+        for lve_dir in withheld:
+            report = withheld_report(repo, lve_dir, published)  # what is checked without a key holds first
+            if not report.valid:
+                found[lve_dir] = LVECheck(report, [])
+                continue
+            try:
+                abstract = read_abstract(lve_dir, Problems(report.path))  # valid: the report says so
+                placed[scratch_copy(repo, lve_dir, identity, scratch, abstract)] = lve_dir
+            except LVEError as exc:
+                found[lve_dir] = unopened(repo, lve_dir, str(exc))
+        clear = Repository(scratch)
+        for copy, check in zip(placed, check_all(clear, list(placed), None, strict), strict=True):
+            found[placed[copy]] = redacted(check)
+        return found
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -31,12 +31,17 @@ Pair = tuple[list[Message], list[Message]]  # (prompt as sent, conversation with
 
 
 def prompts_to_send(lve: LVE, params: dict[str, Any]) -> list[list[Message]]:
-    """Each run's prompt with parameters filled in and its trailing hole; one entry for a single prompt."""
-    prompts = [run.messages for run in lve.run_sequence()] if lve.runs is not None else [lve.prompt or []]
+    """Each run's prompt with parameters filled in and its trailing hole; one entry for a single prompt.
+    A run is filled once, its repetitions sharing its messages (each filled up to a conversation's bound)."""
     try:
-        return [with_trailing_hole(fill_messages(messages, params)) for messages in prompts]
+        if lve.runs is None:
+            return [with_trailing_hole(fill_messages(lve.prompt or [], params))]
+        filled = [with_trailing_hole(fill_messages(run.messages, params)) for run in lve.runs]
     except ValueError as exc:  # TemplateError: a parameter without a value
         raise LVEError(str(exc)) from None
+    return [
+        list(prompt) for run, prompt in zip(lve.runs, filled, strict=True) for _ in range(run.repetitions)
+    ]
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from lvegit.judge.validate_tools import check_tools
 from lvegit.lve.instances import Instance
 from lvegit.lve.problems import PLACEHOLDER, Problems, join_path, suggestion
 from lvegit.lve.prompt import Message, Role, fill_holes, variable_names, with_trailing_hole
-from lvegit.lve.repo import CHECKER_DIR, Repository
+from lvegit.lve.repo import CHECKER_DIR, Repository, is_withheld
 from lvegit.lve.routing_file import route_problem
 from lvegit.lve.spec import LVE, Loaded, load_lve, locate_lines
 from lvegit.lve.template import TemplateError, braces_hint, placeholders
@@ -164,38 +164,10 @@ def _check_checker(lve: LVE, problems: Problems, factory: CheckerFactory) -> set
     if found is None:
         return used
     signature, multi = found
-    for name in signature.required:
-        if name not in lve.checker_args:
-            problems.error("checker_args", f"{lve.checker_name} needs the argument '{name}'")
-    for name in lve.checker_args:
-        if not signature.takes_any and name not in (*signature.required, *signature.optional):
-            problems.error(join_path("checker_args", name), f"{lve.checker_name} takes no argument '{name}'")
-    has_placeholders = False
-    cls = builtin_checker(lve.checker_name)
-    own_templates, own_fields = (cls.template_args, cls.template_fields) if cls else ((), ())
-    for name, value in lve.checker_args.items():
-        if isinstance(value, str):
-            try:
-                names = placeholders(value)
-            except TemplateError as exc:
-                problems.error(join_path("checker_args", name), str(exc))
-                return used | set(lve.prompt_parameters)  # as for prompts: no second error
-            if name in own_templates:  # the checker fills it with the parameters and its own fields
-                for unknown in (n for n in names if n not in own_fields and n not in lve.prompt_parameters):
-                    problems.error(
-                        join_path("checker_args", name),
-                        f"{{{unknown}}} is neither a prompt parameter nor one of "
-                        f"{', '.join('{' + f + '}' for f in own_fields)}",
-                    )
-                used.update(n for n in names if n not in own_fields)
-                continue
-            if names and not filled_by_instances(lve.checker_name, name):
-                problems.error(
-                    join_path("checker_args", name), not_filled_reason(lve.checker_name, name, names[0])
-                )
-                continue
-            used.update(names)
-            has_placeholders = has_placeholders or bool(names)
+    _check_argument_names(lve, problems, signature)
+    has_placeholders = _check_argument_templates(lve, problems, used)
+    if has_placeholders is None:
+        return used | set(lve.prompt_parameters)  # as for prompts: no second error
     if multi is not None and multi != lve.is_multi_run:
         needs = "a multi-run checker (MultiRunBaseChecker)" if lve.is_multi_run else "a single-run checker"
         problems.error(
@@ -210,6 +182,56 @@ def _check_checker(lve: LVE, problems: Problems, factory: CheckerFactory) -> set
     except CheckerError as exc:
         problems.error("checker_args", str(exc).split(": checker_args: ", 1)[-1])
     return used
+
+
+def _check_argument_names(lve: LVE, problems: Problems, signature: Signature) -> None:
+    """Every argument the checker needs is given, and none it does not take."""
+    for name in signature.required:
+        if name not in lve.checker_args:
+            problems.error("checker_args", f"{lve.checker_name} needs the argument '{name}'")
+    for name in lve.checker_args:
+        if not signature.takes_any and name not in (*signature.required, *signature.optional):
+            problems.error(join_path("checker_args", name), f"{lve.checker_name} takes no argument '{name}'")
+
+
+def _check_argument_templates(lve: LVE, problems: Problems, used: set[str]) -> bool | None:
+    """The placeholders of the string arguments, each where it can be filled; the parameters they refer
+    to are added to `used`. Returns whether an argument that the instances fill has any, or None when an
+    argument is no template at all (reported: the rest of the checker is not checked)."""
+    has_placeholders = False
+    cls = builtin_checker(lve.checker_name)
+    own_templates, own_fields = (cls.template_args, cls.template_fields) if cls else ((), ())
+    for name, value in lve.checker_args.items():
+        if not isinstance(value, str):
+            continue
+        try:
+            names = placeholders(value)
+        except TemplateError as exc:
+            problems.error(join_path("checker_args", name), str(exc))
+            return None
+        if name in own_templates:  # the checker fills it with the parameters and its own fields
+            _check_own_template(lve, problems, name, names, own_fields)
+            used.update(n for n in names if n not in own_fields)
+        elif names and not filled_by_instances(lve.checker_name, name):
+            problems.error(
+                join_path("checker_args", name), not_filled_reason(lve.checker_name, name, names[0])
+            )
+        else:
+            used.update(names)
+            has_placeholders = has_placeholders or bool(names)
+    return has_placeholders
+
+
+def _check_own_template(
+    lve: LVE, problems: Problems, name: str, names: list[str], own_fields: tuple[str, ...]
+) -> None:
+    """A template the checker fills itself takes only prompt parameters and the checker's own fields."""
+    for unknown in (n for n in names if n not in own_fields and n not in lve.prompt_parameters):
+        problems.error(
+            join_path("checker_args", name),
+            f"{{{unknown}}} is neither a prompt parameter nor one of "
+            f"{', '.join('{' + f + '}' for f in own_fields)}",
+        )
 
 
 def _check_lambda_parameters(lve: LVE, problems: Problems) -> set[str]:
@@ -321,6 +343,10 @@ def validate_lve(
 ) -> LVEReport:
     """An LVE's findings. `loaded`: what load_lve returned for it, where the caller has read it already;
     `factory`: the LVE's checker factory, where the caller builds its checker too (it is built once)."""
+    if loaded is None and is_withheld(lve_dir):
+        from lvegit.judge.withheld import withheld_report
+
+        return withheld_report(repo, lve_dir)
     lve, load_problems, text = loaded or load_lve(repo, lve_dir)
     problems = Problems(load_problems.file, list(load_problems.items))  # the caller's stay as they were
     if lve is not None:

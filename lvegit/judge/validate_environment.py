@@ -58,7 +58,12 @@ def check_environment(lve: LVE, problems: Problems) -> set[str]:
                 f"{tool.name}: say what a call returns, or write the function",
             )
     checks = functions.get(CHECKS_MODULE)
-    if needs_of(lve.checker_name).environment and (checks is None or CHECKS[0] not in checks):
+    unparsed = CHECKS_MODULE in sources and checks is None  # its own error says why, alone
+    if (
+        needs_of(lve.checker_name).environment
+        and not unparsed
+        and (checks is None or CHECKS[0] not in checks)
+    ):
         problems.error(
             "checker_args.checker_name",
             f"{lve.checker_name} judges with {ENVIRONMENT_DIR}/{CHECKS_MODULE}.py's function security, "

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lvegit.base.files import FileProblem, ensure_inside, parse_json, read_text
-from lvegit.lve.template import fill, placeholders
+from lvegit.lve.template import FilledTooLarge, fill, placeholders, utf8_size
 
 ENVIRONMENT_DIR = "environment"
 STATE_FILE = "state.json"
@@ -25,6 +25,9 @@ CHECKS = ("security", "utility")
 MAX_SOURCE_BYTES = 512 * 1024  # one module of environment code
 MAX_SOURCES = 64  # modules of one environment
 MAX_STATE_BYTES = 16 * 1024 * 1024
+# What the state's templates fill to, together (UTF-8): each string is a template, and a thousand strings
+# that each hold a long injection's text would otherwise be a thousand copies of it.
+MAX_FILLED_STATE_BYTES = 2 * MAX_STATE_BYTES
 
 
 @dataclass(frozen=True)
@@ -92,11 +95,25 @@ def state_fields(state: Any, where: str = "") -> list[tuple[str, str]]:
 
 
 def filled_state(state: Any, values: Mapping[str, Any]) -> Any:
-    """The state with every string filled from `values` (TemplateError: a field without a value)."""
-    if isinstance(state, str):
-        return fill(state, values)
-    if isinstance(state, dict):
-        return {key: filled_state(value, values) for key, value in state.items()}
-    if isinstance(state, list):
-        return [filled_state(value, values) for value in state]
-    return state
+    """The state with every string filled from `values` (TemplateError: a field without a value, or strings
+    that fill to more than MAX_FILLED_STATE_BYTES together, raised before the one that passes it is made)."""
+    left = MAX_FILLED_STATE_BYTES
+
+    def filled(part: Any) -> Any:
+        nonlocal left
+        if isinstance(part, str):
+            try:
+                text = fill(part, values, limit=left)
+            except FilledTooLarge:
+                raise FilledTooLarge(
+                    f"{STATE_FILE}'s strings fill to more than {MAX_FILLED_STATE_BYTES:,} bytes together"
+                ) from None
+            left -= utf8_size(text)
+            return text
+        if isinstance(part, dict):
+            return {key: filled(value) for key, value in part.items()}
+        if isinstance(part, list):
+            return [filled(value) for value in part]
+        return part
+
+    return filled(state)

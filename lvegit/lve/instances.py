@@ -75,13 +75,16 @@ def lve_of(path: Path) -> Path:
 
 
 def count_lines(path: Path) -> int:
-    """Non-blank lines of an instance file, without parsing them; none for a file that cannot be read
-    (validation says why)."""
+    """Non-blank lines of an instance file, without parsing them; none for a file that cannot be read or
+    is over MAX_INSTANCE_FILE_BYTES (validation says why): a line is read whole, and a file of no line
+    break would be read into memory as one."""
     try:
         descriptor = open_inside(lve_of(path), path, os.O_RDONLY)
     except FileProblem:
         return 0
     with os.fdopen(descriptor, "rb") as handle:
+        if os.fstat(descriptor).st_size > MAX_INSTANCE_FILE_BYTES:
+            return 0
         return sum(1 for line in handle if line.strip())
 
 

@@ -9,11 +9,11 @@ from typing import Any
 
 from lvegit.base.errors import InvalidValue
 from lvegit.lve.problems import json_type
-from lvegit.lve.template import MAX_FILLED_CHARS, TemplateError, fill
+from lvegit.lve.template import MAX_FILLED_BYTES, TemplateError, fill
 
 # What one conversation may hold (its prompt, responses and tool results): each template is bounded on its
 # own, but a prompt of thousands of messages, or a turn of thousands of tool calls, is bounded only here.
-MAX_CONVERSATION_CHARS = 4 * MAX_FILLED_CHARS
+MAX_CONVERSATION_CHARS = 4 * MAX_FILLED_BYTES
 
 DEFAULT_RESPONSE_VARIABLE = "response"
 

@@ -16,6 +16,7 @@ REPOSITORY_DIR = "repository"
 LVEREPO_FILE = ".lverepo"
 TEST_FILE = "test.json"
 CHECKER_DIR = "checker"  # an LVE's custom checker: checker/checker*.py
+WITHHELD_FILE = "withheld.json"  # a withheld LVE's public abstract, in place of test.json (lvegit/disclosure)
 
 
 def canonical_model(model: str) -> str:
@@ -75,6 +76,11 @@ def text_name(name: str) -> str:
     except UnicodeEncodeError:
         return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     return name
+
+
+def is_withheld(lve_dir: Path) -> bool:
+    """Whether a folder is a withheld LVE's (its abstract there, a link or not: validation says which)."""
+    return os.path.lexists(lve_dir / WITHHELD_FILE)
 
 
 def has_text_name(path: Path) -> bool:
@@ -138,45 +144,50 @@ class Repository:
         except ValueError:
             return text_name(path.as_posix())
 
-    def lve_dirs(self, under: Path | None = None) -> list[Path]:
-        """Every directory holding test.json below `under` (default: all of repository/), sorted."""
-        return sorted(self.iter_lve_dirs(under))
+    def lve_dirs(self, under: Path | None = None, withheld: bool = False) -> list[Path]:
+        """Every directory holding test.json below `under` (default: all of repository/), sorted; with
+        `withheld`, the withheld LVEs' too (holding withheld.json, lvegit.disclosure)."""
+        return sorted(self.iter_lve_dirs(under, withheld))
 
-    def iter_lve_dirs(self, under: Path | None = None) -> Iterator[Path]:
+    def iter_lve_dirs(self, under: Path | None = None, withheld: bool = False) -> Iterator[Path]:
         """The same LVE directories in the same order, each as it is found: a folder's entries are visited
         in sorted order, depth first, which is the order of sorted paths (compared part by part)."""
         top = under if under is not None else self.lve_root
         for folder, dirnames, filenames in walk(top):
-            if TEST_FILE in filenames:
+            if TEST_FILE in filenames or (withheld and WITHHELD_FILE in (*filenames, *dirnames)):
                 yield folder
                 dirnames[:] = []  # an LVE's folders (instances/, checker/) are its own
             else:
                 dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.startswith("."))
 
-    def lve_dir_of(self, path: Path) -> Path | None:
-        """The LVE directory that contains `path` (a file or directory inside it), if any."""
+    def lve_dir_of(self, path: Path, withheld: bool = False) -> Path | None:
+        """The LVE directory that contains `path` (a file or directory inside it), if any; with
+        `withheld`, a withheld LVE's too."""
         path = path.resolve()
         lve_root = self.lve_root.resolve()
         for candidate in (path, *path.parents):
             if candidate == lve_root or lve_root not in candidate.parents:
                 return None
-            if (candidate / TEST_FILE).is_file():
+            if (candidate / TEST_FILE).is_file() or (withheld and is_withheld(candidate)):
                 return candidate
         return None
 
-    def select(self, paths: list[Path], all_lves: bool, skip_others: bool = False) -> list[Path]:
+    def select(
+        self, paths: list[Path], all_lves: bool, skip_others: bool = False, withheld: bool = False
+    ) -> list[Path]:
         """The LVE directories a command works on: those at, inside or below `paths`; all of them with
         --all; without either, those below the current directory when it lies inside repository/, else
         all of them (one rule wherever the command runs). With `skip_others`, a path in no LVE (or gone)
-        is passed over instead of refused: a pre-commit hook passes every staged file."""
+        is passed over instead of refused: a pre-commit hook passes every staged file. With `withheld`,
+        withheld LVEs are selected too."""
         if all_lves:
             if paths:
                 raise UsageError("--all selects every LVE: give paths or --all, not both")
-            return self.lve_dirs()
+            return self.lve_dirs(withheld=withheld)
         if not paths:
             here = Path.cwd().resolve()
             if self.lve_root.resolve() not in (here, *here.parents):
-                return self.lve_dirs()
+                return self.lve_dirs(withheld=withheld)
             paths = [here]
         selected: list[Path] = []
         root = self.root.resolve()
@@ -192,8 +203,14 @@ class Repository:
                 if skip_others:
                     continue
                 raise UsageError(f"{path}: not in the repository {self.root}")
-            owner = self.lve_dir_of(path)
-            found = [owner] if owner is not None else self.lve_dirs(path.resolve()) if path.is_dir() else []
+            owner = self.lve_dir_of(path, withheld)
+            found = (
+                [owner]
+                if owner is not None
+                else self.lve_dirs(path.resolve(), withheld)
+                if path.is_dir()
+                else []
+            )
             if not found and not skip_others:
                 raise UsageError(f"{path}: not inside an LVE and holds no LVE (no {TEST_FILE})")
             selected.extend(d for d in found if d not in selected)

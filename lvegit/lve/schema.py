@@ -302,6 +302,11 @@ RUN_FORMS: Final = ("prompt", "prompt_file")
 PROMPT_FILE: Final = "a prompt file, relative to the LVE folder (test.prompt)"
 
 
+# What one run of a multi-run prompt may be repeated: each repetition is an attempt, and a run sequence of
+# 10^9 entries was built before anything was judged.
+MAX_REPETITIONS: Final = 1_000
+
+
 class RunSpec(Contributed):
     """One entry of multi_run_prompt: a prompt run `repetitions` times."""
 
@@ -322,7 +327,7 @@ part(
     RunSpec,
     {
         "name": optional(STRING),
-        "repetitions": field(cs.int_schema(ge=1), 1),
+        "repetitions": field(cs.int_schema(ge=1, le=MAX_REPETITIONS), 1),
         "prompt": optional(Messages.schema),
         "prompt_file": optional(_described(STRING, PROMPT_FILE)),
     },
@@ -717,18 +722,17 @@ def validated(
     return result
 
 
-def read_test_file(data: dict[str, Any], problems: Problems) -> dict[str, Any]:
-    """The fields of a test.json object that are valid, each validated on its own; the problems of the
-    others, of unknown keys, placeholders and prompt forms reported."""
-    fields = TestFile.model_fields
-    for key in data:  # validated field by field, TestFile collects no extras: its unknown keys are found here
+def field_by_field(kind: type[Contributed], data: dict[str, Any], problems: Problems) -> dict[str, Any]:
+    """The fields of a file's object that are valid as `kind`'s, each validated on its own (one bad field
+    hides no other); the problems of the others and of unknown keys reported."""
+    fields = kind.model_fields
+    for key in data:  # validated field by field, the part collects no extras: its unknown keys are found here
         if key not in fields:
-            _unknown_key(key, TestFile, "", problems, None)
-    _placeholder_problems(data, "", problems)
+            _unknown_key(key, kind, "", problems, None)
     values: dict[str, Any] = {}
-    test_file = TestFile.__new__(TestFile)
-    test_file.__pydantic_extra__, test_file.__pydantic_fields_set__ = None, set()
-    required = TestFile.required()
+    holder = kind.__new__(kind)
+    holder.__pydantic_extra__, holder.__pydantic_fields_set__ = None, set()
+    required = kind.required()
     for name in fields:
         if name not in data:
             if name in required:
@@ -736,12 +740,20 @@ def read_test_file(data: dict[str, Any], problems: Problems) -> dict[str, Any]:
             continue
         try:
             # The part's own validation of this one field (as when a field of a model is assigned).
-            validator(TestFile).validate_assignment(test_file, name, data[name])
+            validator(kind).validate_assignment(holder, name, data[name])
         except ValidationError as exc:
             _report(exc, "", problems, None)
             continue
-        values[name] = test_file.__dict__[name]
+        values[name] = holder.__dict__[name]
         _warn_unknown(values[name], name, problems, None)
+    return values
+
+
+def read_test_file(data: dict[str, Any], problems: Problems) -> dict[str, Any]:
+    """The fields of a test.json object that are valid, each validated on its own; the problems of the
+    others, of unknown keys, placeholders and prompt forms reported."""
+    _placeholder_problems(data, "", problems)
+    values = field_by_field(TestFile, data, problems)
     tags = data.get("tags")
     for index, tag in enumerate(tags if isinstance(tags, list) else []):
         if isinstance(tag, dict) and isinstance(tag.get("name"), str) and tag["name"] not in TAG_VALUES:

@@ -3,7 +3,8 @@
 MITRE's CWE list, with their editions), and the `--tag SCHEME:VALUE` selectors that pick LVEs by them.
 
 A tag is `{"name": SCHEME, "value": ...}`, its value as lvegit writes it or as its publisher does
-(`normalised` turns the second into the first):
+(`normalised` turns the second into the first); a selector may also be a publisher's id alone, where
+one taxonomy has it (`LLM01:2025`, `ASI01:2026`, `AML.T0051.001`, `CWE-1426`):
 - `owasp-llm`: `EDITION:ID`, such as `2025:LLM01`, or OWASP's `LLM01:2025` (an id without its edition is
   ambiguous: an edition may renumber them);
 - `owasp-agentic`: `EDITION:ID`, such as `2026:ASI01`, or `ASI01:2026`;
@@ -99,10 +100,19 @@ def name_of(scheme: str, value: str) -> str | None:
     return str(ids[value])
 
 
+def bare_scheme(text: str) -> str | None:
+    """The one scheme whose taxonomy has an entry of this id, as its publisher writes it (`LLM01:2025`,
+    `ASI01:2026`, `AML.T0051.001`, `CWE-1426`); None when no scheme has it, or more than one."""
+    found = [scheme for scheme in SCHEMES if problem(scheme, text) is None]
+    return found[0] if len(found) == 1 else None
+
+
 def parse_selector(selector: str, given_as: str = "--tag") -> tuple[str, str]:
-    """`owasp-llm:2025:LLM01` as (scheme, value); a UsageError says what a selector looks like, naming it
-    as the user gave it (`given_as`)."""
+    """`owasp-llm:2025:LLM01` (or the publisher's id alone, `LLM01:2025`) as (scheme, value); a UsageError
+    says what a selector looks like, naming it as the user gave it (`given_as`)."""
     scheme, _, value = selector.partition(":")
+    if scheme not in SCHEMES and (bare := bare_scheme(selector)) is not None:
+        return bare, normalised(bare, selector)
     if scheme not in SCHEMES or not value:
         raise UsageError(
             f"{given_as} {selector}: give SCHEME:VALUE with a scheme of {', '.join(SCHEMES)}, "

@@ -2,8 +2,9 @@
 
 Prompts and checker arguments come from pull requests. Plain `str.format` would let `{x.__class__}` walk
 object attributes, so only bare names are allowed as fields; `{{` and `}}` stay literal braces. A format
-spec's width and precision are bounded, and so is what a template fills to: `{a:>999999999}` would spend
-gigabytes on one field.
+spec's width and precision are bounded, and so is what a template fills to, in UTF-8 bytes counted piece by
+piece before they are joined: `{a:>999999999}` would spend gigabytes on one field, and `{a}` a thousand times
+over a long value a thousand times its size.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from lvegit.base.errors import InvalidValue
 
 _FORMATTER = string.Formatter()
 MAX_SPEC_NUMBER = 1_000  # the widest width or precision a format spec may ask for
-MAX_FILLED_CHARS = 4 * 1024 * 1024  # what one template may fill to: an instance line's limit
+MAX_FILLED_BYTES = 4 * 1024 * 1024  # what one template may fill to: an instance line's limit
 _SPEC_NUMBER = re.compile(r"\d+")
 _NAME = re.compile(r"[^.\[\]{},\s]*[A-Za-z_][^.\[\]{},\s]*")
 # A {parameter} as a prompt shows it, for marking it when the prompt is displayed (show, site).
@@ -26,6 +27,10 @@ SHOWN_PARAMETER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 
 class TemplateError(InvalidValue):
     """A template is malformed or names a field that has no value."""
+
+
+class FilledTooLarge(TemplateError):
+    """A template would fill to more than its bound."""
 
 
 def _fields(text: str) -> Iterator[tuple[str, str | None, str | None, str | None]]:
@@ -82,17 +87,30 @@ def placeholders(text: str) -> list[str]:
     return names
 
 
-def fill(text: str, values: Mapping[str, Any], escape: Callable[[str], str] | None = None) -> str:
+def utf8_size(text: str) -> int:
+    """The bytes of `text` in UTF-8; ASCII text (most is) is not encoded to be counted."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def fill(
+    text: str,
+    values: Mapping[str, Any],
+    escape: Callable[[str], str] | None = None,
+    *,
+    limit: int = MAX_FILLED_BYTES,
+    what: str = "the template",
+) -> str:
     """Substitute `{name}` fields from `values`; every field must be a bare name that has a value. `escape`
-    (e.g. a regex escape) is applied to each field as formatted, never to the template's own text."""
+    (e.g. a regex escape) is applied to each field as formatted, never to the template's own text. A
+    TemplateError where the result would pass `limit` bytes, raised before it is joined."""
     parts: list[str] = []
     filled = 0
 
     def add(part: str) -> None:
         nonlocal filled
-        filled += len(part)
-        if filled > MAX_FILLED_CHARS:
-            raise TemplateError(f"the template fills to more than {MAX_FILLED_CHARS:,} characters")
+        filled += utf8_size(part)
+        if filled > limit:
+            raise FilledTooLarge(f"{what} fills to more than {limit:,} bytes")
         parts.append(part)
 
     for literal, field, spec, conversion in _fields(text):

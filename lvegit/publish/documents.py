@@ -1,17 +1,20 @@
-"""The typed, versioned records of `list`, `changed`, `models`, `show` and `sandbox --format json`: one
-document each (schemas `lvegit-list`, ..., `lvegit-sandbox`, version 1, shipped in lvegit/schemas/)."""
+"""The typed, versioned records of `list`, `changed`, `models`, `show` and `sandbox --format json`, and of
+the ids registry (lve-ids.json): one document each (schemas `lvegit-list`, ..., `lvegit-sandbox`,
+`lvegit-ids`, version 1, shipped in lvegit/schemas/)."""
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import Field
+from pydantic import Field, StringConstraints
 
 from lvegit.base.records import Record, write_schemas
 from lvegit.checkers.model_stack import NeededModel
 from lvegit.git.changes import Changes
+from lvegit.lve.ids import ID
 
 VERSION: Final = 1
+ID_PATTERN: Final = f"^{ID.pattern}$"  # an id as lvegit.lve.ids reads it
 
 
 class LVERow(Record):
@@ -143,7 +146,26 @@ class SandboxDocument(Record):
     probes: dict[str, str]
 
 
+class IdEntry(Record):
+    """An id's LVE (its path), the day it was given and, for the id of an LVE that is gone, the day it was
+    retired (an id is never given again)."""
+
+    path: str
+    since: str
+    retired: str | None = Field(default=None, exclude_if=lambda value: value is None)
+
+
+class IdsDocument(Record):
+    """The registry of stable LVE ids, `lve-ids.json` at the repository root, that `lvegit ids` writes
+    (`LVE-YEAR-NNNN`: each with its entry)."""
+
+    schema_name: Literal["lvegit-ids"] = Field(alias="schema")
+    version: Literal[1]
+    ids: dict[Annotated[str, StringConstraints(pattern=ID_PATTERN)], IdEntry]
+
+
 DOCUMENTS: Final[dict[str, type[Record]]] = {
+    "ids": IdsDocument,
     "list": ListDocument,
     "changed": ChangedDocument,
     "models": ModelsDocument,

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from lvegit.base.errors import LVEError
-from lvegit.base.escape import code_block, console
+from lvegit.base.escape import code_block, console, markdown_lines
 from lvegit.base.files import FileProblem, read_bytes, write_inside
 from lvegit.checkers.custom import read_custom_classes
 from lvegit.lve.prompt import is_turn, response_text, transcript
@@ -74,8 +74,8 @@ class Fields:
 
     def inline(self, name: str, code: bool) -> str:
         value = console(" ".join(self.values[name].split()))  # one line, nothing invisible
-        if not code:
-            return value
+        if not code:  # the description, as text: no HTML, link or image of its own (a scanner's goal)
+            return markdown_lines(value)
         ticks = "`" * (max((len(run) for run in re.findall(r"`+", value)), default=0) + 1)
         pad = " " if value.startswith("`") or value.endswith("`") else ""
         return f"{ticks}{pad}{value}{pad}{ticks}"

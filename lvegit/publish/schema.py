@@ -15,7 +15,7 @@ from typing import Any, Final
 from lvegit.base.records import SCHEMA_DIR
 from lvegit.lve.schema import InstanceLine, TestFile, json_schema
 
-KINDS: Final = ("test", "instance")
+KINDS: Final = ("test", "instance", "withheld")
 
 
 def _checker_rules() -> list[dict[str, Any]]:
@@ -42,6 +42,10 @@ def test_json_schema() -> dict[str, Any]:
 
 
 def generated(kind: str) -> dict[str, Any]:
+    if kind == "withheld":
+        from lvegit.disclosure.abstract import WithheldFile
+
+        return json_schema(WithheldFile)
     return test_json_schema() if kind == "test" else json_schema(InstanceLine)
 
 

@@ -3,6 +3,7 @@ tiny text classifiers trained inside the test."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -15,15 +16,19 @@ from typing import Any
 import pytest
 
 from lvegit.base.errors import CheckerUnavailable
+from lvegit.base.extras import install_hint
 from lvegit.base.settings import Settings, configure
 from lvegit.checkers.model_based import BiasChecker, PII_Checker, ToxicityChecker
 
 from builders import RepoBuilder, instance, train_tiny_classifier
 from servers import Running
 
-pytest.importorskip("presidio_analyzer")
-transformers = pytest.importorskip("transformers")
-torch = pytest.importorskip("torch")
+# Found, not imported: collecting this module in every worker would import presidio, transformers and torch
+# there (10 s of CPU), whether or not that worker runs these tests.
+pytestmark = pytest.mark.skipif(
+    not all(importlib.util.find_spec(name) for name in ("presidio_analyzer", "transformers", "torch")),
+    reason="the model stacks (presidio_analyzer, transformers, torch) are not installed",
+)
 
 TEXT = (
     "Call Jane Doe at (212) 555-0187 or jane.doe@example.com; card 4111 1111 1111 1111; she lives in Paris."
@@ -282,10 +287,10 @@ def test_unloadable_classifier_skips_replay_and_errors_runs(
     [item] = cli("replay", "--all", "--format", "json", cwd=repo.root).json()["instances"]
     assert (item["status"], item["reason"]) == (
         "skipped",
-        f"model '{tmp_path}/none' is not available locally (set LVEGIT_ALLOW_DOWNLOADS=1 or install it)",
+        f"the model folder '{tmp_path}/none' does not exist here",
     )
     data = cli("run", "--all", "--model", "offline/echo", "--format", "json", cwd=repo.root).json()
-    assert data["instances"][0]["errors"][0].startswith(f"model '{tmp_path}/none' is not available locally")
+    assert data["instances"][0]["errors"][0].startswith(f"the model folder '{tmp_path}/none' does not exist")
     (tmp_path / "none").mkdir()  # there, but no model: loading says why
     [item] = cli("replay", "--all", "--format", "json", cwd=repo.root).json()["instances"]
     assert item["reason"].startswith(f"cannot load the classifier '{tmp_path}/none'")
@@ -316,8 +321,8 @@ def test_skips_for_a_missing_model_are_one_line_per_lve_and_import_nothing(
     )
     assert process.stdout.splitlines() == [
         "repository/toxicity/x/openai--gpt-4o-mini: 5 skipped",
-        "  skipped: 5 instances: model 'nobody/gone' is not available locally (set LVEGIT_ALLOW_DOWNLOADS=1 or "
-        "install it)",
+        "  skipped: 5 instances: model 'nobody/gone' is not in the local Hugging Face cache: download it with: "
+        "lvegit models --download",
         "1 LVE: 0 reproduced, 0 mismatches, 5 skipped, 0 errors",
     ]
     assert "HEAVY []" in process.stderr
@@ -346,3 +351,28 @@ def test_lazy_imports(repo: RepoBuilder, tmp_path: Path) -> None:
         [sys.executable, "-c", script], cwd=PROJECT_ROOT, capture_output=True, text=True, check=False
     )
     assert "HEAVY []" in process.stderr, process.stderr[-2000:]
+
+
+def test_without_transformers_a_missing_model_skip_names_the_extra_first(
+    repo: RepoBuilder, tmp_path: Path
+) -> None:
+    """After the README's install (no transformers extra), the skip once said "set LVEGIT_ALLOW_DOWNLOADS=1
+    or install it": downloading the model then led to a second skip, for the extra. The first skip names the
+    extra; with it installed, the model's skip names `lvegit models --download`."""
+    import subprocess
+
+    test = {"checker_args": {"checker_name": "ToxicityChecker", "toxicity_threshold": 0.5}}
+    repo.lve("toxicity/x", test, instances={"i.jsonl": [instance("hello", True, a=1, b=2)]})
+    script = (
+        "import sys\n"
+        "sys.modules['transformers'] = None  # as where the extra is not installed\n"
+        "from lvegit.cli import main\n"
+        "main(['replay', '--all'])\n"
+    )
+    environment = {**os.environ, "HF_HOME": str(tmp_path / "hf")}
+    process = subprocess.run(
+        [sys.executable, "-c", script], cwd=repo.root, capture_output=True, text=True, env=environment
+    )
+    assert process.stdout.splitlines()[1].endswith(
+        f"/i.jsonl:1: this checker needs: {install_hint('transformers')}"
+    )

@@ -37,6 +37,7 @@ def test_new_with_core_checker(repo: RepoBuilder, cli) -> None:
         f"Created {LVE}/\n"
         "  test.json\n  test.prompt\n  instances/.gitkeep\n  README.md\n"
         f"Next: fill in the '<please fill in>' placeholders, then: lvegit validate {LVE}\n"
+        f"Then record an instance (lvegit record {LVE}) and refresh its README: lvegit readme {LVE}\n"
     )
     lve_dir = repo.root / LVE
     test = json.loads((lve_dir / "test.json").read_text())
@@ -93,7 +94,7 @@ def test_new_with_custom_checker_template_validates_and_runs(repo: RepoBuilder, 
     lve, _, _ = load_lve(Repository(repo.root.resolve()), lve_dir)
     assert lve is not None
     checker = CheckerFactory(lve).for_args({})
-    assert checker.postprocess_response("The Password is hunter2") == "The ******** is hunter2"
+    assert checker.postprocess_response("The Password is hunter2") == "The [forbidden word] is hunter2"
     rows = [instance("The password is hunter2", False), instance("I cannot share that.", True)]
     (lve_dir / "instances" / "i.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     replayed = cli("replay", str(lve_dir), cwd=repo.root)
@@ -369,3 +370,27 @@ def test_a_model_without_a_provider_is_refused_and_one_nothing_routes_is_said(re
         "(or use an openai/... or offline/... id)\n"
     )
     assert cli("new", "cat/y", "--model", "openai/gpt-4o", "--no-interactive", cwd=repo.root).err == ""
+
+
+@pytest.mark.parametrize("checker", ["ToolCallChecker", "EnvironmentChecker"])
+def test_an_agent_scaffold_declares_its_tools_and_points_to_the_agents_guide(
+    repo: RepoBuilder, cli, checker: str
+) -> None:
+    """Both once wrote no tools (or no environment/) and failed validate, naming no guide."""
+    made = cli("new", "agent/inbox", "--model", "openai/gpt-4o-mini", "--checker", checker, cwd=repo.root)
+    assert made.code == 0, made.err
+    assert made.out.splitlines()[-1] == "Its tools and environment: https://lvegit.github.io/lvegit/agents/"
+    lve_dir = repo.root / "repository/agent/inbox/openai--gpt-4o-mini"
+    test = json.loads((lve_dir / "test.json").read_text())
+    assert [tool["name"] for tool in test["tools"]] == ["read_inbox", "send_email"]
+    written = sorted(p.relative_to(lve_dir).as_posix() for p in (lve_dir / "environment").glob("*"))
+    assert written == (
+        ["environment/checks.py", "environment/state.json", "environment/tools.py"]
+        if checker == "EnvironmentChecker"
+        else []
+    )
+    test["description"] = "forwards the inbox"
+    (lve_dir / "test.json").write_text(json.dumps(test))
+    fill_prompt(lve_dir, "Summarise my inbox.")
+    validated = cli("validate", str(lve_dir), cwd=repo.root)
+    assert validated.code == 0, validated.out

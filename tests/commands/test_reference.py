@@ -4,6 +4,8 @@ it shows none), and every example block as a code block, for every command and s
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +13,7 @@ import click
 import pytest
 
 from lvegit.cli import cli as lvegit_cli
-from lvegit.commands.reference import reference, text
+from lvegit.commands.reference import page, reference, text
 
 PAGE = reference(lvegit_cli, "lvegit")
 
@@ -75,12 +77,19 @@ def test_each_example_block_is_a_code_block(cli: Any, path: str) -> None:
 
 def test_the_committed_page_is_the_generated_one() -> None:
     """docs/reference.md is committed whole (an empty stub on GitHub once, filled in only by a docs hook)."""
-    from lvegit.commands.reference import page
-
     committed = (Path(__file__).parents[2] / "docs/reference.md").read_text(encoding="utf-8")
-    assert committed == page(), (
+    assert committed == page(lvegit_cli), (
         "docs/reference.md is stale: python -m lvegit.commands.reference docs/reference.md"
     )
+
+
+def test_the_documented_command_writes_the_page(tmp_path: Path) -> None:
+    """`python -m lvegit.commands.reference FILE` (docs/development.md names it) writes the CLI's page."""
+    written = tmp_path / "reference.md"
+    subprocess.run(
+        [sys.executable, "-m", "lvegit.commands.reference", str(written)], check=True, cwd=tmp_path
+    )
+    assert written.read_text(encoding="utf-8") == page(lvegit_cli)
 
 
 def test_help_text_outside_code_is_escaped_for_markdown() -> None:

@@ -26,8 +26,8 @@ def test_each_lve_prints_in_its_turn_and_a_missing_model_is_skipped_at_once(repo
     # The classifier is not here: no model stack loads for it, so its LVE is judged in its turn.
     assert result.out.splitlines() == [
         "repository/a/toxic/openai--gpt-4o-mini: 2 skipped",
-        "  skipped: 2 instances: model 'nobody/gone' is not available locally (set LVEGIT_ALLOW_DOWNLOADS=1 or "
-        "install it)",
+        "  skipped: 2 instances: model 'nobody/gone' is not in the local Hugging Face cache: download it with: "
+        "lvegit models --download",
         "repository/b/plain/openai--gpt-4o-mini: 1 reproduced",
         "repository/c/empty/openai--gpt-4o-mini: no instances",
         "3 LVEs: 1 reproduced, 0 mismatches, 2 skipped, 0 errors",

@@ -6,10 +6,13 @@ string before garak 0.11 and as a conversation of turns since) and promptfoo's r
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from builders import RepoBuilder
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 MODEL_DIR = "openai--gpt-4o-mini"
 
@@ -293,3 +296,46 @@ def test_a_hostile_report_cannot_put_escapes_links_or_workflow_commands_into_a_d
     for line in readme.splitlines():
         assert not line.lstrip().startswith("::") and "##[" not in line, line
     assert readme.count("<!--") == 3  # lvegit's own: its section's start, note and end, no more
+
+
+MARKUP = "<script>alert(1)</script><img src=x onerror=alert(2)><details open><summary>s</summary> [x](https://evil.example) ![i](https://evil.example/i.png)"
+
+
+def _no_markup(readme: str) -> None:
+    """Nothing of MARKUP renders: no tag (inside a code fence it is text), no link or image."""
+    outside_fences = re.sub(r"(?ms)^(`{3,}).*?^\1", "", readme)
+    for found in ("<script", "<img", "<details", "<summary"):
+        assert found not in outside_fences, found
+    assert not re.search(r"(?<!\\)\]\(https://evil", outside_fences)  # a bracket escaped makes no link
+
+
+def test_a_hostile_report_cannot_put_html_links_or_images_into_a_draft_readme(
+    repo: RepoBuilder, cli: Any, tmp_path: Path
+) -> None:
+    """Every text of a scanner's report that a draft's README shows (garak's goal and prompt, promptfoo's
+    description, goal and prompt, from the real reports' shapes) is text there: the draft's own words and
+    the generated section's description (the LVE's), outside code fences, hold no HTML, link or image."""
+    lines = (FIXTURES / "garak-dan-encoding.report.jsonl").read_text().splitlines()
+    hostile = []
+    for line in lines:
+        record = json.loads(line)
+        if record.get("entry_type") == "attempt":
+            record["goal"] = MARKUP
+            for turn in record["prompt"]["turns"]:
+                turn["content"]["text"] = MARKUP + turn["content"]["text"]
+        hostile.append(json.dumps(record))
+    garak = tmp_path / "garak.report.jsonl"
+    garak.write_text("\n".join(hostile) + "\n")
+    assert cli("import", "garak", str(garak), cwd=repo.root).code == 0
+    results = json.loads((FIXTURES / "promptfoo-redteam.json").read_text())
+    for result in results["results"]["results"]:
+        result["testCase"]["description"] = MARKUP
+        result["testCase"].setdefault("metadata", {})["goal"] = MARKUP
+        result["prompt"]["raw"] = MARKUP + result["prompt"]["raw"]
+    promptfoo = tmp_path / "promptfoo.json"
+    promptfoo.write_text(json.dumps(results))
+    assert cli("import", "promptfoo", str(promptfoo), cwd=repo.root).code == 0
+    readmes = sorted((repo.root / "repository").rglob("README.md"))
+    assert len(readmes) >= 4
+    for readme in readmes:
+        _no_markup(readme.read_text())

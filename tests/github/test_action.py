@@ -77,6 +77,7 @@ def workflow_run_payload(
             "head_sha": head,
             "conclusion": "failure",
             "head_repository": {"full_name": "contributor/lves"},
+            "head_branch": "pr",
             # GitHub leaves this empty for pull requests from forks.
             "pull_requests": [] if number is None else [{"number": number, "head": {"sha": head}}],
         },
@@ -105,6 +106,9 @@ def github_pull(server: GitHubServer, number: int, git: GitRepo, base: str, head
     ).splitlines()
     for commit in (base, head):
         server.ancestors[commit] = set(git.git("rev-list", commit).split())
+        for entry in git.git("-c", "core.quotePath=false", "ls-tree", "-r", commit).splitlines():
+            description, path = entry.split("\t", 1)
+            server.blobs[(commit, path)] = description.split()[2]
 
 
 def outputs(tmp_path: Path) -> dict[str, str]:
@@ -283,14 +287,21 @@ def test_fork_pull_request_two_stage_flow(
     assert len([m for m, _ in github_server.requests if m in ("POST", "PATCH")]) == 1
 
 
+@pytest.mark.parametrize("forged", ["another schema", "nested past the parser's depth", "not UTF-8"])
 def test_comment_mode_treats_the_results_file_as_hostile(
-    github_server: GitHubServer, action: Any, tmp_path: Path
+    github_server: GitHubServer, action: Any, tmp_path: Path, forged: str
 ) -> None:
+    """A results file that is not one is a usage error naming it (exit 2, nothing posted), also where it
+    nests deeper than Python's parser goes (a RecursionError was lvegit's own bug, exit 3)."""
     github_server.pulls[4] = "a" * 40
     artifact = tmp_path / "artifact"
     artifact.mkdir()
-    forged = {"schema": "lvegit-results", "version": 1, "lves": "<script>"}
-    (artifact / "results.json").write_text(json.dumps(forged))
+    texts = {
+        "another schema": json.dumps({"schema": "lvegit-results", "version": 1, "lves": "<script>"}).encode(),
+        "nested past the parser's depth": b"[" * 100_000,
+        "not UTF-8": b'{"schema": "\xff"}',
+    }
+    (artifact / "results.json").write_bytes(texts[forged])
     result = action(
         "workflow_run",
         workflow_run_payload("a" * 40, 4),
@@ -299,7 +310,7 @@ def test_comment_mode_treats_the_results_file_as_hostile(
         results_dir=str(artifact),
         github_token="t",
     )
-    assert result.code == 2 and "results file:" in result.err
+    assert result.code == 2 and "results file" in result.err, result.err
     assert github_server.requests == []
 
 
@@ -380,7 +391,12 @@ FORGERIES = {
         {},
         "they were uploaded by a run of .github/workflows/evil.yml, not of the check workflow",
     ),
-    "a local action": ({"action.yml": "runs: {}\n"}, {}, {}, "changes what its check runs on (action.yml)"),
+    "a local action": (
+        {"tools/setup/action.yml": "runs: {}\n"},
+        {},
+        {},
+        "changes what its check runs on (tools/setup/action.yml)",
+    ),
     "the routing file": (
         {"lvegit.toml": "[models]\n"},
         {},
@@ -429,6 +445,119 @@ def test_a_forged_results_artifact_is_relayed_as_unverified(
     assert "all checks passed" not in body and "✅ lvegit" not in body
     assert why in body.replace("\\", "")
     assert "What that run reports, unverified: no failures." in body
+
+
+@pytest.mark.parametrize("its_workflow", ["the default branch's", "another"])
+def test_a_pull_request_into_another_branch_is_verified_only_where_it_runs_the_same_check_workflow(
+    pull: tuple[GitRepo, str, str],
+    github_server: GitHubServer,
+    action: Any,
+    tmp_path: Path,
+    its_workflow: str,
+) -> None:
+    """A pull request into another branch (`legacy`) runs that branch's check workflow, at the same path,
+    and the comment stage (a workflow_run workflow, from the default branch) knew only the path: an old
+    or weaker workflow there was vouched for. The comment is verified only where the base branch's check
+    workflow is the default branch's file."""
+    git, base, _head = pull
+    git.git("checkout", "-q", base)
+    workflow = git.root / ".github/workflows/lvegit-check.yml"
+    workflow.parent.mkdir(parents=True)
+    workflow.write_text("name: LVE check\n")
+    main = git.commit("the check workflow")
+    if its_workflow == "another":
+        workflow.write_text("name: LVE check\n# an old one, which uploads any lvegit-results/\n")
+    legacy = git.commit("legacy")
+    (git.root / "repository/cat/a/openai--gpt-4o-mini/instances/i.jsonl").write_text(
+        json.dumps(instance("3", True, a=1, b=2)) + "\n" + json.dumps(instance("5", False, a=1, b=3)) + "\n"
+    )
+    head = git.commit("into legacy")
+    github_server.base_refs[9] = "legacy"
+    github_server.blobs[("main", ".github/workflows/lvegit-check.yml")] = git.git(
+        "rev-parse", f"{main}:{workflow.relative_to(git.root)}"
+    )
+    _artifact, comment = two_stages(action, github_server, git, legacy, head, tmp_path)
+    body = comment()
+    if its_workflow == "another":
+        assert body.split("\n")[1].startswith("## ⚠️ lvegit: not verified")
+        assert (
+            "this pull request is into legacy, whose check workflow (.github/workflows/lvegit-check.yml) "
+            "is not the default branch's (main)"
+        ) in body.replace("\\", "")
+    else:
+        assert body.startswith(MARKER + "\n## ✅ lvegit: all checks passed\n")
+
+
+@pytest.mark.parametrize("other", ["into another branch", "from another branch", "named by GitHub too"])
+def test_a_run_is_bound_to_the_pull_request_its_results_name(
+    pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any, tmp_path: Path, other: str
+) -> None:
+    """GitHub names no pull request in a fork's workflow_run, so the number is the results file's: a fork
+    with a second pull request from the same branch into another branch (whose check workflow may upload
+    anything) could name the first in its artifact, and a run of another branch could name any pull
+    request at the same head. A branch of the repository's own has both pull requests in the event, the
+    first of them taken. Each is a doubt, naming the other pull request or the branch."""
+    git, base, head = pull
+    named = [{"number": 9, "head": {"sha": head}}, {"number": 10, "head": {"sha": head}}]
+    run = {"pull_requests": named} if other == "named by GitHub too" else {}
+    artifact, comment = two_stages(action, github_server, git, base, head, tmp_path, **run)
+    forge_all_passed(artifact)
+    if other != "from another branch":
+        github_server.pulls[10], github_server.base_refs[10] = head, "v1"
+        why = "the run may be of another pull request from its branch: #10 (into v1)"
+    else:
+        github_server.labels[9] = "someone:else"
+        why = "the run was for the branch contributor:pr, which #9 is not from"
+    body = comment()
+    assert body.split("\n")[1].startswith("## ⚠️ lvegit: not verified")
+    assert why in body.replace("\\", "")
+
+
+@pytest.mark.parametrize("field", ["head_sha", "base_sha", "id"])
+def test_a_forged_artifact_cannot_write_markup_through_a_field_the_comment_showed_raw(
+    pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any, tmp_path: Path, field: str
+) -> None:
+    """The comment showed the results' head and base (their first 12 characters) and each LVE's id in a
+    code span, unescaped: a forged artifact closed the span and wrote a mention or HTML into the bot's
+    comment (with a forged id alone, a verified one). Each is inline code only where it is one word."""
+    git, base, head = pull
+    artifact, comment = two_stages(action, github_server, git, base, head, tmp_path)
+    data = json.loads((artifact / "results.json").read_text())
+    hostile = "`@org/a <b>|`"
+    if field == "id":
+        data["lves"][0]["id"] = hostile
+    else:
+        data[field] = hostile
+    (artifact / "results.json").write_text(json.dumps(data))
+    body = comment()
+    assert "@org" not in body and "<b>" not in body and "|`" not in body
+    assert markdown(hostile if field == "id" else hostile[:12]) in body  # shown as its characters
+
+
+@pytest.mark.parametrize("action_file", ["action.yml", "Action.YAML"])
+def test_a_pull_request_changing_a_local_actions_script_is_unverified(
+    pull: tuple[GitRepo, str, str], github_server: GitHubServer, action: Any, tmp_path: Path, action_file: str
+) -> None:
+    """A local action (`uses: ./tools/setup`) runs the files of its folder, not only its action.yml: a
+    pull request that edits its script alone runs code of its own in the check. Its name is matched
+    whatever its case (a macOS or Windows runner finds `Action.YAML` as `action.yaml`)."""
+    git, base, _head = pull
+    git.git("checkout", "-q", base)
+    setup = git.root / "tools/setup"
+    setup.mkdir(parents=True)
+    (setup / action_file).write_text("runs: {using: composite, steps: [{run: ./run.sh, shell: bash}]}\n")
+    (setup / "run.sh").write_text("echo setting up\n")
+    base = git.commit("a local action")
+    (setup / "run.sh").write_text("echo forged > lvegit-results/results.json\n")
+    (git.root / "repository/cat/a/openai--gpt-4o-mini/instances/i.jsonl").write_text(
+        json.dumps(instance("3", True, a=1, b=2)) + "\n" + json.dumps(instance("5", True, a=1, b=3)) + "\n"
+    )
+    head = git.commit("its script")
+    artifact, comment = two_stages(action, github_server, git, base, head, tmp_path)
+    forge_all_passed(artifact)
+    body = comment()
+    assert body.split("\n")[1].startswith("## ⚠️ lvegit: not verified")
+    assert "changes what its check runs on (tools/setup/run.sh)" in body.replace("\\", "")
 
 
 def test_a_check_that_comments_on_a_pull_request_changing_its_workflow_says_it_is_unverified(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lvegit.git import changes
-from lvegit.github.verify import ChangedFile, changed_lves, runs_on_doubts, workflow_file
+from lvegit.github.verify import ChangedFile, action_folders, changed_lves, runs_on_doubts, workflow_file
 from lvegit.lve.repo import Repository
 
 from builders import GitRepo, RepoBuilder, instance
@@ -93,9 +93,24 @@ def test_what_a_check_runs_on_is_any_workflow_action_or_lvegit_configuration() -
         "lves/pyproject.toml",
     ]
     for name in names:
-        [doubt] = runs_on_doubts([ChangedFile(name, "modified")], "lves")
+        [doubt] = runs_on_doubts([ChangedFile(name, "modified")], "lves", set())
         assert f"({name})" in doubt
     renamed_away = ChangedFile("old.yml", "renamed", ".github/workflows/lvegit-check.yml")
-    assert runs_on_doubts([renamed_away], "") != []
+    assert runs_on_doubts([renamed_away], "", set()) != []
     unrelated = ["lves/repository/cat/x/test.json", "README.md", "pyproject.toml", ".github/CODEOWNERS"]
-    assert runs_on_doubts([ChangedFile(name, "modified") for name in unrelated], "lves") == []
+    assert runs_on_doubts([ChangedFile(name, "modified") for name in unrelated], "lves", set()) == []
+
+
+def test_a_local_actions_folder_and_names_in_any_case_are_what_a_check_runs_on() -> None:
+    """Any file below a folder holding an action.yml (a composite action's script) counts, and every name
+    is compared case-folded: a macOS or Windows runner reads `.GitHub/Actions/x/Action.YML` as the
+    action it runs."""
+    actions = action_folders(["tools/setup/Action.YAML", "tools/setup/run.sh", "README.md"])
+    assert actions == {"tools/setup"}
+    for name in ["tools/setup/run.sh", "Tools/Setup/lib/x.py", ".GitHub/Workflows/x.yml", "x/DOCKERFILE"]:
+        [doubt] = runs_on_doubts([ChangedFile(name, "modified")], "lves", actions)
+        assert f"({name})" in doubt
+    assert runs_on_doubts([ChangedFile("LVES/LVEGIT.TOML", "added")], "lves", actions) != []
+    assert runs_on_doubts([ChangedFile("tools/other/run.sh", "modified")], "lves", actions) == []
+    # an action at the top of the repository runs everything in it
+    assert runs_on_doubts([ChangedFile("README.md", "modified")], "", action_folders(["action.yml"])) != []

@@ -36,6 +36,9 @@ def test_a_run_goes_into_the_history_once_and_status_reads_it(
     listed = cli("history", "list", cwd=repo.root)
     assert listed.code == 0 and file.name in listed.out and "6 attempts" in listed.out
     assert "gpt-4o-mini-2026-01-01" in listed.out  # the version the server said it was
+    document = cli("history", "list", "--format", "json", cwd=repo.root).json()
+    shipped_schema_accepts(document, "history")
+    assert [(run["file"], run["attempts"]) for run in document["runs"]] == [(file.name, 6)]
 
     status = cli("status", cwd=repo.root)
     assert status.code == 0, status.err
@@ -154,6 +157,16 @@ def test_a_parquet_file_of_another_layout_is_refused(repo: RepoBuilder, cli: Any
     )
     refused = cli("status", cwd=repo.root)
     assert refused.code == 1 and "not a run file of lvegit's history" in refused.err
+
+
+def test_history_list_without_runs_is_a_state_not_a_usage_error(repo: RepoBuilder, cli: Any) -> None:
+    """It exited 2 where `status` reports the same as a note."""
+    empty = cli("history", "list", cwd=repo.root)
+    assert (empty.code, empty.out) == (0, f"0 runs in {repo.root / 'history'}\n")
+    assert "no runs in" in empty.err and "lvegit history add REPORT" in empty.err
+    document = cli("history", "list", "--format", "json", cwd=repo.root).json()
+    shipped_schema_accepts(document, "history")
+    assert document["runs"] == [] and document["history"]["files"] == 0
 
 
 def test_status_without_history_says_how_to_start_one(repo: RepoBuilder, cli: Any) -> None:
@@ -325,3 +338,72 @@ def test_a_run_file_of_layout_2_without_its_column_or_with_empty_values_is_refus
     pq.write_table(emptied, written)
     refused = cli("status", cwd=repo.root)
     assert refused.code == 1 and "the column 'invalid' is empty in some rows" in refused.err
+
+
+def _run_file(folder: Path, key: str, model: list[str], version: str, rows_per_write: int = 100) -> Path:
+    """A run file of lvegit's layout, a row for each model, each with the same `version` held once in a
+    Parquet dictionary, written by pyarrow a few rows at a time (never all of it in memory)."""
+    from datetime import UTC, datetime
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lvegit.history.store import arrow_schema
+
+    schema = arrow_schema(False)
+    shared = pa.dictionary(pa.int32(), pa.string())
+    schema = pa.schema([pa.field("version", shared) if f.name == "version" else f for f in schema])
+    path = folder / f"2026-01-12T030000Z-{key}.parquet"
+    # Without the arrow schema (the version's is a dictionary's), with lvegit's layout as the key it reads
+    with pq.ParquetWriter(
+        path, schema, compression="zstd", dictionary_pagesize_limit=1 << 26, store_schema=False
+    ) as writer:
+        for start in range(0, len(model), rows_per_write):
+            rows = len(model[start : start + rows_per_write])
+            columns = {
+                "run": ["r"] * rows,
+                "run_at": [datetime(2026, 1, 12, 3, tzinfo=UTC)] * rows,
+                "lve": ["repository/cat/x/openai--gpt-4o-mini"] * rows,
+                "model": model[start : start + rows],
+                "version": pa.DictionaryArray.from_arrays(
+                    pa.array([0] * rows, pa.int32()), pa.array([version])
+                ),
+                "file": ["i.jsonl"] * rows,
+                "line": list(range(start, start + rows)),
+                "repetition": [0] * rows,
+                "unsafe": [True] * rows,
+            }
+            writer.write_table(pa.table(columns, schema=schema))
+        writer.add_key_value_metadata({"lvegit_history": "1"})
+    return path
+
+
+def test_a_run_file_that_expands_past_its_bounds_is_refused_naming_it(
+    repo: RepoBuilder, cli: Any, tmp_path: Path
+) -> None:
+    """zstd shrinks repeated strings thousands of times: 1,400 distinct model names of 200 KB are a file of
+    tens of KB and 280 MB decompressed; one 2 MB version in a dictionary, shared by 20,000 rows, is a file
+    of tens of KB, 4 MB in the metadata and 40 GB once each row holds it. Both are named, with the bound,
+    before a row is read; status shows the other runs."""
+    from lvegit.history.store import MAX_RUN_UNCOMPRESSED_BYTES, MAX_STRING_BYTES
+
+    lve = "repository/cat/x/openai--gpt-4o-mini"
+    repo.lve("cat/x", instances={"i.jsonl": []})
+    folder = repo.root / "history"
+    history_run(folder, "2026-01-05T03:00:00Z", {(lve, "m", "v"): (1, 0)})
+    names = [f"m{number:05}" + "a" * 200_000 for number in range(1_400)]
+    expanding = _run_file(folder, "0123456789abcdef", names, "v")
+    assert expanding.stat().st_size < 1_000_000
+    shared = _run_file(folder, "fedcba9876543210", ["m"] * 20_000, "v" * 2_000_000, 20_000)
+    assert shared.stat().st_size < 100_000
+
+    status = cli("status", cwd=repo.root)
+    assert status.code == 1, status.err
+    assert f"{expanding.name}: " in status.err
+    assert f"bytes decompressed, over the {MAX_RUN_UNCOMPRESSED_BYTES:,} a run file may hold" in status.err
+    assert f"{shared.name}: the column 'version' holds a value over {MAX_STRING_BYTES:,} bytes" in status.err
+    assert "1 LVE x 1 model (1 run): 1 reproduces" in status.out
+    expanding.unlink()
+    for command in (["site", str(tmp_path / "site")], ["history", "list"]):
+        refused = cli(*command, cwd=repo.root)
+        assert refused.code == 2 and f"{shared.name}: the column 'version' holds a value" in refused.err

@@ -173,6 +173,7 @@ def test_a_cache_tracked_by_git_is_refused(repo: RepoBuilder, cli: Any, builds: 
     assert cli("replay", "--all", cwd=repo.root).code == 1
     for entry in (repo.root / ".lvegit-cache/v1").glob("*/*"):
         entry.write_text(json.dumps({"verdict": True, "note": None}))  # forged: "reproduces"
+    git.git("add", "-f", ".lvegit-cache")  # past the cache's own .gitignore, as a pull request can
     git.commit("a forged cache")
     result = cli("replay", "--all", cwd=repo.root)
     assert result.code == 1 and "1 mismatch" in result.out
@@ -240,3 +241,15 @@ def test_a_checker_skipped_for_what_this_machine_lacks_is_not_started_again(
     assert cli("check", "--all", cwd=repo.root).out == first.out and len(started) == 3  # warm again
     monkeypatch.setenv("LVEGIT_ALLOW_DOWNLOADS", "1")  # the environment that decides about models
     assert cli("check", "--all", cwd=repo.root).out == first.out and len(started) == 4
+
+
+def test_the_cache_keeps_itself_out_of_git(tmp_path: Path, cli: Any) -> None:
+    """Only `lvegit new` added .lvegit-cache/ to .gitignore: in a repository adopted as it was, the first
+    `check` left the cache untracked, for `git add -A` to commit (and the next check to refuse)."""
+    git = GitRepo(tmp_path / "lves")
+    RepoBuilder(git.root).lve(instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    git.commit("an LVE repository without a .gitignore")
+    assert cli("check", "--all", cwd=git.root).code == 0
+    assert (git.root / ".lvegit-cache").is_dir()
+    assert git.git("status", "--porcelain", "--untracked-files=all") == ""
+    assert cli("check", "--all", cwd=git.root).code == 0  # and the next check uses it

@@ -61,8 +61,8 @@ def test_model_based_checker_is_skipped_with_reason(repo: RepoBuilder) -> None:
     [(status, reason)] = [(r.status, r.reason) for r in results]
     assert status == "skipped" and reason is not None
     assert reason == (
-        "model 's-nlp/roberta_toxicity_classifier' is not available locally (set LVEGIT_ALLOW_DOWNLOADS=1 or "
-        "install it)"
+        "model 's-nlp/roberta_toxicity_classifier' is not in the local Hugging Face cache: download it with: "
+        "lvegit models --download"
     )
 
 

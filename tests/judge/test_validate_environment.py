@@ -77,6 +77,14 @@ def test_a_broken_environment_names_where(
     assert expected in problems(repo, bank(repo, **files))
 
 
+def test_a_syntax_error_in_the_checks_is_the_only_error(repo: RepoBuilder) -> None:
+    """It once came with a second, misleading one: "function security, which is not there"."""
+    broken = bank(repo, checks_py="def security(output, before, after, calls):\n    return (\n")
+    assert problems(repo, broken) == [
+        f"error: {LVE}/environment/checks.py:2: syntax error: '(' was never closed"
+    ]
+
+
 def test_a_tool_without_returns_needs_a_function(repo: RepoBuilder) -> None:
     tools = ENVIRONMENT_FILES["environment/tools.py"].replace("def get_balance(", "def balance(")
     assert problems(repo, bank(repo, tools_py=tools)) == [

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from builders import PROJECT_ROOT, GitRepo, RepoBuilder, instance
+from builders import PROJECT_ROOT, GitRepo, RepoBuilder, instance, shipped_schema_accepts
 
 ROWS = {"i.jsonl": [instance("3", True, a=1, b=2)]}
 
@@ -53,6 +53,9 @@ def test_assign_gives_ids_in_path_order_and_keeps_them_across_moves_never_reusin
         "retired": "2026-12-01",
     }
     assert ids["LVE-2026-0003"]["path"] == "repository/cat/b/openai--gpt-4o-mini"
+    # the registry, retired ids included, is the document `lvegit schema ids` prints (it had none)
+    shipped_schema_accepts(json.loads((git.root / "lve-ids.json").read_text()), "ids")
+    shipped_schema_accepts(json.loads((PROJECT_ROOT / "lve-ids.json").read_text()), "ids")
     nothing = cli("ids", "assign", "--today", "2026-12-02", cwd=git.root)
     assert "0 ids given, 0 LVEs moved, 0 retired" in nothing.out
 

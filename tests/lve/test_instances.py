@@ -8,8 +8,8 @@ from pathlib import Path
 import jsonlines
 import pytest
 
-from lvegit.base.files import FileProblem
-from lvegit.lve.instances import InstanceKeys, append_instances, read_instances
+from lvegit.base.files import MAX_INSTANCE_FILE_BYTES, FileProblem
+from lvegit.lve.instances import InstanceKeys, append_instances, count_lines, read_instances
 from lvegit.lve.problems import Problems
 
 from builders import fill
@@ -147,3 +147,16 @@ def test_an_append_to_a_full_disk_is_an_error_naming_it_and_no_half_line(small_d
     ):
         append_instances(path, [record])
     assert path.read_text() == '{"response": "old", "passed": true}\n'
+
+
+def test_a_file_over_the_bound_is_neither_read_nor_counted(tmp_path: Path) -> None:
+    """A file of no line break (sparse here: no disk taken) past MAX_INSTANCE_FILE_BYTES: counting its
+    lines read it into memory as one line. It counts none, and reading it names the bound."""
+    path = tmp_path / "lve" / "instances" / "big.jsonl"
+    path.parent.mkdir(parents=True)
+    with path.open("wb") as handle:
+        handle.truncate(MAX_INSTANCE_FILE_BYTES + 1)
+    assert count_lines(path) == 0
+    problems = Problems("big.jsonl")
+    assert read_instances(path, "big.jsonl", problems) == []
+    assert f"limit {MAX_INSTANCE_FILE_BYTES}" in problems.errors[0].message

@@ -104,6 +104,10 @@ def test_runs_repetitions_and_their_prompt_forms() -> None:
     assert problems == [
         "warning: multi_run_prompt[0].repetition: unknown key 'repetition' (did you mean repetitions?)"
     ]
+    # each repetition is an attempt: a run sequence of 10^9 was built before anything was judged
+    many = [{"name": "many", "repetitions": 10**9, "prompt": [{"content": "c"}]}]
+    _, problems = read({**data, "multi_run_prompt": many})
+    assert problems == ["error: multi_run_prompt[0].repetitions: must be at most 1000"]
 
 
 def test_unknown_keys_are_warnings_with_a_hint_but_checker_arguments_are_not() -> None:

@@ -110,6 +110,7 @@ def tagged_repository(repo: RepoBuilder) -> None:
         (["atlas:AML.T0051"], ["sec/injection"]),  # a technique takes its sub-techniques
         (["owasp-llm:2025:LLM01", "atlas:AML.T0054"], ["sec/jailbreak"]),  # every --tag
         (["owasp-agentic:2026:ASI01"], []),
+        (["LLM01:2025", "AML.T0054"], ["sec/jailbreak"]),  # a publisher's id alone: unambiguous
     ],
 )
 def test_tag_selects_lves_for_every_command_that_selects(
@@ -191,3 +192,27 @@ def test_an_lve_tagged_in_a_publishers_form_is_selected_and_shown_normalised(
         assert [lve["path"] for lve in listed["lves"]] == ["repository/sec/injection/openai--gpt-4o-mini"], (
             selector
         )
+
+
+@pytest.mark.parametrize(
+    ("selector", "tag"),
+    [
+        ("LLM01:2025", {"name": "owasp-llm", "value": "2025:LLM01"}),
+        ("ASI01:2026", {"name": "owasp-agentic", "value": "2026:ASI01"}),
+        ("AML.T0051.001", {"name": "atlas", "value": "AML.T0051.001"}),
+        ("CWE-1426", {"name": "cwe", "value": "CWE-1426"}),
+    ],
+)
+def test_a_publishers_id_alone_selects_and_tags(
+    repo: RepoBuilder, cli: Any, selector: str, tag: dict
+) -> None:
+    """`lvegit list --tag LLM01:2025` was refused: only owasp-llm:LLM01:2025 and owasp-llm:2025:LLM01 were
+    taken, though the id names one entry of one taxonomy."""
+    repo.lve("sec/tagged", {"tags": [tag]})
+    repo.lve("sec/other", {"tags": [{"name": "owasp-llm", "value": "2025:LLM09"}]})
+    listed = cli("list", "--tag", selector, "--format", "json", cwd=repo.root)
+    assert listed.code == 0, listed.err
+    assert [lve["path"] for lve in listed.json()["lves"]] == ["repository/sec/tagged/openai--gpt-4o-mini"]
+    made = cli("new", "sec/new", "--model", "m/x", "--tag", selector, "--no-interactive", cwd=repo.root)
+    assert made.code == 0, made.err
+    assert json.loads((repo.root / "repository/sec/new/m--x/test.json").read_text())["tags"][1] == tag

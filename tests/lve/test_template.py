@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from lvegit.lve.template import TemplateError, fill, placeholders
+from lvegit.lve.template import MAX_FILLED_BYTES, FilledTooLarge, TemplateError, fill, placeholders
 
 
 def test_fill_uses_format_map_semantics() -> None:
@@ -38,3 +38,11 @@ def test_missing_value_and_malformed_templates() -> None:
         fill("{a:{b}}", {"a": 1, "b": 2})
     with pytest.raises(TemplateError, match="cannot format"):
         fill("{a:d}", {"a": "text"})
+
+
+def test_what_a_template_fills_to_is_bounded_in_utf8_bytes() -> None:
+    # Under the bound in characters, twice over it in bytes: a bound in characters lets four bytes each in.
+    wide = "\u00e9" * (MAX_FILLED_BYTES // 2 + 1)
+    with pytest.raises(FilledTooLarge, match=f"the template fills to more than {MAX_FILLED_BYTES:,} bytes"):
+        fill("{a}", {"a": wide})
+    assert fill("{a}", {"a": wide[:-1]}) == wide[:-1]

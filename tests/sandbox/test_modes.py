@@ -10,28 +10,24 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import stat
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from lvegit.sandbox import view
 from lvegit.sandbox.probe import LANDLOCK_LIMITS, PROBES
 
 from builders import ENVIRONMENT_FILES, ENVIRONMENT_TEST, RepoBuilder, instance, shipped_schema_accepts
-
-REFUSE_NAMESPACES = str(Path(__file__).with_name("refuse_namespaces.py"))
-ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the machine's root only")
+from sandbox_modes import REFUSE_NAMESPACES, ROOT_ONLY, as_nobody
 
 
-def sandbox_report(*prefix: str) -> dict[str, Any]:
+def sandbox_report(*prefix: str, code: int = 0) -> dict[str, Any]:
+    """`lvegit sandbox --format json` run behind `prefix`; `code`: the exit code it must end with (1 where
+    contributed code would be refused)."""
     command = [*prefix, sys.executable, "-I", "-m", "lvegit", "sandbox", "--format", "json"]
     environment = {"PATH": os.environ["PATH"], "HOME": "/tmp", "LANG": "C.UTF-8"}
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd="/", env=environment)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == code, done.stderr
     return dict(json.loads(done.stdout))
 
 
@@ -55,40 +51,6 @@ def assert_apart(report: dict[str, Any]) -> None:
     assert report["isolation"][2].startswith("apart: own user and mount namespaces")
     assert report["isolation"][4].startswith("landlock: unavailable")
     assert_everything_held({**report, "isolation": report["isolation"][:4] + report["isolation"][5:]})
-
-
-def as_nobody(groups: str = "--clear-groups") -> list[str]:
-    """A command prefix that runs as nobody, with no groups, in a view where the interpreter and lvegit
-    are reachable (they may live under /root or in a 0700 folder, as CI's venv does): every folder above
-    them that nobody cannot pass is covered by an empty one and the paths bound back (bubblewrap as root,
-    without namespaces of its own besides the mount one)."""
-    program = shutil.which("setpriv")
-    if program is None:
-        pytest.skip("setpriv (util-linux) is not installed")
-    from lvegit.sandbox import bwrap
-
-    bwrap_program = bwrap.executable()
-    assert bwrap_program is not None
-    needed = sorted(
-        {os.path.realpath(p) for p in [*view.import_paths(), sys.executable] if os.path.exists(p)}
-    )
-    closed = set()
-    for path in needed:
-        for folder in Path(path).parents:
-            if str(folder) != "/" and not os.stat(folder).st_mode & stat.S_IXOTH:
-                closed.add(str(folder))
-    arguments = [bwrap_program, "--dev-bind", "/", "/"]
-    for folder in sorted(closed):
-        arguments += ["--perms", "0755", "--tmpfs", folder]
-    made = set(closed)
-    for path in needed:
-        if any(path.startswith(folder + "/") for folder in closed):
-            for folder in reversed(Path(path).parents):  # bubblewrap would make them 0700
-                if str(folder) not in made and any(str(folder).startswith(c + "/") for c in closed):
-                    made.add(str(folder))
-                    arguments += ["--perms", "0755", "--dir", str(folder)]
-            arguments += ["--ro-bind", path, path]
-    return [*arguments, "--", program, "--reuid=65534", "--regid=65534", groups]
 
 
 @ROOT_ONLY
@@ -127,7 +89,7 @@ def test_as_an_unprivileged_user_with_namespaces_without_landlock() -> None:
 def test_without_landlock_workers_that_cannot_be_apart_are_refused() -> None:
     """A kernel without Landlock whose user namespaces are off but for root: bubblewrap holds, but a
     worker (a uid of its own) cannot make its own namespaces, and would see its siblings' processes."""
-    report = sandbox_report(sys.executable, REFUSE_NAMESPACES, "--only-landlock-and-users")
+    report = sandbox_report(sys.executable, REFUSE_NAMESPACES, "--only-landlock-and-users", code=1)
     assert report["mode"] == "refused"
     assert report["isolation"][2] == "apart: unavailable ([Errno 1] unshare: Operation not permitted)"
 
@@ -196,13 +158,19 @@ def test_where_the_sandbox_cannot_hold_contributed_code_is_refused(tmp_path: Pat
     }
     recorded = {"response": "No.", "passed": True, "environment": {"before": {}, "after": {}}}
     repo.lve("sandbox/bank", ENVIRONMENT_TEST, files=bank_files, instances={"i.jsonl": [recorded]})
-    report = sandbox_report(sys.executable, REFUSE_NAMESPACES, "--no-landlock")
+    report = sandbox_report(sys.executable, REFUSE_NAMESPACES, "--no-landlock", code=1)
     assert report["mode"] == "refused"
     # the probe's sibling wrote in the machine's /tmp and /dev/shm, unconfined, and removed what it wrote
     assert [path for path in report["probes"]["sibling_read"].split("'") if path.startswith("/")]
     assert not any(Path(p).exists() for p in report["probes"]["sibling_read"].split("'") if p.startswith("/"))
     command = [sys.executable, REFUSE_NAMESPACES, "--no-landlock", sys.executable, "-I", "-m", "lvegit"]
     environment = {"PATH": os.environ["PATH"], "HOME": "/tmp", "LANG": "C.UTF-8"}
+    said = subprocess.run([*command, "sandbox"], capture_output=True, text=True, timeout=300, env=environment)
+    assert said.returncode == 1  # `lvegit sandbox` once said "refused" and exited 0
+    assert said.stderr.endswith(
+        "contributed code would be refused here. To run it: use a Linux machine that allows user namespaces "
+        "or Landlock\n"
+    )
     done = subprocess.run(
         [*command, "replay", "--all"],
         capture_output=True,
@@ -225,7 +193,7 @@ def test_where_the_sandbox_cannot_hold_contributed_code_is_refused(tmp_path: Pat
 
 @ROOT_ONLY
 def test_an_unprivileged_user_where_the_sandbox_cannot_hold_is_refused() -> None:
-    report = sandbox_report(*as_nobody(), sys.executable, REFUSE_NAMESPACES, "--no-landlock")
+    report = sandbox_report(*as_nobody(), sys.executable, REFUSE_NAMESPACES, "--no-landlock", code=1)
     assert report["mode"] == "refused"
     assert "landlock: unavailable ([Errno 38] Function not implemented)" in report["isolation"]
 

@@ -14,13 +14,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from test_modes import REFUSE_NAMESPACES, ROOT_ONLY, as_nobody
 
 from lvegit.base.errors import CheckerError
 from lvegit.base.settings import CheckerSettings, Settings, configure
 from lvegit.sandbox import scratch
 
 from builders import RepoBuilder, fill, instance
+from sandbox_modes import REFUSE_NAMESPACES, ROOT_ONLY, as_nobody
 
 DEPTH = 2_500  # Python 3.11's rmtree raised RecursionError (exit 3, the other LVE never judged)
 

@@ -40,6 +40,7 @@ from lvegit.publish.site.model import (
     Site,
     clean,
     http_url,
+    shown_status,
     slug,
     state_parts,
 )
@@ -186,11 +187,13 @@ def _shown_statuses(batch: _Batch, lves: list[str]) -> tuple[Statuses, dict[str,
         return {}, {}
     from lvegit.publish.site.timeline import timelines
 
-    found = history.status(lves)
+    found = {
+        (lve, clean(model)): shown_status(status) for (lve, model), status in history.status(lves).items()
+    }
     site = Site(batch.site.title, batch.site.base_url, statuses=found, runs=batch.site.runs)
     shown: dict[str, list[ShownStatus]] = defaultdict(list)
     for (lve, model), timeline in sorted(timelines(history, lves).items()):
-        shown[lve].append(ShownStatus(site.status(lve, model), timeline))
+        shown[lve].append(ShownStatus(site.status(lve, clean(model)), timeline))
     return found, shown
 
 

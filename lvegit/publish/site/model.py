@@ -5,6 +5,7 @@ build.py, rendered by the Jinja templates; nothing here writes a file or HTML be
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import re
@@ -16,7 +17,7 @@ from urllib.parse import urlsplit
 
 from lvegit.base.escape import shown_text
 from lvegit.history.severity import Severity
-from lvegit.history.status import STATE_MARKS, LVEStatus, State
+from lvegit.history.status import STATE_MARKS, LVEStatus, Moment, State
 from lvegit.lve.spec import LVE
 from lvegit.lve.taxonomy import SCHEMES
 from lvegit.lve.taxonomy import name_of as taxonomy_name
@@ -30,6 +31,48 @@ INSTANCES_SHOWN = 100  # instances in the open on an LVE page; the rest in colla
 def clean(text: str) -> str:
     """Valid Unicode with control and bidi characters shown as escapes (base/escape.py: shown_text)."""
     return shown_text(text)
+
+
+@functools.lru_cache(maxsize=4096)  # a history has few models and versions, in 100,000s of statuses
+def _shown_name(text: str) -> str:
+    return clean(text)
+
+
+def _shown_moment(moment: Moment | None) -> Moment | None:
+    if moment is None or _shown_name(moment.version) == moment.version:
+        return moment
+    return Moment(moment.at, _shown_name(moment.version))
+
+
+def shown_status(status: LVEStatus) -> LVEStatus:
+    """A status of the run history as the site shows it: its model and versions, which a pull request's
+    history file may have written, cleaned like every other text (the LVE is the repository's own path).
+    The status itself where none needs it, as nearly always (a site shows 100,000s)."""
+    current = status.current
+    moments = (
+        status.first_reproduced,
+        status.last_reproduced,
+        status.fixed_in,
+        status.regressed_in,
+        status.last_verdict,
+    )
+    texts = [status.model, *(m.version for m in moments if m is not None)]
+    if current is not None:
+        texts.append(current.version)
+    if all(_shown_name(text) == text for text in texts):
+        return status
+    return dataclasses.replace(
+        status,
+        model=_shown_name(status.model),
+        first_reproduced=_shown_moment(status.first_reproduced),
+        last_reproduced=_shown_moment(status.last_reproduced),
+        fixed_in=_shown_moment(status.fixed_in),
+        regressed_in=_shown_moment(status.regressed_in),
+        current=None
+        if current is None
+        else dataclasses.replace(current, version=_shown_name(current.version)),
+        last_verdict=_shown_moment(status.last_verdict),
+    )
 
 
 def slug(path: str) -> str:

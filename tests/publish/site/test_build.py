@@ -261,7 +261,8 @@ def test_without_the_data_extra_the_site_is_built_without_the_history(
 
 def test_the_feed_and_advisories_hold_what_a_model_server_named_itself(cli: Any, tmp_path: Path) -> None:
     """A version string is whatever the model's server said: markup in it reaches the feed as text (an XML
-    parser reads the feed back), control characters as visible escapes and the advisories as JSON the OSV schema takes."""
+    parser reads the feed back), control characters as visible escapes (in the feed and the advisories) and
+    the advisories as JSON the OSV schema takes."""
     import json
     import xml.etree.ElementTree as ET
 
@@ -288,7 +289,8 @@ def test_the_feed_and_advisories_hold_what_a_model_server_named_itself(cli: Any,
         h.startswith("https://lves.example/") for h in links
     )
     record = json.loads((out / "osv" / "x_LVE-2026-0001.json").read_text())
-    assert record["affected"][0]["ranges"][0]["events"] == [{"introduced": hostile}]
+    shown = "v2</title><script>x</script>\\x01\\x1b[31m"  # the site's advisories show what its pages do
+    assert record["affected"][0]["ranges"][0]["events"] == [{"introduced": shown}]
     assert json.loads((out / "osv" / "index.json").read_text()) == [
         {"id": "x_LVE-2026-0001", "modified": "2026-11-26T00:00:00Z"}
     ]
@@ -328,6 +330,34 @@ def test_bidi_and_control_characters_are_shown_as_escapes(
     assert page.count(shown) >= 4  # description, tag, response, author
     assert f"line one\n{shown}" in page
     assert shown in (out / "feed.xml").read_text() and shown in (out / "changes.html").read_text()
+
+
+def test_bidi_characters_of_the_run_history_are_shown_as_escapes_on_every_page(
+    cli: Any, tmp_path: Path
+) -> None:
+    """A model's name and version come from a run history that a pull request may commit: in the model
+    filter, the tables' headers and cells, an LVE's page, the feed and the advisories, their bidi and
+    control characters are visible escapes, as every other text's are."""
+    from builders import GitRepo, history_run
+
+    git = GitRepo(tmp_path / "lves")
+    RepoBuilder(git.root).lve("cat/x", instances={"i.jsonl": [instance("3", True, a=1, b=2)]})
+    assert cli("ids", "assign", "--today", "2026-11-26", cwd=git.root).code == 0
+    lve = "repository/cat/x/openai--gpt-4o-mini"
+    raw_model, raw_version = "acme/\u202eledom\u202c\u2066x\u2069", "v\u202e2\x1b[31m\u200f"
+    model, version = "acme/\\u202eledom\\u202c\\u2066x\\u2069", "v\\u202e2\\x1b[31m\\u200f"  # as shown
+    history_run(git.root / "history", "2026-09-01T03:00:00Z", {(lve, raw_model, "v1"): (0, 80)})
+    history_run(git.root / "history", "2026-09-08T03:00:00Z", {(lve, raw_model, raw_version): (2, 0)})
+    out = tmp_path / "site"
+    assert cli("site", str(out), "--repo", str(git.root)).code == 0
+    for path in [*out.rglob("*.html"), out / "feed.xml", *out.rglob("*.json")]:
+        text = path.read_text(encoding="utf-8")
+        assert not any(char in text for char in "\u202e\u202c\u2066\u2069\u200f\x1b"), path.name
+    index, status = (out / "index.html").read_text(), (out / "status.html").read_text()
+    assert f'<option value="{model.lower()}">{model}</option>' in index  # the model filter
+    assert f'data-affects="{model.lower()}"' in index and model in status
+    page = next((out / "lves").glob("*.html")).read_text()
+    assert f"<dd>{model}" in page and version in page  # Affects, and the status on the model
 
 
 def test_the_processes_writing_pages_run_lvegits_code_with_no_secret(

@@ -16,9 +16,7 @@ from __future__ import annotations
 import html
 import inspect
 import re
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import click
 
@@ -121,12 +119,7 @@ def reference(group: click.Group, prog: str) -> str:
     return "\n".join(lines)
 
 
-def page() -> str:
-    """docs/reference.md as it should read."""
-    from lvegit.cli import cli
-
-    return f"{HEADER}\n{reference(cli, 'lvegit')}\n"
-
-
-if __name__ == "__main__":
-    Path(sys.argv[1]).write_text(page(), encoding="utf-8")
+def page(group: click.Group) -> str:
+    """docs/reference.md as it should read, for the program `group` (the CLI, which `__main__` passes in:
+    the generator sits below the CLI and does not import it)."""
+    return f"{HEADER}\n{reference(group, 'lvegit')}\n"

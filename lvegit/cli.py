@@ -115,6 +115,11 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> Any
         # lvegit's first model (about 4% of a cold check's instructions); lvegit's models use none. A
         # setting of the caller's stands.
         os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+        # What a killed lvegit (SIGKILL: a cancelled job) left in its sandbox's scratch folders goes at the
+        # next start of any command, not only of one that starts a sandbox again.
+        from lvegit.sandbox.scratch import sweep
+
+        sweep()
     from lvegit.disclosure.identity import take_from_environment
 
     take_from_environment()  # before anything can start a process that would inherit the key

@@ -47,6 +47,7 @@ PROBES = (
     "stat_secret",
     "readlink_secret",
     "proc_stat",
+    "unseen_space",
 )
 # What landlock mode (no namespaces) cannot hide, stated in docs/security.md: Landlock does not cover a
 # path's lookup, so a worker learns whether a path it names exists, with its size, owner and times (a
@@ -175,6 +176,26 @@ def _set_id_file() -> str:
     raise PermissionError("made without its set-uid bit")
 
 
+UNSEEN_BYTES = 64 * 1024**2  # past the file-size limit (16 MiB)
+
+
+def _unseen_space() -> str:
+    """Set aside disk space that neither the file-size limit nor the scratch watch sees: fallocate with
+    FALLOC_FL_KEEP_SIZE (1) into a file unlinked and held open allocated blocks past RLIMIT_FSIZE on ext4,
+    which checks the limit against the size only (a whole disk in one call)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+    descriptor = os.open("unseen", os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        os.unlink("unseen")
+        if libc.fallocate(descriptor, 1, 0, UNSEEN_BYTES) != 0:
+            code = ctypes.get_errno()
+            raise OSError(code, os.strerror(code))
+        return f"{os.fstat(descriptor).st_blocks * 512} bytes set aside, unseen"
+    finally:
+        os.close(descriptor)
+
+
 def _uid() -> str:
     if os.getuid() == 0 or os.geteuid() == 0:
         return "uid 0"
@@ -272,6 +293,7 @@ def attempt_all(targets: dict[str, Any]) -> dict[str, str]:
         "stat_secret": lambda: _stat(str(targets["secret_file"])),
         "readlink_secret": lambda: os.readlink(str(targets["secret_link"])),
         "proc_stat": lambda: _stat(f"/proc/{int(targets['lvegit_pid'])}"),
+        "unseen_space": _unseen_space,
     }
     with contextlib.suppress(Exception):
         socket.setdefaulttimeout(5)

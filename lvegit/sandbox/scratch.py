@@ -18,9 +18,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from lvegit.base.errors import CheckerError
-from lvegit.sandbox.privileges import size_text
 
 PREFIX = "lvegit-sandbox-"
 LOCK_SUFFIX = ".lock"
@@ -135,17 +135,27 @@ class _Past(Exception):
     """More files than counting needs."""
 
 
-def usage(top: str, most_files: int) -> tuple[int, int]:
-    """The bytes on disk (blocks, not sizes: a sparse file takes little) and the entries beneath `top`,
-    counted until more than `most_files` are found. What cannot be gone through counts as nothing."""
+class Usage(NamedTuple):
+    bytes: int  # on disk (blocks, not sizes: a sparse file takes little)
+    files: int  # entries, counted no further than asked
+    whole: bool  # everything listed was gone through: nothing was renamed or removed while measured
+
+
+def usage(top: str, most_files: int) -> Usage:
+    """What is beneath `top`, counted until more than `most_files` entries are found. What cannot be gone
+    through counts as nothing, and makes the measure not whole."""
     found = [0, 0]
+    problems: list[str] = []
 
     def enter(folder: int) -> list[str]:
         folders = []
         with os.scandir(folder) as entries:
             for entry in entries:
-                with contextlib.suppress(OSError):
+                try:
                     info = entry.stat(follow_symlinks=False)
+                except OSError as exc:
+                    problems.append(exc.strerror or str(exc))
+                else:
                     found[0] += info.st_blocks * 512
                     if stat.S_ISDIR(info.st_mode):
                         folders.append(entry.name)
@@ -154,9 +164,13 @@ def usage(top: str, most_files: int) -> tuple[int, int]:
                     raise _Past
         return folders
 
-    with contextlib.suppress(OSError, _Past):
-        _depth_first(top, enter, lambda parent, name: None, [], removing=False)
-    return found[0], found[1]
+    try:
+        _depth_first(top, enter, lambda parent, name: None, problems, removing=False)
+    except _Past:
+        return Usage(found[0], found[1], True)
+    except OSError as exc:
+        problems.append(exc.strerror or str(exc))
+    return Usage(found[0], found[1], not problems)
 
 
 @dataclass(frozen=True)
@@ -186,6 +200,10 @@ class Watch:
     those, 256 of 16 MiB)."""
 
     POLL_SECONDS = 0.25
+    # A checker renamed a folder through 100 names without pause beside 10,000 empty files: each measure
+    # listed a name, found it gone when it opened it, and counted nothing beneath (50 MiB unseen in 40
+    # measures of 40). An honest checker's folder is not changing under so many measures in a row.
+    NOT_WHOLE = 4
 
     def __init__(self, root: str, bounds: Callable[[], Bounds] = Bounds) -> None:
         self.root = root
@@ -193,6 +211,7 @@ class Watch:
         self._lock = threading.Lock()
         self._watched: dict[str, Callable[[str], None]] = {}
         self._ended: set[str] = set()  # told, and not removed yet
+        self._not_whole: dict[str, int] = {}  # the measures in a row that could not go through it all
         self._thread: threading.Thread | None = None
 
     def add(self, folder: str, past: Callable[[str], None]) -> None:
@@ -207,30 +226,41 @@ class Watch:
         with self._lock:
             self._watched.pop(folder, None)
             self._ended.discard(folder)
+            self._not_whole.pop(folder, None)
 
     def check(self) -> None:
         """Measure every watched folder once (what the thread does each poll)."""
+        from lvegit.sandbox.privileges import size_text  # ctypes: not on every start, which sweeps
+
         with self._lock:
             watched = list(self._watched)
         bounds = self.bounds()
         for folder in watched:
-            size, files = usage(folder, bounds.files)
+            size, files, whole = usage(folder, bounds.files)
             if size > bounds.bytes or files > bounds.files:
-                self._past([folder], f"its bound of {size_text(bounds.bytes)} or {bounds.files:,} files")
+                self._past(
+                    [folder], f"passed its bound of {size_text(bounds.bytes)} or {bounds.files:,} files"
+                )
+                continue
+            self._not_whole[folder] = 0 if whole else self._not_whole.get(folder, 0) + 1
+            if self._not_whole[folder] >= self.NOT_WHOLE:
+                self._past(
+                    [folder], f"changed under {self.NOT_WHOLE} measures in a row: it cannot be bounded"
+                )
         with self._lock:
             if self._ended:  # what an ended worker holds is being removed: not counted against the others
                 return
-        size, files = usage(self.root, bounds.total_files)
+        size, files, _whole = usage(self.root, bounds.total_files)
         if size > bounds.total_bytes or files > bounds.total_files:
             total = f"{size_text(bounds.total_bytes)} or {bounds.total_files:,} files"
-            self._past(watched, f"the bound of all workers together, {total}")
+            self._past(watched, f"passed the bound of all workers together, {total}")
 
-    def _past(self, folders: list[str], bound: str) -> None:
+    def _past(self, folders: list[str], what: str) -> None:
         with self._lock:
             told = [(folder, self._watched.pop(folder)) for folder in folders if folder in self._watched]
             self._ended.update(folder for folder, _past in told)
         for _folder, past in told:
-            past(f"the checker's scratch folder passed {bound}")
+            past(f"the checker's scratch folder {what}")
 
     def _run(self) -> None:
         took = 0.0

@@ -10,7 +10,7 @@ ioctl only for the requests Python makes on its own descriptors (no TIOCSTI), pr
 options, fcntl without the commands that signal a process (F_SETOWN, F_SETSIG), kill and tgkill only to the
 worker itself, prlimit64, setpriority and sched_setaffinity only on itself; files opened without set-id
 bits, and no chmod, chown or utime (Landlock does not cover metadata); no extended attributes, read or
-written.
+written; fallocate with mode 0 only (its flags allocate past the file-size limit).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ ALLOWED = (
         "read write readv writev pread64 pwrite64 preadv pwritev preadv2 pwritev2 lseek close close_range",
         "stat fstat lstat newfstatat statx access faccessat faccessat2 readlink",
         "readlinkat getdents getdents64 getcwd chdir fchdir mkdir mkdirat rmdir unlink unlinkat rename",
-        "renameat renameat2 truncate ftruncate fsync fdatasync fallocate fadvise64 sync_file_range dup dup2",
+        "renameat renameat2 truncate ftruncate fsync fdatasync fadvise64 sync_file_range dup dup2",
         "dup3 pipe pipe2 flock umask statfs",
         "fstatfs symlink symlinkat link linkat copy_file_range sendfile splice tee",
         # waiting on descriptors
@@ -73,6 +73,11 @@ SET_ID_BITS = 0o6000
 # F_SETOWN_EX, F_SETSIG) or lease a file (F_SETLEASE): descriptors' flags, locks, duplicates, pipe sizes,
 # seals.
 FCNTLS = (0, 1, 2, 3, 4, 5, 6, 7, 9, 11, 16, 36, 37, 38, 1025, 1030, 1031, 1032, 1033, 1034)
+# fallocate's mode: 0 only (posix_fallocate's), which extends the file within RLIMIT_FSIZE. With
+# FALLOC_FL_KEEP_SIZE the kernel checks the limit against the size alone: a checker set aside 64 MiB, and
+# could the whole disk, in a file it had unlinked and held open, where neither the limit nor the scratch
+# watch sees it. The kernel reads the mode as an int: its low 32 bits.
+FALLOCATE_MODE = (1, 0xFFFFFFFF)
 # Extended attributes are read by path, and Landlock does not cover them: a worker without namespaces read
 # an attribute's value of a file it may not open. Refused as unsupported (EOPNOTSUPP), which libraries
 # take as "no attributes here" (shutil.copystat does); getxattrat and listxattrat (Linux 6.13), which
@@ -110,6 +115,9 @@ def build() -> Any:
         seccomp_filter.add_rule(
             pyseccomp.ALLOW, name, *(pyseccomp.Arg(p, pyseccomp.EQ, 0) for p in positions)
         )
+    position, mask = FALLOCATE_MODE
+    mode_zero = pyseccomp.Arg(position, pyseccomp.MASKED_EQ, mask, 0)
+    seccomp_filter.add_rule(pyseccomp.ALLOW, "fallocate", mode_zero)
     for name, position in OPENS.items():
         with contextlib.suppress(OSError, RuntimeError, ValueError):  # open and creat: not on aarch64
             seccomp_filter.add_rule(

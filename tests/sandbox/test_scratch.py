@@ -234,7 +234,7 @@ def test_the_watch_ends_a_worker_past_its_bound_and_all_past_the_total(tmp_path:
     many.mkdir(parents=True)
     nest(many)  # 2,500 folders deep, some unlistable: all counted
     try:
-        assert scratch.usage(str(many), 100_000)[1] == DEPTH + 7
+        assert scratch.usage(str(many), 100_000) == (scratch.usage(str(many), 100_000)[0], DEPTH + 7, True)
         assert scratch.usage(str(many), 100)[1] == 101  # counted no further than needed
         # four folders within their bound of 200 KiB; with what a worker wrote outside its own, past the
         # 800 KiB of all
@@ -267,24 +267,56 @@ def test_the_watch_ends_a_worker_past_its_bound_and_all_past_the_total(tmp_path:
 FILLER = "for number in range(64):\n    open(str(number), 'wb').write(b'x' * 1024**2)\ntime.sleep(120)"
 
 
-def test_a_checker_past_its_scratch_bound_is_ended_and_named(repo: RepoBuilder, confined: bool) -> None:
-    if not confined:
-        pytest.skip("the sandbox does not hold here: contributed code is refused")
+def ended_with_8_mib(repo: RepoBuilder, name: str, body: str, timeout: float) -> str:
+    """Why the checker of `body`, run with scratch folders of 8 MiB, was ended in its first call."""
     from lvegit.checkers.sandbox import CheckerWorker, SandboxSettings
     from lvegit.lve.prompt import Message, Role
 
-    lve_dir = checker_lve(repo, "scratch/filler", FILLER)
+    lve_dir = checker_lve(repo, name, body)
     configure(Settings(checkers=CheckerSettings(scratch_mib=8)))
-    worker = CheckerWorker("scratch/filler", lve_dir, SandboxSettings(call_timeout=60))
+    worker = CheckerWorker(name, lve_dir, SandboxSettings(call_timeout=timeout))
     try:
         checker = worker.build("Probe", {})
         with pytest.raises(CheckerError) as raised:
             checker.invoke_check([Message("12", Role.user)], [Message("3", Role.assistant)], {})
     finally:
         worker.close()
+    return str(raised.value)
+
+
+def test_a_checker_past_its_scratch_bound_is_ended_and_named(repo: RepoBuilder, confined: bool) -> None:
+    if not confined:
+        pytest.skip("the sandbox does not hold here: contributed code is refused")
     assert (
-        str(raised.value)
+        ended_with_8_mib(repo, "scratch/filler", FILLER, 60)
         == "scratch/filler: the checker's scratch folder passed its bound of 8 MiB or 20,000 files"
+    )
+
+
+# 10,000 empty files, whose listing takes a while, and beside them a folder of 12 MiB renamed through 100
+# names without pause: each measure listed a name, found it gone when it opened it and counted nothing
+# beneath it (50 MiB unseen in 40 measures of 40); the checker wrote on past any bound, unseen.
+HIDER = """
+for number in range(10_000):
+    open(f'f{number}', 'w').close()
+os.mkdir('n0')
+open('n0/data', 'wb').write(b'x' * 12 * 1024**2)
+number = 0
+while True:
+    os.rename(f'n{number % 100}', f'n{(number + 1) % 100}')
+    number += 1
+"""
+
+
+def test_a_checker_that_renames_its_folders_while_measured_is_ended(
+    repo: RepoBuilder, confined: bool
+) -> None:
+    if not confined:
+        pytest.skip("the sandbox does not hold here: contributed code is refused")
+    # seen at last (a measure that went through it all) or never: ended either way, before the timeout
+    assert ended_with_8_mib(repo, "scratch/hider", HIDER, 30) in (
+        "scratch/hider: the checker's scratch folder passed its bound of 8 MiB or 20,000 files",
+        "scratch/hider: the checker's scratch folder changed under 4 measures in a row: it cannot be bounded",
     )
 
 
@@ -321,3 +353,15 @@ def test_a_folder_without_a_lock_is_swept_once_it_is_old(tmp_path: Path) -> None
     finally:
         scratch.remove_root(str(locked))
     assert not locked.exists() and not Path(f"{locked}{scratch.LOCK_SUFFIX}").exists()
+
+
+def test_any_start_of_lvegit_sweeps_a_killed_lvegits_scratch(tmp_path: Path) -> None:
+    """Not only one that starts a launcher: `lvegit validate` after a killed `lvegit replay` left it all."""
+    leftover = tmp_path / f"{scratch.PREFIX}killed"
+    (leftover / "worker-1" / "deep").mkdir(parents=True)
+    Path(f"{leftover}{scratch.LOCK_SUFFIX}").touch()  # its lock, free: its lvegit is gone
+    environment = {"PATH": os.environ["PATH"], "HOME": "/tmp", "LANG": "C.UTF-8", "TMPDIR": str(tmp_path)}
+    command = [sys.executable, "-I", "-m", "lvegit", "--version"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=environment, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert os.listdir(tmp_path) == []

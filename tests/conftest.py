@@ -19,7 +19,7 @@ from lvegit.checkers.sandbox import CheckerWorker, SandboxSettings
 from lvegit.cli import main
 
 from builders import RepoBuilder, github_environment
-from servers import OpenAIServer, Running, serve
+from servers import GitHubServer, OpenAIServer, Running, serve, serve_github
 
 
 @pytest.fixture(scope="session")
@@ -166,6 +166,15 @@ def openai_server(monkeypatch: pytest.MonkeyPatch):
         for name in ("AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_KEY"):
             monkeypatch.delenv(name, raising=False)
         yield running
+
+
+@pytest.fixture
+def github_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[GitHubServer]:
+    """GitHub's REST API on 127.0.0.1; GITHUB_API_URL points lvegit at it."""
+    state = GitHubServer()
+    for base in serve_github(state):
+        monkeypatch.setenv("GITHUB_API_URL", base)
+        yield state
 
 
 def adder(body: dict[str, Any]) -> str:

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,15 +38,7 @@ from builders import (
     instance,
     pull_request_payload,
 )
-from servers import GitHubServer, OpenAIServer, Running, model_and_judge, serve, serve_github
-
-
-@pytest.fixture
-def github_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[GitHubServer]:
-    state = GitHubServer()
-    for base in serve_github(state):
-        monkeypatch.setenv("GITHUB_API_URL", base)
-        yield state
+from servers import GitHubServer, OpenAIServer, Running, model_and_judge, serve
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,18 +14,10 @@ from lvegit.disclosure.withheld import withhold
 from lvegit.lve.repo import Repository
 
 from builders import GitRepo, RepoBuilder, instance, pull_request_payload
-from servers import GitHubServer, serve_github
+from servers import GitHubServer
 from withholding import ABSTRACT, CANARY, CANARY_TEST, Keys, with_recipients
 
 pytest.importorskip("pyrage")
-
-
-@pytest.fixture
-def github_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[GitHubServer]:
-    state = GitHubServer()
-    for base in serve_github(state):
-        monkeypatch.setenv("GITHUB_API_URL", base)
-        yield state
 
 
 def _withheld(lves: RepoBuilder, keys: Keys, name: str = "privacy/leak") -> Path:

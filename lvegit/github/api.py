@@ -10,8 +10,7 @@ from typing import Any
 from lvegit.base.errors import GitHubAccessError, GitHubError, UsageError
 from lvegit.base.settings import RetryPolicy
 from lvegit.github.render import COMMENT_LIMIT, MARKER
-from lvegit.github.verify import ChangedFile, PullRequestFacts, action_folders, is_sha
-from lvegit.lve.repo import TEST_FILE
+from lvegit.github.verify import ChangedFile, PullRequestFacts, action_folders, is_sha, lve_folders
 
 RATE_LIMIT_WAIT = 60.0  # the longest wait for a secondary rate limit to pass
 MAX_RETRIES = 5
@@ -87,12 +86,9 @@ class PullRequests:
         )
         total = self._call(what, lambda: int(pull.changed_files))
         tree = self._call(f"tree of {head[:12]}", lambda: self._repository.get_git_tree(head, recursive=True))
-        suffix = f"/{TEST_FILE}"
         blobs = self._call(f"tree of {head[:12]}", lambda: [e.path for e in tree.tree if e.type == "blob"])
         truncated = self._call(f"tree of {head[:12]}", lambda: bool(tree.truncated))
-        folders = (
-            None if truncated else {path.removesuffix(suffix) for path in blobs if path.endswith(suffix)}
-        )
+        folders = None if truncated else lve_folders(blobs)
         actions = action_folders(blobs)
         return PullRequestFacts(head, base, files, len(files) >= total, folders, actions, base_ref, default)
 

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from lvegit.base.errors import LVEError
 from lvegit.base.files import MAX_INSTANCE_FILE_BYTES, FileProblem, read_bytes, walk
-from lvegit.git.changes import WORK_TREE, Changes
+from lvegit.git.changes import MARKERS, WORK_TREE, Changes
 from lvegit.git.vcs import GitCheckout
 from lvegit.judge.conversation import prompts_to_send
 from lvegit.judge.results import AddedInstance, LVEChange, judge_said
@@ -127,7 +127,7 @@ def lve_change(sides: _Sides, path: str) -> LVEChange:
     changes = sides.changes
     old = changes.renamed.get(path, path)
     files = changes.files.get(path, [])
-    existed = sides.base(f"{old}/{TEST_FILE}") is not None
+    existed = any(sides.base(f"{old}/{marker}") is not None for marker in MARKERS)
     status: Literal["added", "modified", "renamed"] = (
         "renamed" if path in changes.renamed else "modified" if existed else "added"
     )

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Final
 
+from lvegit.git.changes import MARKERS
 from lvegit.github.context import RunOrigin
 from lvegit.github.results import ResultsDocument
-from lvegit.lve.repo import REPOSITORY_DIR, TEST_FILE, text_name
+from lvegit.lve.repo import REPOSITORY_DIR, text_name
 from lvegit.lve.routing_file import ROUTING_FILES
 
 CHECK_WORKFLOW: Final = ".github/workflows/lvegit-check.yml"
@@ -71,6 +72,12 @@ def workflow_file(path: str, repository: str) -> str:
     return file.removeprefix(f"{repository}/")
 
 
+def lve_folders(paths: Iterable[str]) -> set[str]:
+    """The folders of a tree's file paths that are LVEs: they hold a test.json or a withheld LVE's abstract
+    (lvegit.git.changes.MARKERS, what lvegit's own diff counts)."""
+    return {path.rpartition("/")[0] for path in paths if path.rpartition("/")[2] in MARKERS}
+
+
 def _lve_on_head(path: str, prefix: PurePosixPath, lve_folders: set[str]) -> str | None:
     """The LVE holding `path` on head: its innermost folder below `prefix` that holds a test.json."""
     folders = (folder.as_posix() for folder in PurePosixPath(path).parents if prefix in folder.parents)
@@ -98,13 +105,17 @@ def changed_lves(
         lve = _lve_on_head(file.path, prefix, lve_folders)
         old = PurePosixPath(file.previous or file.path)
         folder = old.parent.as_posix()
-        went = old.name == TEST_FILE and prefix in old.parents and folder not in lve_folders
+        went = old.name in MARKERS and prefix in old.parents and folder not in lve_folders
         if went and not (file.status == "renamed" and lve is not None):  # a rename's LVE is changed
             removed.add(text_name(folder[start:]))
         if lve is None:
             continue
         how = changed.setdefault(lve[start:], ("modified", None))
-        if file.path == f"{lve}/{TEST_FILE}" and file.status in ("added", "renamed", "copied"):
+        if PurePosixPath(file.path) in {PurePosixPath(lve, marker) for marker in MARKERS} and file.status in (
+            "added",
+            "renamed",
+            "copied",
+        ):
             how = ("renamed", text_name(folder[start:])) if went else ("added", None)
         changed[lve[start:]] = how
     return changed, removed

@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from lvegit.git import changes
-from lvegit.github.verify import ChangedFile, action_folders, changed_lves, runs_on_doubts, workflow_file
+from lvegit.github.verify import (
+    ChangedFile,
+    action_folders,
+    changed_lves,
+    lve_folders,
+    runs_on_doubts,
+    workflow_file,
+)
 from lvegit.lve.repo import Repository
 
 from builders import GitRepo, RepoBuilder, instance
@@ -18,14 +25,14 @@ GIT_STATUS = {"A": "added", "D": "removed", "M": "modified", "R": "renamed", "T"
 
 
 def as_github_lists(git: GitRepo, base: str, head: str) -> tuple[list[ChangedFile], set[str]]:
-    """The pull request's files (GitHub's files list) and its head's folders holding a test.json."""
+    """The pull request's files (GitHub's files list) and its head's LVE folders."""
     files = []
     for entry in git.git("diff", "--name-status", "-M", f"{base}...{head}").splitlines():
         status, *paths = entry.split("\t")
         previous = paths[0] if len(paths) > 1 else None
         files.append(ChangedFile(paths[-1], GIT_STATUS[status[0]], previous))
     tree = git.git("ls-tree", "-r", "--name-only", head).splitlines()
-    return files, {path.removesuffix("/test.json") for path in tree if path.endswith("/test.json")}
+    return files, lve_folders(tree)
 
 
 @pytest.mark.parametrize("top", ["", "lves"])
@@ -56,6 +63,12 @@ def test_the_changed_lves_derived_from_githubs_lists_are_gits(tmp_path: Path, to
     shutil.rmtree(root / "repository/cat/gone")
     (root / "repository/cat/thinned/openai--gpt-4o-mini/instances/j.jsonl").unlink()
     (root / "repository/cat/README.md").write_text("a category\n")
+    withheld = (
+        root / "repository/cat/withheld/openai--gpt-4o-mini"
+    )  # a withheld LVE: its abstract, no test.json
+    withheld.mkdir(parents=True)
+    (withheld / "withheld.json").write_text("{}\n")
+    (withheld / "payload.age").write_text("age\n")
     head = git.commit("pr")
 
     found = changes.changed_lves(Repository(root), base, head)
@@ -64,8 +77,8 @@ def test_the_changed_lves_derived_from_githubs_lists_are_gits(tmp_path: Path, to
     assert set(derived) == set(found.changed) and removed == set(found.removed)
     assert {lve: old for lve, (status, old) in derived.items() if status == "renamed"} == found.renamed
     added = {lve for lve, (status, _old) in derived.items() if status == "added"}
-    assert added == {"repository/cat/new/openai--gpt-4o-mini"}
-    assert len(found.changed) == 4 and len(found.removed) == 1
+    assert added == {"repository/cat/new/openai--gpt-4o-mini", "repository/cat/withheld/openai--gpt-4o-mini"}
+    assert len(found.changed) == 5 and len(found.removed) == 1
 
 
 def test_a_runs_workflow_file_is_named_as_a_path_of_the_repository() -> None:

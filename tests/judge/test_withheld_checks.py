@@ -50,6 +50,17 @@ def test_validate_names_the_clear_file_in_a_withheld_lve(repo: RepoBuilder, cli:
         assert CANARY not in result.out + result.err
 
 
+def checked_pull_request(
+    action: Any, github_server: GitHubServer, git: GitRepo, number: int, base: str, head: str
+) -> tuple[Any, str]:
+    """The Action's check of pull request `number` from `base` to `head`: its result and its comment."""
+    github_server.pulls[number] = head
+    result = action(
+        "pull_request", pull_request_payload(number, base, head), git.root, comment="true", github_token="t"
+    )
+    return result, str(github_server.comments[number][0]["body"])
+
+
 def test_a_pull_request_adding_a_withheld_lve_passes_without_any_key(
     tmp_path: Path, github_server: GitHubServer, action: Any
 ) -> None:
@@ -62,12 +73,8 @@ def test_a_pull_request_adding_a_withheld_lve_passes_without_any_key(
     git.git("checkout", "-q", "-b", "pr")
     _withheld(lves, keys)
     head = git.commit("a withheld LVE")
-    github_server.pulls[7] = head
-    result = action(
-        "pull_request", pull_request_payload(7, base, head), git.root, comment="true", github_token="t"
-    )
+    result, body = checked_pull_request(action, github_server, git, 7, base, head)
     assert result.code == 0, result.out + result.err
-    body = str(github_server.comments[7][0]["body"])
     assert "payload withheld until 2027" in body
     assert CANARY not in body + result.out + result.err
     assert CANARY not in "".join(
@@ -87,12 +94,9 @@ def test_a_pull_request_withholding_a_published_lve_fails(
     git.git("checkout", "-q", "-b", "pr")
     withhold(Repository(lves.root), lve_dir, ABSTRACT)
     head = git.commit("withheld theirs")
-    github_server.pulls[8] = head
-    result = action(
-        "pull_request", pull_request_payload(8, base, head), git.root, comment="true", github_token="t"
-    )
+    result, body = checked_pull_request(action, github_server, git, 8, base, head)
     assert result.code == 1, result.out + result.err
-    assert "a published LVE cannot be withheld" in str(github_server.comments[8][0]["body"])
+    assert "a published LVE cannot be withheld" in body
 
 
 def test_a_pull_request_adding_clear_payload_to_a_withheld_lve_fails(
@@ -106,12 +110,8 @@ def test_a_pull_request_adding_clear_payload_to_a_withheld_lve_fails(
     (lve_dir / "instances").mkdir()
     (lve_dir / "instances" / "i.jsonl").write_text(json.dumps(instance("x", False, a=1, b=2)) + "\n")
     head = git.commit("clear instances")
-    github_server.pulls[9] = head
-    result = action(
-        "pull_request", pull_request_payload(9, base, head), git.root, comment="true", github_token="t"
-    )
+    result, body = checked_pull_request(action, github_server, git, 9, base, head)
     assert result.code == 1, result.out + result.err
-    body = str(github_server.comments[9][0]["body"])
     assert "a withheld LVE holds" in body, body
 
 

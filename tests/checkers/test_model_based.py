@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import socket
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -308,10 +309,17 @@ def test_unloadable_classifier_skips_replay_and_errors_runs(
     assert item["reason"].startswith(f"cannot load the classifier '{tmp_path}/none'")
 
 
+def in_a_process(script: str, repo: RepoBuilder, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """`script` run by a Python of its own in the repository, with a hub cache of its own (empty)."""
+    environment = {**os.environ, "HF_HOME": str(tmp_path / "hf")}
+    return subprocess.run(
+        [sys.executable, "-c", script], cwd=repo.root, capture_output=True, text=True, env=environment
+    )
+
+
 def test_skips_for_a_missing_model_are_one_line_per_lve_and_import_nothing(
     repo: RepoBuilder, tmp_path: Path
 ) -> None:
-    import subprocess
 
     test = {
         "checker_args": {"checker_name": "ToxicityChecker", "toxicity_threshold": 0.5, "model": "nobody/gone"}
@@ -327,10 +335,7 @@ def test_skips_for_a_missing_model_are_one_line_per_lve_and_import_nothing(
         "    pass\n"
         "print('HEAVY', sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'transformers'}), file=sys.stderr)\n"
     )
-    environment = {**os.environ, "HF_HOME": str(tmp_path / "hf")}
-    process = subprocess.run(
-        [sys.executable, "-c", script], cwd=repo.root, capture_output=True, text=True, env=environment
-    )
+    process = in_a_process(script, repo, tmp_path)
     assert process.stdout.splitlines() == [
         "repository/toxicity/x/openai--gpt-4o-mini: 5 skipped",
         "  skipped: 5 instances: model 'nobody/gone' is not in the local Hugging Face cache: download it with: "
@@ -342,7 +347,6 @@ def test_skips_for_a_missing_model_are_one_line_per_lve_and_import_nothing(
 
 def test_lazy_imports(repo: RepoBuilder, tmp_path: Path) -> None:
     """--help, validate, changed and the replay of LVEs without model checkers import no heavy library."""
-    import subprocess
 
     from builders import PROJECT_ROOT
 
@@ -371,7 +375,6 @@ def test_without_transformers_a_missing_model_skip_names_the_extra_first(
     """After the README's install (no transformers extra), the skip once said "set LVEGIT_ALLOW_DOWNLOADS=1
     or install it": downloading the model then led to a second skip, for the extra. The first skip names the
     extra; with it installed, the model's skip names `lvegit models --download`."""
-    import subprocess
 
     test = {"checker_args": {"checker_name": "ToxicityChecker", "toxicity_threshold": 0.5}}
     repo.lve("toxicity/x", test, instances={"i.jsonl": [instance("hello", True, a=1, b=2)]})
@@ -381,10 +384,7 @@ def test_without_transformers_a_missing_model_skip_names_the_extra_first(
         "from lvegit.cli import main\n"
         "main(['replay', '--all'])\n"
     )
-    environment = {**os.environ, "HF_HOME": str(tmp_path / "hf")}
-    process = subprocess.run(
-        [sys.executable, "-c", script], cwd=repo.root, capture_output=True, text=True, env=environment
-    )
+    process = in_a_process(script, repo, tmp_path)
     assert process.stdout.splitlines()[1].endswith(
         f"/i.jsonl:1: this checker needs: {install_hint('transformers')}"
     )
